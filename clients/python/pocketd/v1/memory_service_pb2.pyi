@@ -1,0 +1,201 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from pocketd.v1 import memory_pb2 as _memory_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class GateDecision(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    GATE_DECISION_UNSPECIFIED: _ClassVar[GateDecision]
+    GATE_DECISION_STORED: _ClassVar[GateDecision]
+    GATE_DECISION_MERGED: _ClassVar[GateDecision]
+    GATE_DECISION_REJECTED: _ClassVar[GateDecision]
+GATE_DECISION_UNSPECIFIED: GateDecision
+GATE_DECISION_STORED: GateDecision
+GATE_DECISION_MERGED: GateDecision
+GATE_DECISION_REJECTED: GateDecision
+
+class WriteHints(_message.Message):
+    __slots__ = ("remember", "error_resolved")
+    REMEMBER_FIELD_NUMBER: _ClassVar[int]
+    ERROR_RESOLVED_FIELD_NUMBER: _ClassVar[int]
+    remember: bool
+    error_resolved: bool
+    def __init__(self, remember: _Optional[bool] = ..., error_resolved: _Optional[bool] = ...) -> None: ...
+
+class RememberRequest(_message.Message):
+    __slots__ = ("record", "hints", "supersedes")
+    RECORD_FIELD_NUMBER: _ClassVar[int]
+    HINTS_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDES_FIELD_NUMBER: _ClassVar[int]
+    record: _memory_pb2.MemoryRecord
+    hints: WriteHints
+    supersedes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, record: _Optional[_Union[_memory_pb2.MemoryRecord, _Mapping]] = ..., hints: _Optional[_Union[WriteHints, _Mapping]] = ..., supersedes: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RememberResponse(_message.Message):
+    __slots__ = ("memory_id", "decision", "reason", "importance", "expires_at", "tier")
+    MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
+    DECISION_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    IMPORTANCE_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    memory_id: str
+    decision: GateDecision
+    reason: str
+    importance: int
+    expires_at: _timestamp_pb2.Timestamp
+    tier: _memory_pb2.Tier
+    def __init__(self, memory_id: _Optional[str] = ..., decision: _Optional[_Union[GateDecision, str]] = ..., reason: _Optional[str] = ..., importance: _Optional[int] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tier: _Optional[_Union[_memory_pb2.Tier, str]] = ...) -> None: ...
+
+class RememberBatchRequest(_message.Message):
+    __slots__ = ("items",)
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[RememberRequest]
+    def __init__(self, items: _Optional[_Iterable[_Union[RememberRequest, _Mapping]]] = ...) -> None: ...
+
+class RememberBatchResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[RememberResponse]
+    def __init__(self, results: _Optional[_Iterable[_Union[RememberResponse, _Mapping]]] = ...) -> None: ...
+
+class MemoryFilter(_message.Message):
+    __slots__ = ("session_id", "kinds", "modalities", "tags", "created_after", "created_before", "min_importance")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    MODALITIES_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AFTER_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    MIN_IMPORTANCE_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    kinds: _containers.RepeatedScalarFieldContainer[_memory_pb2.MemoryKind]
+    modalities: _containers.RepeatedScalarFieldContainer[_memory_pb2.Modality]
+    tags: _containers.RepeatedScalarFieldContainer[str]
+    created_after: _timestamp_pb2.Timestamp
+    created_before: _timestamp_pb2.Timestamp
+    min_importance: int
+    def __init__(self, session_id: _Optional[str] = ..., kinds: _Optional[_Iterable[_Union[_memory_pb2.MemoryKind, str]]] = ..., modalities: _Optional[_Iterable[_Union[_memory_pb2.Modality, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., min_importance: _Optional[int] = ...) -> None: ...
+
+class RecallRequest(_message.Message):
+    __slots__ = ("namespace", "query_text", "query_vector", "query_modality", "top_k", "filter", "include_obsolete", "include_expired", "include_vectors")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    QUERY_TEXT_FIELD_NUMBER: _ClassVar[int]
+    QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
+    QUERY_MODALITY_FIELD_NUMBER: _ClassVar[int]
+    TOP_K_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_OBSOLETE_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_EXPIRED_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_VECTORS_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    query_text: str
+    query_vector: _containers.RepeatedScalarFieldContainer[float]
+    query_modality: _memory_pb2.Modality
+    top_k: int
+    filter: MemoryFilter
+    include_obsolete: bool
+    include_expired: bool
+    include_vectors: bool
+    def __init__(self, namespace: _Optional[str] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., query_modality: _Optional[_Union[_memory_pb2.Modality, str]] = ..., top_k: _Optional[int] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., include_obsolete: _Optional[bool] = ..., include_expired: _Optional[bool] = ..., include_vectors: _Optional[bool] = ...) -> None: ...
+
+class RecallHit(_message.Message):
+    __slots__ = ("record", "score")
+    RECORD_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    record: _memory_pb2.MemoryRecord
+    score: _memory_pb2.ScoreBreakdown
+    def __init__(self, record: _Optional[_Union[_memory_pb2.MemoryRecord, _Mapping]] = ..., score: _Optional[_Union[_memory_pb2.ScoreBreakdown, _Mapping]] = ...) -> None: ...
+
+class RecallResponse(_message.Message):
+    __slots__ = ("hits", "vector_weight", "keyword_weight", "vector_candidates", "keyword_candidates", "took_micros")
+    HITS_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    KEYWORD_WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_CANDIDATES_FIELD_NUMBER: _ClassVar[int]
+    KEYWORD_CANDIDATES_FIELD_NUMBER: _ClassVar[int]
+    TOOK_MICROS_FIELD_NUMBER: _ClassVar[int]
+    hits: _containers.RepeatedCompositeFieldContainer[RecallHit]
+    vector_weight: float
+    keyword_weight: float
+    vector_candidates: int
+    keyword_candidates: int
+    took_micros: int
+    def __init__(self, hits: _Optional[_Iterable[_Union[RecallHit, _Mapping]]] = ..., vector_weight: _Optional[float] = ..., keyword_weight: _Optional[float] = ..., vector_candidates: _Optional[int] = ..., keyword_candidates: _Optional[int] = ..., took_micros: _Optional[int] = ...) -> None: ...
+
+class GetRequest(_message.Message):
+    __slots__ = ("namespace", "memory_id", "include_vector")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_VECTOR_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    memory_id: str
+    include_vector: bool
+    def __init__(self, namespace: _Optional[str] = ..., memory_id: _Optional[str] = ..., include_vector: _Optional[bool] = ...) -> None: ...
+
+class GetResponse(_message.Message):
+    __slots__ = ("record",)
+    RECORD_FIELD_NUMBER: _ClassVar[int]
+    record: _memory_pb2.MemoryRecord
+    def __init__(self, record: _Optional[_Union[_memory_pb2.MemoryRecord, _Mapping]] = ...) -> None: ...
+
+class ForgetRequest(_message.Message):
+    __slots__ = ("namespace", "memory_id", "filter", "all")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    ALL_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    memory_id: str
+    filter: MemoryFilter
+    all: bool
+    def __init__(self, namespace: _Optional[str] = ..., memory_id: _Optional[str] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., all: _Optional[bool] = ...) -> None: ...
+
+class ForgetResponse(_message.Message):
+    __slots__ = ("forgotten_count",)
+    FORGOTTEN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    forgotten_count: int
+    def __init__(self, forgotten_count: _Optional[int] = ...) -> None: ...
+
+class StatsRequest(_message.Message):
+    __slots__ = ("namespace",)
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    def __init__(self, namespace: _Optional[str] = ...) -> None: ...
+
+class TierStats(_message.Message):
+    __slots__ = ("tier", "record_count")
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    RECORD_COUNT_FIELD_NUMBER: _ClassVar[int]
+    tier: _memory_pb2.Tier
+    record_count: int
+    def __init__(self, tier: _Optional[_Union[_memory_pb2.Tier, str]] = ..., record_count: _Optional[int] = ...) -> None: ...
+
+class NamespaceStats(_message.Message):
+    __slots__ = ("namespace", "record_count", "obsolete_count", "tiers")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    RECORD_COUNT_FIELD_NUMBER: _ClassVar[int]
+    OBSOLETE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    TIERS_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    record_count: int
+    obsolete_count: int
+    tiers: _containers.RepeatedCompositeFieldContainer[TierStats]
+    def __init__(self, namespace: _Optional[str] = ..., record_count: _Optional[int] = ..., obsolete_count: _Optional[int] = ..., tiers: _Optional[_Iterable[_Union[TierStats, _Mapping]]] = ...) -> None: ...
+
+class StatsResponse(_message.Message):
+    __slots__ = ("namespaces", "pending_index")
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    PENDING_INDEX_FIELD_NUMBER: _ClassVar[int]
+    namespaces: _containers.RepeatedCompositeFieldContainer[NamespaceStats]
+    pending_index: int
+    def __init__(self, namespaces: _Optional[_Iterable[_Union[NamespaceStats, _Mapping]]] = ..., pending_index: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,1 @@
+"""Implementations of the core's ports over SQLite, usearch, tantivy and onnxruntime."""

@@ -1,0 +1,206 @@
+"""The record store: SQLite in WAL mode, the source of truth.
+
+Each write is one transaction committed with `synchronous=FULL`, so a record is on disk before
+`write` returns (and before the server acknowledges it). Payloads are msgspec MessagePack; vectors
+are raw little-endian float32. Every change gets a new, strictly increasing revision `rev`, which
+the background indexer follows (`changes_since`) to catch the warm indexes up, also after a crash.
+Forgotten records keep a tombstone row (no text, no vector) so the indexer sees the deletion.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+import numpy as np
+
+from server.core.model import Record, Vector
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    key        INTEGER PRIMARY KEY AUTOINCREMENT,
+    namespace  TEXT    NOT NULL,
+    memory_id  TEXT    NOT NULL,
+    kind       INTEGER NOT NULL,
+    rev        INTEGER NOT NULL,
+    deleted    INTEGER NOT NULL DEFAULT 0,
+    payload    BLOB,
+    vector     BLOB
+);
+CREATE UNIQUE INDEX IF NOT EXISTS records_by_id ON records(namespace, memory_id);
+CREATE INDEX IF NOT EXISTS records_by_rev ON records(rev);
+"""
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(Record)
+
+
+@dataclass(frozen=True)
+class Row:
+    """A row as the indexer sees it."""
+
+    record: Record
+    vector: Vector | None
+    rev: int
+    deleted: bool
+
+
+def _vec_bytes(v: Vector | None) -> bytes | None:
+    return None if v is None else np.ascontiguousarray(v, dtype="<f4").tobytes()
+
+
+def _vec(b: bytes | None) -> Vector | None:
+    return None if b is None else np.frombuffer(b, dtype="<f4").astype(np.float32)
+
+
+class SqliteRecordStore:
+    """`RecordStore` over one SQLite file. One writer connection; one reader per thread."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._path = path
+        self._wlock = threading.Lock()
+        self._local = threading.local()
+        self._w = self._connect()
+        self._w.executescript(_SCHEMA)
+        row = self._w.execute("SELECT COALESCE(MAX(rev), 0) FROM records").fetchone()
+        self._rev: int = int(row[0])
+        self._readers: list[sqlite3.Connection] = []
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA busy_timeout=5000")
+        return conn
+
+    def _reader(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            conn.execute("PRAGMA query_only=1")
+            self._local.conn = conn
+            with self._wlock:
+                self._readers.append(conn)
+        return conn
+
+    def write(self, records: Sequence[Record], vectors: Sequence[Vector | None]) -> list[int]:
+        keys: list[int] = []
+        with self._wlock:
+            cur = self._w.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                for rec, vec in zip(records, vectors, strict=True):
+                    self._rev += 1
+                    payload = _encoder.encode(rec)
+                    if rec.key:
+                        cur.execute(
+                            "UPDATE records SET rev=?, deleted=0, payload=?,"
+                            " vector=COALESCE(?, vector), kind=? WHERE key=?",
+                            (self._rev, payload, _vec_bytes(vec), int(rec.kind), rec.key),
+                        )
+                        keys.append(rec.key)
+                    else:
+                        cur.execute(
+                            "INSERT INTO records(namespace, memory_id, kind, rev, payload, vector)"
+                            " VALUES (?,?,?,?,?,?)",
+                            (rec.namespace, rec.memory_id, int(rec.kind), self._rev, payload,
+                             _vec_bytes(vec)),
+                        )
+                        key = cur.lastrowid
+                        assert key is not None
+                        keys.append(key)
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                self._rev = int(self._w.execute("SELECT COALESCE(MAX(rev),0) FROM records").fetchone()[0])
+                raise
+        return keys
+
+    def delete(self, keys: Sequence[int]) -> int:
+        n = 0
+        with self._wlock:
+            cur = self._w.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                for key in keys:
+                    self._rev += 1
+                    cur.execute(
+                        "UPDATE records SET rev=?, deleted=1, payload=NULL, vector=NULL"
+                        " WHERE key=? AND deleted=0",
+                        (self._rev, key),
+                    )
+                    n += cur.rowcount
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+        return n
+
+    def get(self, keys: Sequence[int]) -> dict[int, Record]:
+        if not keys:
+            return {}
+        marks = ",".join("?" * len(keys))
+        rows = self._reader().execute(
+            f"SELECT key, payload FROM records WHERE deleted=0 AND key IN ({marks})", list(keys)
+        ).fetchall()
+        out: dict[int, Record] = {}
+        for key, payload in rows:
+            rec = _decoder.decode(payload)
+            rec.key = key
+            out[key] = rec
+        return out
+
+    def get_vectors(self, keys: Sequence[int]) -> dict[int, Vector]:
+        if not keys:
+            return {}
+        marks = ",".join("?" * len(keys))
+        rows = self._reader().execute(
+            f"SELECT key, vector FROM records WHERE deleted=0 AND key IN ({marks})", list(keys)
+        ).fetchall()
+        return {k: v for k, b in rows if (v := _vec(b)) is not None}
+
+    def key_of(self, namespace: str, memory_id: str, include_deleted: bool = False) -> int | None:
+        sql = "SELECT key FROM records WHERE namespace=? AND memory_id=?"
+        if not include_deleted:
+            sql += " AND deleted=0"
+        row = self._reader().execute(sql, (namespace, memory_id)).fetchone()
+        return None if row is None else int(row[0])
+
+    def changes_since(self, rev: int, limit: int) -> list[Row]:
+        rows = self._reader().execute(
+            "SELECT key, namespace, memory_id, kind, rev, deleted, payload, vector FROM records"
+            " WHERE rev > ? ORDER BY rev LIMIT ?",
+            (rev, limit),
+        ).fetchall()
+        out: list[Row] = []
+        for key, ns, mid, kind, r, deleted, payload, vec in rows:
+            if deleted:
+                rec = Record(memory_id=mid, namespace=ns, kind=kind, key=key)
+            else:
+                rec = _decoder.decode(payload)
+                rec.key = key
+            out.append(Row(rec, _vec(vec), int(r), bool(deleted)))
+        return out
+
+    def head_rev(self) -> int:
+        return self._rev
+
+    def scan_live(self) -> Iterator[Record]:
+        cur = self._reader().execute("SELECT key, payload FROM records WHERE deleted=0 ORDER BY key")
+        while batch := cur.fetchmany(4096):
+            for key, payload in batch:
+                rec = _decoder.decode(payload)
+                rec.key = key
+                yield rec
+
+    def close(self) -> None:
+        with self._wlock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+            self._w.close()

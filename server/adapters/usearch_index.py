@@ -1,0 +1,173 @@
+"""Warm vector indexes: one usearch HNSW index per partition (namespace, kind).
+
+usearch's Python API has no filter callback, so filtering is done by partitioning (a namespace
+and kind never share an index), then by over-fetch or, for selective filters, an exact scan of the
+matching rows (see `server.core.vector_channel`). Vectors are unit length and the metric is inner
+product, so similarity = 1 − distance = cosine.
+
+Persistence: `save(rev)` writes every dirty index to a temporary file and renames it into place,
+then atomically replaces `manifest.json`, which records the revision the files contain. On start
+the indexer replays the record store from that revision, so a crash between snapshots only costs
+catch-up time, never data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+from usearch.index import Index
+
+from server.core.model import Vector
+from server.core.ports import KeyArray
+
+
+class UsearchVectorIndex:
+    """One partition's HNSW index. A lock serialises mutation against search: usearch may
+    reallocate while growing."""
+
+    def __init__(self, index: Index, path: Path) -> None:
+        self._index = index
+        self._path = path
+        self._lock = threading.Lock()
+        self.dirty = False
+
+    def add(self, keys: KeyArray, vectors: Vector) -> None:
+        with self._lock:
+            present = np.array([int(k) in self._index for k in keys], dtype=np.bool_)
+            if present.any():
+                self._index.remove(keys[present])
+            self._index.add(keys.astype(np.uint64), vectors)
+            self.dirty = True
+
+    def remove(self, keys: KeyArray) -> None:
+        with self._lock:
+            present = [int(k) for k in keys if int(k) in self._index]
+            if present:
+                self._index.remove(np.array(present, dtype=np.uint64))
+                self.dirty = True
+
+    def search(self, query: Vector, count: int) -> tuple[KeyArray, npt.NDArray[np.float32]]:
+        with self._lock:
+            if len(self._index) == 0 or count <= 0:
+                return np.empty(0, np.int64), np.empty(0, np.float32)
+            res = self._index.search(query, count)
+        keys = np.asarray(res.keys, dtype=np.int64)
+        sims = (1.0 - np.asarray(res.distances, dtype=np.float32)).astype(np.float32)
+        return keys, sims
+
+    def get(self, keys: KeyArray) -> Vector:
+        out = np.zeros((len(keys), self._index.ndim), dtype=np.float32)
+        if len(keys) == 0:
+            return out
+        with self._lock:
+            got = self._index.get(keys.astype(np.uint64), dtype=np.float32)
+        if isinstance(got, np.ndarray):
+            return got.reshape(len(keys), -1).astype(np.float32)
+        for i, v in enumerate(got):
+            if v is not None:
+                out[i] = v
+        return out
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def save(self) -> None:
+        with self._lock:
+            if not self.dirty:
+                return
+            tmp = self._path.with_suffix(".tmp")
+            self._index.save(str(tmp))
+            os.replace(tmp, self._path)
+            self.dirty = False
+
+
+class UsearchIndexSet:
+    """Every partition's index under one directory, with a manifest of the saved revision."""
+
+    def __init__(
+        self, root: Path, ndim: int, dtype: str, connectivity: int, expansion_add: int,
+        expansion_search: int,
+    ) -> None:
+        self._root = root
+        self._root.mkdir(parents=True, exist_ok=True)
+        self._ndim = ndim
+        self._opts = {
+            "metric": "ip",
+            "dtype": dtype,
+            "connectivity": connectivity,
+            "expansion_add": expansion_add,
+            "expansion_search": expansion_search,
+        }
+        self._lock = threading.Lock()
+        self._parts: dict[tuple[str, int], UsearchVectorIndex] = {}
+        self._saved_rev = 0
+        self._load()
+
+    def _file(self, namespace: str, kind: int) -> Path:
+        digest = hashlib.sha1(namespace.encode()).hexdigest()[:16]
+        return self._root / f"{digest}-{kind}.usearch"
+
+    def _manifest(self) -> Path:
+        return self._root / "manifest.json"
+
+    def _load(self) -> None:
+        if not self._manifest().exists():
+            return
+        meta = json.loads(self._manifest().read_text())
+        if meta.get("ndim") != self._ndim:
+            raise ValueError(
+                f"vector indexes in {self._root} have dimension {meta.get('ndim')}, "
+                f"but memory.embedding_dim is {self._ndim}"
+            )
+        for part in meta["partitions"]:
+            path = self._root / part["file"]
+            index = Index(ndim=self._ndim, **self._opts)  # type: ignore[arg-type]
+            if path.exists():
+                index.load(str(path))
+            self._parts[(part["namespace"], int(part["kind"]))] = UsearchVectorIndex(index, path)
+        self._saved_rev = int(meta["rev"])
+
+    def partition(self, namespace: str, kind: int, create: bool) -> UsearchVectorIndex | None:
+        key = (namespace, kind)
+        part = self._parts.get(key)
+        if part is None and create:
+            with self._lock:
+                part = self._parts.get(key)
+                if part is None:
+                    index = Index(ndim=self._ndim, **self._opts)  # type: ignore[arg-type]
+                    part = UsearchVectorIndex(index, self._file(namespace, kind))
+                    self._parts[key] = part
+        return part
+
+    def partitions(self) -> dict[tuple[str, int], UsearchVectorIndex]:
+        return dict(self._parts)
+
+    def save(self, rev: int) -> None:
+        with self._lock:
+            parts = dict(self._parts)
+        for part in parts.values():
+            part.save()
+        meta = {
+            "rev": rev,
+            "ndim": self._ndim,
+            "partitions": [
+                {"namespace": ns, "kind": kind, "file": p._path.name}
+                for (ns, kind), p in sorted(parts.items())
+            ],
+        }
+        tmp = self._manifest().with_suffix(".tmp")
+        with open(tmp, "w") as fh:
+            json.dump(meta, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self._manifest())
+        self._saved_rev = rev
+
+    def saved_rev(self) -> int:
+        return self._saved_rev

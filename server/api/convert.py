@@ -1,0 +1,176 @@
+"""Conversions between the wire messages (pocketd.v1) and the domain model. Only called on
+requests that passed validation."""
+
+from __future__ import annotations
+
+import numpy as np
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from pocketd.v1 import memory_pb2 as pb
+from pocketd.v1 import memory_service_pb2 as spb
+from server.api.validation import ts_seconds
+from server.core.model import (
+    Blob,
+    GateDecision,
+    Hit,
+    Kind,
+    MemoryFilter,
+    Modality,
+    NewMemory,
+    RecallQuery,
+    RecallResult,
+    Record,
+    Source,
+    SourceType,
+    Stats,
+    Vector,
+    WriteHints,
+    WriteResult,
+)
+
+
+def _vec(values: object) -> Vector | None:
+    arr = np.array(values, dtype=np.float32)
+    return arr if arr.size else None
+
+
+def _ts(seconds: float, into: Timestamp) -> None:
+    into.seconds = int(seconds // 1)
+    into.nanos = int(round((seconds - into.seconds) * 1e9)) % 1_000_000_000
+
+
+def new_memory(req: spb.RememberRequest) -> NewMemory:
+    r = req.record
+    rec = Record(
+        memory_id=r.memory_id,
+        namespace=r.namespace,
+        kind=Kind(r.kind),
+        modality=Modality(r.modality or pb.MODALITY_TEXT),
+        session_id=r.session_id,
+        text=r.text,
+        blob=Blob(r.blob.uri, r.blob.mime_type, r.blob.size_bytes, r.blob.sha256) if r.blob.uri else None,
+        source=Source(r.source.tool, r.source.round, r.source.task_id),
+        source_type=SourceType(r.source_type),
+        created_at=ts_seconds(r.created_at) if r.HasField("created_at") else 0.0,
+        expires_at=ts_seconds(r.expires_at) if r.HasField("expires_at") else None,
+        topic=r.topic,
+        tags=tuple(r.tags),
+        group_id=r.group_id,
+    )
+    return NewMemory(
+        record=rec,
+        vector=_vec(r.vector),
+        explicit_importance=r.importance if r.HasField("importance") else None,
+        hints=WriteHints(req.hints.remember, req.hints.error_resolved),
+        supersedes=tuple(req.supersedes),
+        client_memory_id=bool(r.memory_id),
+    )
+
+
+def write_result(res: WriteResult) -> spb.RememberResponse:
+    out = spb.RememberResponse(
+        memory_id=res.memory_id,
+        decision=int(res.decision),  # type: ignore[arg-type]
+        reason=res.reason,
+        importance=res.importance,
+        tier=int(res.tier),  # type: ignore[arg-type]
+    )
+    if res.expires_at is not None and res.decision != GateDecision.REJECTED:
+        _ts(res.expires_at, out.expires_at)
+    return out
+
+
+def memory_filter(f: spb.MemoryFilter) -> MemoryFilter:
+    return MemoryFilter(
+        session_id=f.session_id,
+        kinds=tuple(Kind(k) for k in f.kinds),
+        modalities=tuple(Modality(m) for m in f.modalities),
+        tags=tuple(f.tags),
+        created_after=ts_seconds(f.created_after) if f.HasField("created_after") else None,
+        created_before=ts_seconds(f.created_before) if f.HasField("created_before") else None,
+        min_importance=f.min_importance,
+    )
+
+
+def recall_query(req: spb.RecallRequest) -> RecallQuery:
+    return RecallQuery(
+        namespace=req.namespace,
+        text=req.query_text,
+        vector=_vec(req.query_vector),
+        image_query=req.query_modality == pb.MODALITY_IMAGE,
+        top_k=req.top_k if req.HasField("top_k") else 0,
+        filter=memory_filter(req.filter),
+        include_obsolete=req.include_obsolete,
+        include_expired=req.include_expired,
+        include_vectors=req.include_vectors,
+    )
+
+
+def record_pb(rec: Record, vector: Vector | None = None) -> pb.MemoryRecord:
+    out = pb.MemoryRecord(
+        memory_id=rec.memory_id,
+        namespace=rec.namespace,
+        session_id=rec.session_id,
+        kind=int(rec.kind),  # type: ignore[arg-type]
+        modality=int(rec.modality),  # type: ignore[arg-type]
+        text=rec.text,
+        source=pb.MemorySource(tool=rec.source.tool, round=rec.source.round, task_id=rec.source.task_id),
+        source_type=int(rec.source_type),  # type: ignore[arg-type]
+        importance=rec.importance,
+        topic=rec.topic,
+        tags=list(rec.tags),
+        obsolete=rec.obsolete,
+        superseded_by=rec.superseded_by,
+        group_id=rec.group_id,
+        tier=int(rec.tier),  # type: ignore[arg-type]
+    )
+    if rec.blob is not None:
+        out.blob.CopyFrom(pb.BlobRef(uri=rec.blob.uri, mime_type=rec.blob.mime_type,
+                                     size_bytes=rec.blob.size_bytes, sha256=rec.blob.sha256))
+    _ts(rec.created_at, out.created_at)
+    _ts(rec.updated_at, out.updated_at)
+    if rec.expires_at is not None:
+        _ts(rec.expires_at, out.expires_at)
+    out.access.access_count = rec.access_count
+    if rec.last_accessed_at is not None:
+        _ts(rec.last_accessed_at, out.access.last_accessed_at)
+    if vector is not None:
+        out.vector.extend(vector.tolist())
+    return out
+
+
+def hit_pb(hit: Hit) -> spb.RecallHit:
+    s = hit.score
+    return spb.RecallHit(
+        record=record_pb(hit.record, hit.vector),
+        score=pb.ScoreBreakdown(
+            vector=s.vector, bm25=s.bm25, fused=s.fused, decay=s.decay, final=s.final,
+            vector_hit=s.vector_hit, keyword_hit=s.keyword_hit,
+        ),
+    )
+
+
+def recall_response(res: RecallResult) -> spb.RecallResponse:
+    return spb.RecallResponse(
+        hits=[hit_pb(h) for h in res.hits],
+        vector_weight=res.vector_weight,
+        keyword_weight=res.keyword_weight,
+        vector_candidates=res.vector_candidates,
+        keyword_candidates=res.keyword_candidates,
+        took_micros=res.took_micros,
+    )
+
+
+def stats_response(st: Stats) -> spb.StatsResponse:
+    return spb.StatsResponse(
+        namespaces=[
+            spb.NamespaceStats(
+                namespace=n.namespace,
+                record_count=n.record_count,
+                obsolete_count=n.obsolete_count,
+                tiers=[spb.TierStats(tier=int(t.tier), record_count=t.count) for t in n.tiers],  # type: ignore[arg-type]
+            )
+            for n in st.namespaces
+        ],
+        pending_index=st.pending_index,
+    )

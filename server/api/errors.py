@@ -1,0 +1,83 @@
+"""The one table that maps domain errors to gRPC status codes and rich error details.
+
+| domain error              | code                | details                              |
+|---------------------------|---------------------|--------------------------------------|
+| InvalidArgumentError      | INVALID_ARGUMENT    | BadRequest (one violation per field) |
+| NotFoundError             | NOT_FOUND           | ResourceInfo, BadRequest (the field) |
+| FailedPreconditionError   | FAILED_PRECONDITION | ErrorInfo (reason)                   |
+| TooLargeError             | RESOURCE_EXHAUSTED  | QuotaFailure                         |
+| UnavailableError          | UNAVAILABLE         | -                                    |
+| anything else             | INTERNAL            | - (logged with its traceback)        |
+"""
+
+from __future__ import annotations
+
+import logging
+
+import grpc
+from google.protobuf import any_pb2
+from google.protobuf.message import Message
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from server.core.errors import (
+    FailedPreconditionError,
+    InvalidArgumentError,
+    NotFoundError,
+    PocketdError,
+    TooLargeError,
+    UnavailableError,
+)
+
+log = logging.getLogger(__name__)
+DOMAIN = "pocketd.dev"
+
+
+def _status(code: int, message: str, *details: Message) -> status_pb2.Status:
+    packed = []
+    for d in details:
+        a = any_pb2.Any()
+        a.Pack(d)
+        packed.append(a)
+    return status_pb2.Status(code=code, message=message, details=packed)
+
+
+def to_status(exc: BaseException) -> status_pb2.Status:
+    """The rich status for an exception (see the module table)."""
+    if isinstance(exc, InvalidArgumentError):
+        br = error_details_pb2.BadRequest(
+            field_violations=[
+                error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
+                for v in exc.violations
+            ]
+        )
+        return _status(code_pb2.INVALID_ARGUMENT, str(exc), br)
+    if isinstance(exc, NotFoundError):
+        info = error_details_pb2.ResourceInfo(resource_type=exc.resource, resource_name=exc.name,
+                                              description=str(exc))
+        details: list[Message] = [info]
+        if exc.field:
+            details.append(error_details_pb2.BadRequest(field_violations=[
+                error_details_pb2.BadRequest.FieldViolation(field=exc.field, description="not found")
+            ]))
+        return _status(code_pb2.NOT_FOUND, str(exc), *details)
+    if isinstance(exc, FailedPreconditionError):
+        info2 = error_details_pb2.ErrorInfo(reason=exc.reason, domain=DOMAIN)
+        return _status(code_pb2.FAILED_PRECONDITION, str(exc), info2)
+    if isinstance(exc, TooLargeError):
+        qf = error_details_pb2.QuotaFailure(
+            violations=[error_details_pb2.QuotaFailure.Violation(subject=exc.subject, description=str(exc))]
+        )
+        return _status(code_pb2.RESOURCE_EXHAUSTED, str(exc), qf)
+    if isinstance(exc, UnavailableError):
+        return _status(code_pb2.UNAVAILABLE, str(exc) or "server is not serving")
+    if isinstance(exc, PocketdError):
+        log.error("unmapped domain error %s", type(exc).__name__, exc_info=exc)
+    else:
+        log.error("internal error", exc_info=exc)
+    return _status(code_pb2.INTERNAL, "internal error")
+
+
+async def abort(context: grpc.aio.ServicerContext, exc: BaseException) -> None:  # type: ignore[type-arg]
+    """Abort the call with the status for `exc` (raises)."""
+    await context.abort_with_status(rpc_status.to_status(to_status(exc)))

@@ -1,0 +1,147 @@
+"""Columnar metadata of every live memory, indexed by store key, for fast filtering.
+
+The ANN and BM25 indexes return keys; these arrays answer "does key k pass the filter?" for a
+whole candidate list with a few vectorised numpy operations, and list a partition's matching keys
+when a filter is selective enough to scan exactly. Loaded from the record store at start-up and
+kept current by the writer. Readers may run concurrently with the single writer: each update
+writes plain array slots, and arrays only grow (a reader holding an old array sees old data).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+import numpy.typing as npt
+
+from server.core.model import MemoryFilter, Record
+
+BoolArray = npt.NDArray[np.bool_]
+KeyArray = npt.NDArray[np.int64]
+
+
+class Columns:
+    """Per-key arrays: namespace id, kind, modality, importance, times, flags, session id."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self._lock = threading.Lock()
+        self._ns_ids: dict[str, int] = {}
+        self._session_ids: dict[str, int] = {"": 0}
+        self.tags: dict[int, frozenset[str]] = {}
+        self._alloc(capacity)
+
+    def _alloc(self, n: int) -> None:
+        self.ns = np.full(n, -1, dtype=np.int32)
+        self.kind = np.zeros(n, dtype=np.int8)
+        self.modality = np.zeros(n, dtype=np.int8)
+        self.importance = np.zeros(n, dtype=np.int8)
+        self.created = np.zeros(n, dtype=np.float64)
+        self.refreshed = np.zeros(n, dtype=np.float64)
+        self.expires = np.full(n, np.inf, dtype=np.float64)
+        self.obsolete = np.zeros(n, dtype=np.bool_)
+        self.session = np.zeros(n, dtype=np.int32)
+
+    def _grow(self, key: int) -> None:
+        n = len(self.ns)
+        if key < n:
+            return
+        m = max(key + 1, n * 2)
+        for name in ("ns", "kind", "modality", "importance", "created", "refreshed", "expires",
+                     "obsolete", "session"):
+            old = getattr(self, name)
+            new = np.empty(m, dtype=old.dtype)
+            new[:n] = old
+            new[n:] = {"ns": -1, "expires": np.inf}.get(name, 0)
+            setattr(self, name, new)
+
+    def ns_id(self, namespace: str) -> int:
+        """The interned id of a namespace (-2 for one never seen: it matches nothing)."""
+        return self._ns_ids.get(namespace, -2)
+
+    def namespaces(self) -> dict[str, int]:
+        return dict(self._ns_ids)
+
+    def session_id(self, session: str) -> int:
+        return self._session_ids.get(session, -2)
+
+    def put(self, rec: Record) -> None:
+        """Insert or update the row of `rec.key`."""
+        with self._lock:
+            self._grow(rec.key)
+            k = rec.key
+            ns = self._ns_ids.setdefault(rec.namespace, len(self._ns_ids))
+            sid = self._session_ids.setdefault(rec.session_id, len(self._session_ids))
+            self.kind[k] = int(rec.kind)
+            self.modality[k] = int(rec.modality)
+            self.importance[k] = rec.importance
+            self.created[k] = rec.created_at
+            self.refreshed[k] = rec.refreshed_at or rec.created_at
+            self.expires[k] = math.inf if rec.expires_at is None else rec.expires_at
+            self.obsolete[k] = rec.obsolete
+            self.session[k] = sid
+            if rec.tags:
+                self.tags[k] = frozenset(rec.tags)
+            else:
+                self.tags.pop(k, None)
+            self.ns[k] = ns  # last: a reader that sees the namespace sees a complete row
+
+    def drop(self, key: int) -> None:
+        with self._lock:
+            if key < len(self.ns):
+                self.ns[key] = -1
+                self.tags.pop(key, None)
+
+    def live(self, key: int) -> bool:
+        return key < len(self.ns) and self.ns[key] >= 0
+
+    def mask(
+        self,
+        keys: KeyArray,
+        ns_id: int,
+        flt: MemoryFilter,
+        now: float,
+        include_obsolete: bool,
+        include_expired: bool,
+    ) -> BoolArray:
+        """Which of `keys` are live in namespace `ns_id` and pass the filter."""
+        m: BoolArray = self.ns[keys] == ns_id
+        if not include_obsolete:
+            m &= ~self.obsolete[keys]
+        if not include_expired:
+            m &= self.expires[keys] > now
+        if flt.session_id:
+            m &= self.session[keys] == self.session_id(flt.session_id)
+        if flt.kinds:
+            m &= np.isin(self.kind[keys], np.array([int(k) for k in flt.kinds], dtype=np.int8))
+        if flt.modalities:
+            m &= np.isin(self.modality[keys], np.array([int(x) for x in flt.modalities], dtype=np.int8))
+        if flt.min_importance:
+            m &= self.importance[keys] >= flt.min_importance
+        if flt.created_after is not None:
+            m &= self.created[keys] >= flt.created_after
+        if flt.created_before is not None:
+            m &= self.created[keys] < flt.created_before
+        if flt.tags:
+            wanted = frozenset(flt.tags)
+            idx = np.nonzero(m)[0]
+            for i in idx:
+                if not (self.tags.get(int(keys[i]), frozenset()) & wanted):
+                    m[i] = False
+        return m
+
+    def matching_keys(
+        self,
+        ns_id: int,
+        kind: int | None,
+        flt: MemoryFilter,
+        now: float,
+        include_obsolete: bool,
+        include_expired: bool,
+    ) -> KeyArray:
+        """Every live key of the namespace (and kind) that passes the filter."""
+        base = self.ns == ns_id
+        if kind is not None:
+            base &= self.kind == kind
+        keys = np.nonzero(base)[0].astype(np.int64)
+        return keys[self.mask(keys, ns_id, flt, now, include_obsolete, include_expired)]

@@ -1,0 +1,176 @@
+"""The memory engine: the one object the API calls. Transport-free and thread-safe.
+
+It owns the metadata columns, the hot tier, the writer, the retriever and the background indexer,
+over the ports it is given (record store, vector indexes, keyword index, text encoder, clock).
+Every method blocks, so the API runs them in a bounded executor, off the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import numpy as np
+
+from server.core.columns import Columns
+from server.core.errors import FailedPreconditionError, NotFoundError
+from server.core.hot import HotTier
+from server.core.indexer import Indexer
+from server.core.model import (
+    MemoryFilter,
+    NamespaceStats,
+    NewMemory,
+    RecallQuery,
+    RecallResult,
+    Record,
+    Stats,
+    Tier,
+    TierCount,
+    Vector,
+    WriteResult,
+)
+from server.core.ports import Clock, KeywordIndex, RecordStore, TextEncoder, VectorIndexSet
+from server.core.retrieval import Retriever
+from server.core.settings import MemorySettings
+from server.core.writer import Writer, unit
+
+log = logging.getLogger(__name__)
+
+
+class MemoryEngine:
+    """Remember, Recall, Get, Forget and Stats over one data directory's stores."""
+
+    def __init__(
+        self,
+        settings: MemorySettings,
+        store: RecordStore,
+        vectors: VectorIndexSet,
+        keywords: KeywordIndex,
+        encoder: TextEncoder | None,
+        clock: Clock,
+    ) -> None:
+        self._s = settings
+        self._store = store
+        self._vectors = vectors
+        self._keywords = keywords
+        self._encoder = encoder
+        self._clock = clock
+        self.columns = Columns()
+        self.hot = HotTier(settings.embedding_dim, settings.hot.ttl_seconds,
+                           settings.hot.max_records_per_namespace)
+        publish = threading.Lock()
+        self._writer = Writer(settings, store, self.columns, self.hot, vectors, keywords, clock, publish)
+        self.retriever = Retriever(settings, self.columns, self.hot, vectors, keywords, store, clock)
+        self.indexer = Indexer(settings.index, store, vectors, keywords, self.hot, clock, publish)
+
+    @property
+    def encoder(self) -> TextEncoder | None:
+        return self._encoder
+
+    def load(self) -> dict[str, float]:
+        """Load the metadata columns and the unindexed tail into the hot tier; start the indexer.
+
+        Returns timings for the start-up log.
+        """
+        t0 = time.perf_counter()
+        n = 0
+        for rec in self._store.scan_live():
+            self.columns.put(rec)
+            n += 1
+        t1 = time.perf_counter()
+        now = self._clock.now()
+        tail = 0
+        rev = self.indexer.rev
+        while rows := self._store.changes_since(rev, 4096):
+            for row in rows:
+                if not row.deleted and row.vector is not None:
+                    rec = row.record
+                    self.hot.put(rec.namespace, rec.key, int(rec.kind), unit(row.vector),
+                                 self._keywords.analyze(rec.text), now)
+                    tail += 1
+            rev = rows[-1].rev
+        self.indexer.start()
+        log.info("loaded %d records, %d awaiting the indexer", n, tail)
+        return {"columns_s": t1 - t0, "tail_s": time.perf_counter() - t1, "records": n, "tail": tail}
+
+    def close(self) -> None:
+        """Stop indexing, snapshot the indexes and close the stores."""
+        self.indexer.stop()
+        self._keywords.close()
+        self._store.close()
+
+    def _encode(self, texts: list[str], what: str) -> Vector:
+        if self._encoder is None:
+            raise FailedPreconditionError(
+                f"{what} has no vector and the built-in encoder is disabled (encoder.text: none)",
+                reason="ENCODER_DISABLED",
+            )
+        if self._encoder.dim != self._s.embedding_dim:
+            raise FailedPreconditionError(
+                f"{what} has no vector and the built-in encoder makes {self._encoder.dim}-d vectors,"
+                f" but memory.embedding_dim is {self._s.embedding_dim}",
+                reason="ENCODER_DIM_MISMATCH",
+            )
+        return self._encoder.encode(texts)
+
+    def remember(self, items: list[NewMemory]) -> list[WriteResult]:
+        """Encode what has no vector (in one batch), then write through the gate."""
+        need = [i for i, it in enumerate(items) if it.vector is None]
+        if need:
+            vecs = self._encode([items[i].record.text for i in need], f"items[{need[0]}].record")
+            for row, i in enumerate(need):
+                items[i].vector = vecs[row]
+        results = self._writer.write(items)
+        self.indexer.wake()
+        return results
+
+    def recall(self, q: RecallQuery) -> RecallResult:
+        if q.vector is None and q.text:
+            q.vector = self._encode([q.text], "the query")[0]
+        elif q.vector is not None:
+            q.vector = unit(q.vector)
+        return self.retriever.recall(q)
+
+    def get(self, namespace: str, memory_id: str, include_vector: bool) -> tuple[Record, Vector | None]:
+        key = self._store.key_of(namespace, memory_id)
+        rec = None if key is None else self._store.get([key]).get(key)
+        if key is None or rec is None:
+            raise NotFoundError("memory", memory_id, field="memory_id")
+        rec.tier = Tier.HOT if self.hot.contains(key) else Tier.WARM
+        vec = self._store.get_vectors([key]).get(key) if include_vector else None
+        return rec, vec
+
+    def forget(self, namespace: str, memory_id: str | None, flt: MemoryFilter | None) -> int:
+        if memory_id is not None:
+            key = self._store.key_of(namespace, memory_id)
+            if key is None:
+                raise NotFoundError("memory", memory_id, field="memory_id")
+            keys = [key]
+        else:
+            ns_id = self.columns.ns_id(namespace)
+            if ns_id < 0:
+                return 0
+            keys = self.columns.matching_keys(
+                ns_id, None, flt or MemoryFilter(), self._clock.now(), True, True
+            ).tolist()
+        n = self._store.delete(keys)
+        for key in keys:
+            self.columns.drop(key)
+        self.hot.remove(keys)
+        self.indexer.wake()
+        return n
+
+    def stats(self, namespace: str) -> Stats:
+        c = self.columns
+        out: list[NamespaceStats] = []
+        for ns, ns_id in sorted(c.namespaces().items()):
+            if namespace and ns != namespace:
+                continue
+            live = c.ns == ns_id
+            total = int(np.count_nonzero(live))
+            obsolete = int(np.count_nonzero(live & c.obsolete))
+            hot = self.hot.count(ns)
+            tiers = (TierCount(Tier.HOT, hot), TierCount(Tier.WARM, total - hot), TierCount(Tier.COLD, 0))
+            out.append(NamespaceStats(ns, total, obsolete, tiers))
+        return Stats(tuple(out), self.hot.pending())

@@ -1,0 +1,56 @@
+"""The domain error hierarchy. No transport here: `server.api.errors` maps each class to a gRPC
+status once, in one table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FieldViolation:
+    """One bad field: its path in the request (`items[3].record.vector`) and why."""
+
+    field: str
+    description: str
+
+
+class PocketdError(Exception):
+    """Base class of every error pocketd raises on purpose."""
+
+
+class InvalidArgumentError(PocketdError):
+    """The request is malformed; `violations` names every bad field."""
+
+    def __init__(self, violations: list[FieldViolation]) -> None:
+        self.violations = violations
+        super().__init__("; ".join(f"{v.field}: {v.description}" for v in violations))
+
+
+class NotFoundError(PocketdError):
+    """A named resource does not exist."""
+
+    def __init__(self, resource: str, name: str, field: str = "") -> None:
+        self.resource = resource
+        self.name = name
+        self.field = field
+        super().__init__(f"{resource} {name!r} not found")
+
+
+class FailedPreconditionError(PocketdError):
+    """The request is well-formed but the server is not set up to serve it."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        self.reason = reason
+        super().__init__(message)
+
+
+class TooLargeError(PocketdError):
+    """A request exceeds a size limit (RESOURCE_EXHAUSTED)."""
+
+    def __init__(self, message: str, subject: str) -> None:
+        self.subject = subject
+        super().__init__(message)
+
+
+class UnavailableError(PocketdError):
+    """The server is starting or shutting down; the call may be retried."""

@@ -1,0 +1,73 @@
+"""The write gate's importance rules (seed 000 §2.2, 001 §2.3 and §5.1).
+
+Importance is scored by fixed, configurable rules rather than by a model, since a model tends to
+rate everything as important (seed 000 §2.2):
+
+1. An explicit importance from the client is kept, clamped into the configured bounds.
+2. Otherwise start from `base_importance`; each keyword group that matches (identity, payment,
+   company policy, preference, …) adds `boost_amount`; short small talk with no such keyword
+   drops to `small_talk_importance`.
+3. The `remember` flag, or an "error, then fix" experience (the `error_resolved` hint, or text
+   naming both an error and its fix), raises importance to at least `flag_importance`.
+
+A record below `min_importance` is not stored. Near-duplicate merging needs the indexes and is done
+by the engine (`server.core.writer`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from server.core.model import WriteHints
+from server.core.settings import WritePolicySettings
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The gate's importance, whether the record passes, and why, in words."""
+
+    importance: int
+    accepted: bool
+    reason: str
+
+
+class ImportanceGate:
+    """Scores importance and decides admission from a `WritePolicySettings`."""
+
+    def __init__(self, policy: WritePolicySettings) -> None:
+        self._p = policy
+        self._groups = {
+            name: tuple(k.lower() for k in words) for name, words in policy.boost_keywords.items()
+        }
+        self._small_talk = tuple(k.lower() for k in policy.small_talk)
+        self._errors = tuple(k.lower() for k in policy.error_keywords)
+        self._fixes = tuple(k.lower() for k in policy.fix_keywords)
+
+    def judge(self, text: str, explicit: int | None, hints: WriteHints) -> Verdict:
+        p = self._p
+        low = f" {text.lower()} "
+        reasons: list[str] = []
+        if explicit is not None:
+            score = min(max(explicit, p.client_importance_min), p.client_importance_max)
+            reasons.append(f"client importance {explicit}" + ("" if score == explicit else f" clamped to {score}"))
+        else:
+            matched = [name for name, words in self._groups.items() if any(w in low for w in words)]
+            score = p.base_importance + p.boost_amount * len(matched)
+            if matched:
+                reasons.append("keywords: " + ", ".join(matched))
+            elif len(text) <= p.small_talk_max_chars and any(w in low for w in self._small_talk):
+                score = p.small_talk_importance
+                reasons.append("small talk")
+            else:
+                reasons.append("base importance")
+        error_fix = hints.error_resolved or (
+            any(w in low for w in self._errors) and any(w in low for w in self._fixes)
+        )
+        if hints.remember or error_fix:
+            if score < p.flag_importance:
+                score = p.flag_importance
+            reasons.append("remember flag" if hints.remember else "error then fix")
+        score = min(max(score, 1), 5)
+        accepted = score >= p.min_importance
+        reason = f"importance {score} {'>=' if accepted else '<'} min_importance {p.min_importance} ({'; '.join(reasons)})"
+        return Verdict(score, accepted, reason)

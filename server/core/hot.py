@@ -1,0 +1,198 @@
+"""The hot tier: a namespace's recent memories, scanned exactly.
+
+A memory enters the hot tier the moment its write is durable, so it can be recalled at once,
+before the background indexer has put it into the warm HNSW and BM25 indexes. It leaves once it
+is indexed and either older than `ttl_seconds` (default 1800) or pushed out by
+`max_records_per_namespace` (oldest first). Unindexed memories never leave: they are only
+findable here.
+
+Each namespace keeps one contiguous float32 matrix of unit vectors, scanned with the compiled
+exact-scan kernel. Memories not yet in the BM25 index are also matched by keyword here, by the
+share of query terms they contain (in [0, 1], like the normalised BM25 score).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+
+import numpy as np
+import numpy.typing as npt
+
+from kernels.scan import exact_topk
+from server.core.model import Vector
+
+KeyArray = npt.NDArray[np.int64]
+F32 = npt.NDArray[np.float32]
+MaskFn = Callable[[KeyArray], npt.NDArray[np.bool_]]
+
+
+class _HotSet:
+    """One namespace's rows. Removal swaps the last row into the hole, keeping rows contiguous."""
+
+    def __init__(self, dim: int) -> None:
+        self.n = 0
+        self.mat = np.zeros((64, dim), dtype=np.float32)
+        self.keys = np.zeros(64, dtype=np.int64)
+        self.kinds = np.zeros(64, dtype=np.int8)
+        self.born = np.zeros(64, dtype=np.float64)
+        self.indexed = np.zeros(64, dtype=np.bool_)
+        self.terms: list[frozenset[str]] = []
+        self.row: dict[int, int] = {}
+
+    def _grow(self) -> None:
+        cap = len(self.keys) * 2
+        self.mat = np.concatenate([self.mat, np.zeros_like(self.mat)])[:cap]
+        for name in ("keys", "kinds", "born", "indexed"):
+            old = getattr(self, name)
+            setattr(self, name, np.concatenate([old, np.zeros_like(old)]))
+
+    def put(self, key: int, kind: int, vec: Vector, terms: frozenset[str], now: float) -> None:
+        i = self.row.get(key)
+        if i is None:
+            if self.n == len(self.keys):
+                self._grow()
+            i = self.n
+            self.n += 1
+            self.terms.append(terms)
+            self.row[key] = i
+        else:
+            self.terms[i] = terms
+        self.mat[i] = vec
+        self.keys[i] = key
+        self.kinds[i] = kind
+        self.born[i] = now
+        self.indexed[i] = False
+
+    def drop(self, key: int) -> None:
+        i = self.row.pop(key, None)
+        if i is None:
+            return
+        last = self.n - 1
+        if i != last:
+            self.mat[i] = self.mat[last]
+            self.keys[i] = self.keys[last]
+            self.kinds[i] = self.kinds[last]
+            self.born[i] = self.born[last]
+            self.indexed[i] = self.indexed[last]
+            self.terms[i] = self.terms[last]
+            self.row[int(self.keys[i])] = i
+        self.terms.pop()
+        self.n = last
+
+
+class HotTier:
+    """Every namespace's hot set, behind one lock (scans are sub-millisecond)."""
+
+    def __init__(self, dim: int, ttl_seconds: float, max_per_namespace: int) -> None:
+        self._dim = dim
+        self._ttl = ttl_seconds
+        self._cap = max_per_namespace
+        self._sets: dict[str, _HotSet] = {}
+        self._ns_of: dict[int, str] = {}
+        self._pending = 0
+        self._lock = threading.Lock()
+
+    def put(self, namespace: str, key: int, kind: int, vec: Vector, terms: Iterable[str], now: float) -> None:
+        """Add or replace a memory; it counts as unindexed until `mark_indexed`."""
+        with self._lock:
+            hs = self._sets.get(namespace)
+            if hs is None:
+                hs = self._sets[namespace] = _HotSet(self._dim)
+            i = hs.row.get(key)
+            if i is None or hs.indexed[i]:
+                self._pending += 1
+            hs.put(key, kind, vec, frozenset(terms), now)
+            self._ns_of[key] = namespace
+
+    def remove(self, keys: Iterable[int]) -> None:
+        with self._lock:
+            for key in keys:
+                ns = self._ns_of.pop(key, None)
+                if ns is None:
+                    continue
+                hs = self._sets[ns]
+                i = hs.row.get(key)
+                if i is not None and not hs.indexed[i]:
+                    self._pending -= 1
+                hs.drop(key)
+
+    def mark_indexed(self, keys: Iterable[int]) -> None:
+        with self._lock:
+            for key in keys:
+                ns = self._ns_of.get(key)
+                if ns is None:
+                    continue
+                hs = self._sets[ns]
+                i = hs.row[key]
+                if not hs.indexed[i]:
+                    hs.indexed[i] = True
+                    self._pending -= 1
+
+    def evict(self, now: float) -> int:
+        """Drop indexed rows past the TTL or over the per-namespace cap; return how many."""
+        dropped = 0
+        with self._lock:
+            for hs in self._sets.values():
+                n = hs.n
+                old = hs.indexed[:n] & (hs.born[:n] < now - self._ttl)
+                victims = [int(k) for k in hs.keys[:n][old]]
+                over = n - len(victims) - self._cap
+                if over > 0:
+                    rest = np.nonzero(hs.indexed[:n] & ~old)[0]
+                    rest = rest[np.argsort(hs.born[rest], kind="stable")][:over]
+                    victims.extend(int(k) for k in hs.keys[rest])
+                for key in victims:
+                    hs.drop(key)
+                    self._ns_of.pop(key, None)
+                dropped += len(victims)
+        return dropped
+
+    def pending(self) -> int:
+        """Memories acknowledged but not yet indexed."""
+        return self._pending
+
+    def contains(self, key: int) -> bool:
+        return key in self._ns_of
+
+    def count(self, namespace: str) -> int:
+        hs = self._sets.get(namespace)
+        return 0 if hs is None else hs.n
+
+    def scan(self, namespace: str, query: Vector, k: int, mask_fn: MaskFn) -> tuple[KeyArray, F32]:
+        """Exact top-k of the namespace's hot rows that pass `mask_fn`, by cosine."""
+        with self._lock:
+            hs = self._sets.get(namespace)
+            if hs is None or hs.n == 0:
+                return np.empty(0, np.int64), np.empty(0, np.float32)
+            keys = hs.keys[: hs.n].copy()
+            mask = mask_fn(keys)
+            idx, sims = exact_topk(hs.mat[: hs.n], query, mask, k)
+        return keys[idx], sims
+
+    def keyword(self, namespace: str, terms: list[str], mask_fn: MaskFn) -> tuple[KeyArray, F32]:
+        """Unindexed rows that contain query terms, scored by the share of terms they contain."""
+        wanted = frozenset(terms)
+        if not wanted:
+            return np.empty(0, np.int64), np.empty(0, np.float32)
+        with self._lock:
+            hs = self._sets.get(namespace)
+            if hs is None:
+                return np.empty(0, np.int64), np.empty(0, np.float32)
+            rows = [i for i in np.nonzero(~hs.indexed[: hs.n])[0] if hs.terms[i] & wanted]
+            keys = hs.keys[rows].astype(np.int64)
+            scores = np.array([len(hs.terms[i] & wanted) / len(wanted) for i in rows], dtype=np.float32)
+        keep = mask_fn(keys)
+        return keys[keep], scores[keep]
+
+    def nearest(self, namespace: str, kind: int, vec: Vector) -> tuple[int, float] | None:
+        """The most similar hot memory of the same namespace and kind, if any."""
+        with self._lock:
+            hs = self._sets.get(namespace)
+            if hs is None or hs.n == 0:
+                return None
+            mask = hs.kinds[: hs.n] == kind
+            idx, sims = exact_topk(hs.mat[: hs.n], vec, mask, 1)
+            if len(idx) == 0:
+                return None
+            return int(hs.keys[idx[0]]), float(sims[0])

@@ -1,0 +1,135 @@
+"""The background indexer: follows the record store's revisions into the warm indexes.
+
+Each step reads the rows changed since the last indexed revision, upserts live rows into their
+partition's HNSW index and into BM25, removes forgotten rows from both, commits BM25, then marks
+the rows indexed in the hot tier (which may then evict them). The vector indexes are snapshotted
+every `snapshot_seconds` and on stop.
+
+On start it resumes from the older of the two indexes' saved revisions, so after a crash the
+indexes are caught up from the record store; replaying a row is harmless since every index
+operation is an upsert or a removal.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+
+import numpy as np
+
+from server.core.hot import HotTier
+from server.core.ports import Clock, KeywordIndex, RecordStore, VectorIndexSet
+from server.core.settings import IndexSettings
+from server.core.writer import unit
+
+log = logging.getLogger(__name__)
+
+
+class Indexer:
+    """Runs `step()` in a daemon thread until `stop()`."""
+
+    def __init__(
+        self,
+        settings: IndexSettings,
+        store: RecordStore,
+        vectors: VectorIndexSet,
+        keywords: KeywordIndex,
+        hot: HotTier,
+        clock: Clock,
+        publish_lock: threading.Lock,
+    ) -> None:
+        self._s = settings
+        self._store = store
+        self._vectors = vectors
+        self._keywords = keywords
+        self._hot = hot
+        self._clock = clock
+        self._lock = publish_lock
+        self.rev = min(vectors.saved_rev(), keywords.committed_rev())
+        self.indexed_total = 0
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_snapshot = time.monotonic()
+        self.on_error: Callable[[BaseException], None] = lambda exc: None
+
+    def step(self) -> int:
+        """Index one batch of changes; return how many rows it handled."""
+        rows = self._store.changes_since(self.rev, self._s.batch_size)
+        if not rows:
+            return 0
+        adds: dict[tuple[str, int], list[tuple[int, np.ndarray]]] = defaultdict(list)  # type: ignore[type-arg]
+        removes: dict[tuple[str, int], list[int]] = defaultdict(list)
+        live = []
+        for row in rows:
+            rec = row.record
+            part = (rec.namespace, int(rec.kind))
+            if row.deleted or row.vector is None:
+                removes[part].append(rec.key)
+            else:
+                adds[part].append((rec.key, unit(row.vector)))
+            if not row.deleted:
+                live.append(rec)
+        for (ns, kind), keys in removes.items():
+            index = self._vectors.partition(ns, kind, False)
+            if index is not None:
+                index.remove(np.array(keys, dtype=np.int64))
+        for (ns, kind), pairs in adds.items():
+            index = self._vectors.partition(ns, kind, True)
+            assert index is not None
+            index.add(np.array([k for k, _ in pairs], dtype=np.int64), np.stack([v for _, v in pairs]))
+        gone = [r.record.key for r in rows if r.deleted]
+        if gone:
+            self._keywords.remove(gone)
+        self._keywords.upsert(live)
+        rev = rows[-1].rev
+        self._keywords.commit(rev)
+        with self._lock:
+            self._hot.mark_indexed(r.key for r in live)
+            self._hot.evict(self._clock.now())
+        self.rev = rev
+        self.indexed_total += len(rows)
+        if time.monotonic() - self._last_snapshot >= self._s.snapshot_seconds:
+            self.snapshot()
+        return len(rows)
+
+    def snapshot(self) -> None:
+        """Persist the vector indexes at the current revision."""
+        self._vectors.save(self.rev)
+        self._last_snapshot = time.monotonic()
+
+    def catch_up(self) -> None:
+        """Index until nothing is left (used by tests and at shutdown)."""
+        while self.step():
+            pass
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if self.step() == 0:
+                    self._wake.wait(0.05)
+                    self._wake.clear()
+                    with self._lock:
+                        self._hot.evict(self._clock.now())
+            except Exception as exc:  # keep indexing alive; the store still has every record
+                log.exception("indexer step failed; retrying in 1 s")
+                self.on_error(exc)
+                self._stop.wait(1.0)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="pocketd-indexer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the thread and snapshot what is indexed."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.snapshot()

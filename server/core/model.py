@@ -1,0 +1,190 @@
+"""The domain model: memory records, queries and results (see shared/DESIGN.md).
+
+Enum values equal the wire values of `pocketd.v1`, so conversion is a plain cast; 0 always means
+"unspecified". Times are float seconds since the epoch (UTC).
+"""
+
+from __future__ import annotations
+
+import enum
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+Vector = npt.NDArray[np.float32]
+
+
+class Kind(enum.IntEnum):
+    UNSPECIFIED = 0
+    PREFERENCE = 1
+    FACT = 2
+    SUMMARY = 3
+    EPISODE = 4
+    SKILL = 5
+    OBSERVATION = 6
+
+
+class Modality(enum.IntEnum):
+    UNSPECIFIED = 0
+    TEXT = 1
+    IMAGE = 2
+    AUDIO = 3
+    TABLE = 4
+
+
+class SourceType(enum.IntEnum):
+    UNSPECIFIED = 0
+    OFFICIAL_DOCUMENT = 1
+    TOOL_RESULT = 2
+    USER_STATEMENT = 3
+    AGENT_INFERENCE = 4
+
+
+class Tier(enum.IntEnum):
+    UNSPECIFIED = 0
+    HOT = 1
+    WARM = 2
+    COLD = 3
+
+
+class GateDecision(enum.IntEnum):
+    UNSPECIFIED = 0
+    STORED = 1
+    MERGED = 2
+    REJECTED = 3
+
+
+class Blob(msgspec.Struct, frozen=True):
+    uri: str = ""
+    mime_type: str = ""
+    size_bytes: int = 0
+    sha256: str = ""
+
+
+class Source(msgspec.Struct, frozen=True):
+    tool: str = ""
+    round: int = 0
+    task_id: str = ""
+
+
+class Record(msgspec.Struct):
+    """One memory as stored. `key` is the store's integer id, also the index key."""
+
+    memory_id: str
+    namespace: str
+    kind: Kind
+    modality: Modality = Modality.TEXT
+    session_id: str = ""
+    text: str = ""
+    blob: Blob | None = None
+    source: Source = msgspec.field(default_factory=Source)
+    source_type: SourceType = SourceType.UNSPECIFIED
+    importance: int = 3
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    # When the content was last asserted (creation, or a near-duplicate merged into it). Time decay
+    # counts from here, so a restated fact is fresh again.
+    refreshed_at: float = 0.0
+    expires_at: float | None = None
+    topic: str = ""
+    tags: tuple[str, ...] = ()
+    obsolete: bool = False
+    superseded_by: str = ""
+    group_id: str = ""
+    tier: Tier = Tier.HOT
+    access_count: int = 0
+    last_accessed_at: float | None = None
+    key: int = 0
+
+
+class WriteHints(msgspec.Struct, frozen=True):
+    remember: bool = False
+    error_resolved: bool = False
+
+
+class NewMemory(msgspec.Struct):
+    """A validated write request. `vector` is None when the server must encode `record.text`."""
+
+    record: Record
+    vector: Vector | None
+    explicit_importance: int | None = None
+    hints: WriteHints = msgspec.field(default_factory=WriteHints)
+    supersedes: tuple[str, ...] = ()
+    client_memory_id: bool = False
+
+
+class WriteResult(msgspec.Struct, frozen=True):
+    memory_id: str
+    decision: GateDecision
+    reason: str
+    importance: int
+    expires_at: float | None
+    tier: Tier
+
+
+class MemoryFilter(msgspec.Struct, frozen=True):
+    session_id: str = ""
+    kinds: tuple[Kind, ...] = ()
+    modalities: tuple[Modality, ...] = ()
+    tags: tuple[str, ...] = ()
+    created_after: float | None = None
+    created_before: float | None = None
+    min_importance: int = 0
+
+    def is_empty(self) -> bool:
+        return self == MemoryFilter()
+
+
+class RecallQuery(msgspec.Struct):
+    namespace: str
+    text: str = ""
+    vector: Vector | None = None
+    image_query: bool = False
+    top_k: int = 0
+    filter: MemoryFilter = msgspec.field(default_factory=MemoryFilter)
+    include_obsolete: bool = False
+    include_expired: bool = False
+    include_vectors: bool = False
+
+
+class Score(msgspec.Struct, frozen=True):
+    vector: float
+    bm25: float
+    fused: float
+    decay: float
+    final: float
+    vector_hit: bool
+    keyword_hit: bool
+
+
+class Hit(msgspec.Struct, frozen=True):
+    record: Record
+    score: Score
+    vector: Vector | None = None
+
+
+class RecallResult(msgspec.Struct, frozen=True):
+    hits: list[Hit]
+    vector_weight: float
+    keyword_weight: float
+    vector_candidates: int
+    keyword_candidates: int
+    took_micros: int
+
+
+class TierCount(msgspec.Struct, frozen=True):
+    tier: Tier
+    count: int
+
+
+class NamespaceStats(msgspec.Struct, frozen=True):
+    namespace: str
+    record_count: int
+    obsolete_count: int
+    tiers: tuple[TierCount, ...]
+
+
+class Stats(msgspec.Struct, frozen=True):
+    namespaces: tuple[NamespaceStats, ...]
+    pending_index: int
