@@ -1,11 +1,10 @@
-"""Final ranking: apply decay and demote obsolete memories, then take the top k.
+"""Final ranking: apply decay, rank current memories first, then obsolete ones.
 
     final_i = fused_i · decay_i
-    key_i   = final_i − 2·B·obsolete_i,  B = max(fused) + 1
 
-Obsolete memories only come back when asked for, and even then they must never outrank a current
-one: shifting their key below every current key guarantees that for any fused scores, since
-final_i ≤ max(fused) when decay ≤ 1.
+The top k are the current memories by final score (descending, ties to the lower index), followed,
+only if fewer than k are current, by obsolete memories in the same order. Obsolete memories only
+come back when asked for, and even then they never outrank a current one, whatever the scores.
 """
 
 from __future__ import annotations
@@ -21,18 +20,20 @@ from kernels.types import BoolArray, F32Array, I64Array
 def rank_final(
     fused: F32Array, decay: F32Array, obsolete: BoolArray, k: int
 ) -> tuple[I64Array, F32Array]:
-    """Return (indices of the top-k by key, final scores of all candidates)."""
+    """Return (indices of the top k, final scores of all candidates)."""
     n = fused.shape[0]
     final = np.empty(n, dtype=np.float32)
-    key = np.empty(n, dtype=np.float32)
-    bound = 1.0
-    for i in range(n):
-        if fused[i] + 1.0 > bound:
-            bound = fused[i] + 1.0
+    current = np.empty(n, dtype=np.float32)
+    stale = np.empty(n, dtype=np.float32)
     for i in range(n):
         final[i] = fused[i] * decay[i]
-        key[i] = final[i] - 2.0 * bound if obsolete[i] else final[i]
-    return topk_desc(key, k), final
+        current[i] = np.nan if obsolete[i] else final[i]
+        stale[i] = final[i] if obsolete[i] else np.nan
+    first = topk_desc(current, k)
+    if first.shape[0] >= k:
+        return first, final
+    rest = topk_desc(stale, k - first.shape[0])
+    return np.concatenate((first, rest)), final
 
 
 def rank_final_ref(
@@ -40,6 +41,7 @@ def rank_final_ref(
 ) -> tuple[I64Array, F32Array]:
     """numpy twin of `rank_final`."""
     final = (fused * decay).astype(np.float32)
-    bound = np.float32(max(1.0, float(fused.max(initial=0.0)) + 1.0))
-    key = np.where(obsolete, final - 2 * bound, final).astype(np.float32)
-    return topk_desc_ref(key, k), final
+    nan = np.float32(np.nan)
+    first = topk_desc_ref(np.where(obsolete, nan, final).astype(np.float32), k)
+    rest = topk_desc_ref(np.where(obsolete, final, nan).astype(np.float32), k - len(first))
+    return np.concatenate([first, rest]).astype(np.int64), final

@@ -21,8 +21,10 @@ def topk_desc(scores: F32Array, k: int) -> I64Array:
     first comparison against the current k-th best. NaN scores are never selected.
     """
     n = scores.shape[0]
-    k = min(k, n)
+    k = max(min(k, n), 0)
     out = np.empty(k, dtype=np.int64)
+    if k == 0:
+        return out
     best = np.empty(k, dtype=np.float32)
     filled = 0
     for i in range(n):

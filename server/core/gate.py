@@ -16,10 +16,22 @@ by the engine (`server.core.writer`).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from server.core.model import WriteHints
 from server.core.settings import WritePolicySettings
+
+
+def keyword_pattern(words: Iterable[str]) -> re.Pattern[str]:
+    """One case-insensitive pattern for a keyword list. Latin keywords match whole words ("ok"
+    does not match "token"); CJK keywords match anywhere, since Chinese has no spaces."""
+    parts = []
+    for w in sorted({w.strip().lower() for w in words if w.strip()}, key=len, reverse=True):
+        esc = re.escape(w)
+        parts.append(rf"\b{esc}\b" if w.isascii() else esc)
+    return re.compile("|".join(parts) or r"(?!)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -36,32 +48,29 @@ class ImportanceGate:
 
     def __init__(self, policy: WritePolicySettings) -> None:
         self._p = policy
-        self._groups = {
-            name: tuple(k.lower() for k in words) for name, words in policy.boost_keywords.items()
-        }
-        self._small_talk = tuple(k.lower() for k in policy.small_talk)
-        self._errors = tuple(k.lower() for k in policy.error_keywords)
-        self._fixes = tuple(k.lower() for k in policy.fix_keywords)
+        self._groups = {name: keyword_pattern(words) for name, words in policy.boost_keywords.items()}
+        self._small_talk = keyword_pattern(policy.small_talk)
+        self._errors = keyword_pattern(policy.error_keywords)
+        self._fixes = keyword_pattern(policy.fix_keywords)
 
     def judge(self, text: str, explicit: int | None, hints: WriteHints) -> Verdict:
         p = self._p
-        low = f" {text.lower()} "
         reasons: list[str] = []
         if explicit is not None:
             score = min(max(explicit, p.client_importance_min), p.client_importance_max)
             reasons.append(f"client importance {explicit}" + ("" if score == explicit else f" clamped to {score}"))
         else:
-            matched = [name for name, words in self._groups.items() if any(w in low for w in words)]
+            matched = [name for name, pat in self._groups.items() if pat.search(text)]
             score = p.base_importance + p.boost_amount * len(matched)
             if matched:
                 reasons.append("keywords: " + ", ".join(matched))
-            elif len(text) <= p.small_talk_max_chars and any(w in low for w in self._small_talk):
+            elif len(text) <= p.small_talk_max_chars and self._small_talk.search(text):
                 score = p.small_talk_importance
                 reasons.append("small talk")
             else:
                 reasons.append("base importance")
         error_fix = hints.error_resolved or (
-            any(w in low for w in self._errors) and any(w in low for w in self._fixes)
+            self._errors.search(text) is not None and self._fixes.search(text) is not None
         )
         if hints.remember or error_fix:
             if score < p.flag_importance:

@@ -1,1 +1,25 @@
-"""pocketd's Python client. `from pocketd import Client, AsyncClient`."""
+"""pocketd's Python client.
+
+    from pocketd import Client
+    with Client("127.0.0.1:50051") as c:
+        c.remember("alice", "Alice only uses Android phones", kind="preference")
+        for hit in c.recall("alice", "which phone does she use?").hits:
+            print(hit.score.final, hit.memory.text)
+"""
+
+from pocketd.client import AsyncClient, Client
+from pocketd.requests import MemoryInput
+from pocketd.types import Hit, Memory, NamespaceStats, RecallResult, RememberResult, Score, Stats
+
+__all__ = [
+    "AsyncClient",
+    "Client",
+    "Hit",
+    "Memory",
+    "MemoryInput",
+    "NamespaceStats",
+    "RecallResult",
+    "RememberResult",
+    "Score",
+    "Stats",
+]

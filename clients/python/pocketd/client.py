@@ -1,0 +1,124 @@
+"""`Client` (blocking) and `AsyncClient` (asyncio) for pocketd's MemoryService.
+
+Every call has a deadline (`timeout` seconds, default 5). Recall, Get and Stats are retried by
+gRPC on UNAVAILABLE (see `requests.RETRY_SERVICE_CONFIG`); writes are not, since repeating a
+write without a client-chosen `memory_id` could store it twice. Errors surface as
+`grpc.RpcError` with the server's status and rich details.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+
+import grpc
+
+from pocketd.requests import MemoryInput, channel_options, forget_request, memory_filter, recall_request
+from pocketd.types import Memory, RecallResult, RememberResult, Stats
+from pocketd.v1 import memory_service_pb2 as spb
+from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
+
+DEFAULT_TIMEOUT = 5.0
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+
+class Client:
+    """A blocking client. Use as a context manager, or call `close()`."""
+
+    def __init__(self, target: str = "127.0.0.1:50051", timeout: float = DEFAULT_TIMEOUT,
+                 max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
+        self.timeout = timeout
+        self._channel = grpc.insecure_channel(target, options=channel_options(max_message_bytes))
+        self._stub = spb_grpc.MemoryServiceStub(self._channel)
+
+    def remember(self, namespace: str, text: str = "", **fields: Any) -> RememberResult:
+        """Store one memory; `fields` are those of `MemoryInput` (kind, vector, importance, …)."""
+        req = MemoryInput(namespace=namespace, text=text, **fields).to_pb()
+        return RememberResult.from_pb(self._stub.Remember(req, timeout=self.timeout))
+
+    def remember_batch(self, items: Sequence[MemoryInput]) -> list[RememberResult]:
+        req = spb.RememberBatchRequest(items=[i.to_pb() for i in items])
+        resp = self._stub.RememberBatch(req, timeout=self.timeout)
+        return [RememberResult.from_pb(r) for r in resp.results]
+
+    def recall(self, namespace: str, text: str = "", *, vector: Sequence[float] | None = None,
+               top_k: int | None = None, image: bool = False, include_obsolete: bool = False,
+               include_expired: bool = False, **filter_fields: Any) -> RecallResult:
+        """Hybrid search; `filter_fields` are those of `requests.memory_filter`."""
+        req = recall_request(namespace, text, vector, top_k, image, include_obsolete,
+                             include_expired, memory_filter(**filter_fields))
+        return RecallResult.from_pb(self._stub.Recall(req, timeout=self.timeout))
+
+    def get(self, namespace: str, memory_id: str, include_vector: bool = False) -> Memory:
+        req = spb.GetRequest(namespace=namespace, memory_id=memory_id, include_vector=include_vector)
+        return Memory.from_pb(self._stub.Get(req, timeout=self.timeout).record)
+
+    def forget(self, namespace: str, memory_id: str | None = None, *, all: bool = False,
+               **filter_fields: Any) -> int:
+        """Forget one memory by id, or every memory matching the filter (`all=True` for all)."""
+        flt = None if memory_id is not None else memory_filter(**filter_fields)
+        req = forget_request(namespace, memory_id, flt, all)
+        return int(self._stub.Forget(req, timeout=self.timeout).forgotten_count)
+
+    def stats(self, namespace: str = "") -> Stats:
+        return Stats.from_pb(self._stub.Stats(spb.StatsRequest(namespace=namespace), timeout=self.timeout))
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+class AsyncClient:
+    """The asyncio client; same methods as `Client`, awaited. Use `async with`."""
+
+    def __init__(self, target: str = "127.0.0.1:50051", timeout: float = DEFAULT_TIMEOUT,
+                 max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
+        self.timeout = timeout
+        self._channel = grpc.aio.insecure_channel(target, options=channel_options(max_message_bytes))
+        self._stub = spb_grpc.MemoryServiceStub(self._channel)
+
+    async def remember(self, namespace: str, text: str = "", **fields: Any) -> RememberResult:
+        req = MemoryInput(namespace=namespace, text=text, **fields).to_pb()
+        return RememberResult.from_pb(await self._stub.Remember(req, timeout=self.timeout))
+
+    async def remember_batch(self, items: Sequence[MemoryInput]) -> list[RememberResult]:
+        req = spb.RememberBatchRequest(items=[i.to_pb() for i in items])
+        resp = await self._stub.RememberBatch(req, timeout=self.timeout)
+        return [RememberResult.from_pb(r) for r in resp.results]
+
+    async def recall(self, namespace: str, text: str = "", *, vector: Sequence[float] | None = None,
+                     top_k: int | None = None, image: bool = False, include_obsolete: bool = False,
+                     include_expired: bool = False, **filter_fields: Any) -> RecallResult:
+        req = recall_request(namespace, text, vector, top_k, image, include_obsolete,
+                             include_expired, memory_filter(**filter_fields))
+        return RecallResult.from_pb(await self._stub.Recall(req, timeout=self.timeout))
+
+    async def get(self, namespace: str, memory_id: str, include_vector: bool = False) -> Memory:
+        req = spb.GetRequest(namespace=namespace, memory_id=memory_id, include_vector=include_vector)
+        return Memory.from_pb((await self._stub.Get(req, timeout=self.timeout)).record)
+
+    async def forget(self, namespace: str, memory_id: str | None = None, *, all: bool = False,
+                     **filter_fields: Any) -> int:
+        flt = None if memory_id is not None else memory_filter(**filter_fields)
+        req = forget_request(namespace, memory_id, flt, all)
+        return int((await self._stub.Forget(req, timeout=self.timeout)).forgotten_count)
+
+    async def stats(self, namespace: str = "") -> Stats:
+        resp = await self._stub.Stats(spb.StatsRequest(namespace=namespace), timeout=self.timeout)
+        return Stats.from_pb(resp)
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, t: type[BaseException] | None, e: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()

@@ -1,0 +1,165 @@
+"""Building request messages from keyword arguments; shared by `Client` and `AsyncClient`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from pocketd.v1 import memory_pb2 as pb
+from pocketd.v1 import memory_service_pb2 as spb
+
+SERVICE = "pocketd.v1.MemoryService"
+
+# Retried on UNAVAILABLE by gRPC itself (the calls that are safe to repeat).
+RETRY_SERVICE_CONFIG = json.dumps(
+    {
+        "methodConfig": [
+            {
+                "name": [{"service": SERVICE, "method": m} for m in ("Recall", "Get", "Stats")],
+                "retryPolicy": {
+                    "maxAttempts": 4,
+                    "initialBackoff": "0.05s",
+                    "maxBackoff": "1s",
+                    "backoffMultiplier": 2,
+                    "retryableStatusCodes": ["UNAVAILABLE"],
+                },
+            }
+        ]
+    }
+)
+
+
+def channel_options(max_message_bytes: int) -> list[tuple[str, object]]:
+    return [
+        ("grpc.enable_retries", 1),
+        ("grpc.service_config", RETRY_SERVICE_CONFIG),
+        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.max_receive_message_length", max_message_bytes),
+    ]
+
+
+def _enum(enum: object, prefix: str, name: str | int) -> int:
+    if isinstance(name, int):
+        return name
+    return int(enum.Value(prefix + name.upper()))  # type: ignore[attr-defined]
+
+
+def _ts(value: datetime | float) -> Timestamp:
+    ts = Timestamp()
+    seconds = value.timestamp() if isinstance(value, datetime) else float(value)
+    ts.seconds = int(seconds // 1)
+    ts.nanos = int((seconds - ts.seconds) * 1e9)
+    return ts
+
+
+@dataclass(frozen=True)
+class MemoryInput:
+    """One memory to write. `kind` and `modality` take lower-case names ("fact", "image")."""
+
+    namespace: str
+    text: str = ""
+    kind: str | int = "fact"
+    vector: Sequence[float] | None = None
+    modality: str | int = "text"
+    session_id: str = ""
+    importance: int | None = None
+    source_type: str | int = "unspecified"
+    tags: Sequence[str] = ()
+    topic: str = ""
+    group_id: str = ""
+    memory_id: str = ""
+    created_at: datetime | float | None = None
+    blob_uri: str = ""
+    blob_mime_type: str = ""
+    remember: bool = False
+    error_resolved: bool = False
+    supersedes: Sequence[str] = ()
+
+    def to_pb(self) -> spb.RememberRequest:
+        rec = pb.MemoryRecord(
+            memory_id=self.memory_id,
+            namespace=self.namespace,
+            session_id=self.session_id,
+            kind=_enum(pb.MemoryKind, "MEMORY_KIND_", self.kind),  # type: ignore[arg-type]
+            modality=_enum(pb.Modality, "MODALITY_", self.modality),  # type: ignore[arg-type]
+            text=self.text,
+            source_type=_enum(pb.SourceType, "SOURCE_TYPE_", self.source_type),  # type: ignore[arg-type]
+            tags=list(self.tags),
+            topic=self.topic,
+            group_id=self.group_id,
+        )
+        if self.vector is not None:
+            rec.vector.extend(self.vector)
+        if self.importance is not None:
+            rec.importance = self.importance
+        if self.created_at is not None:
+            rec.created_at.CopyFrom(_ts(self.created_at))
+        if self.blob_uri:
+            rec.blob.uri = self.blob_uri
+            rec.blob.mime_type = self.blob_mime_type
+        return spb.RememberRequest(
+            record=rec,
+            hints=spb.WriteHints(remember=self.remember, error_resolved=self.error_resolved),
+            supersedes=list(self.supersedes),
+        )
+
+
+def memory_filter(
+    session_id: str = "",
+    kinds: Sequence[str | int] = (),
+    modalities: Sequence[str | int] = (),
+    tags: Sequence[str] = (),
+    created_after: datetime | float | None = None,
+    created_before: datetime | float | None = None,
+    min_importance: int = 0,
+) -> spb.MemoryFilter:
+    f = spb.MemoryFilter(
+        session_id=session_id,
+        kinds=[_enum(pb.MemoryKind, "MEMORY_KIND_", k) for k in kinds],  # type: ignore[misc]
+        modalities=[_enum(pb.Modality, "MODALITY_", m) for m in modalities],  # type: ignore[misc]
+        tags=list(tags),
+        min_importance=min_importance,
+    )
+    if created_after is not None:
+        f.created_after.CopyFrom(_ts(created_after))
+    if created_before is not None:
+        f.created_before.CopyFrom(_ts(created_before))
+    return f
+
+
+def recall_request(
+    namespace: str,
+    text: str = "",
+    vector: Sequence[float] | None = None,
+    top_k: int | None = None,
+    image: bool = False,
+    include_obsolete: bool = False,
+    include_expired: bool = False,
+    flt: spb.MemoryFilter | None = None,
+) -> spb.RecallRequest:
+    req = spb.RecallRequest(
+        namespace=namespace,
+        query_text=text,
+        query_modality=pb.MODALITY_IMAGE if image else pb.MODALITY_UNSPECIFIED,
+        include_obsolete=include_obsolete,
+        include_expired=include_expired,
+    )
+    if vector is not None:
+        req.query_vector.extend(vector)
+    if top_k is not None:
+        req.top_k = top_k
+    if flt is not None:
+        req.filter.CopyFrom(flt)
+    return req
+
+
+def forget_request(
+    namespace: str, memory_id: str | None, flt: spb.MemoryFilter | None, all: bool
+) -> spb.ForgetRequest:
+    if memory_id is not None:
+        return spb.ForgetRequest(namespace=namespace, memory_id=memory_id)
+    return spb.ForgetRequest(namespace=namespace, filter=flt or spb.MemoryFilter(), all=all)

@@ -1,0 +1,163 @@
+"""Typed results of the pocketd client (plain frozen dataclasses, no protobuf in sight)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from pocketd.v1 import memory_pb2 as pb
+from pocketd.v1 import memory_service_pb2 as spb
+
+
+def _name(enum: object, value: int, prefix: str) -> str:
+    return str(enum.Name(value))[len(prefix):].lower()  # type: ignore[attr-defined]
+
+
+def _dt(ts: Timestamp, present: bool = True) -> datetime | None:
+    if not present:
+        return None
+    return datetime.fromtimestamp(ts.seconds + ts.nanos / 1e9, tz=timezone.utc)
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One stored memory. Enum values are lower-case names ("fact", "image", "hot")."""
+
+    memory_id: str
+    namespace: str
+    kind: str
+    modality: str
+    text: str
+    importance: int
+    source_type: str
+    session_id: str
+    created_at: datetime | None
+    updated_at: datetime | None
+    expires_at: datetime | None
+    tier: str
+    tags: tuple[str, ...] = ()
+    topic: str = ""
+    group_id: str = ""
+    obsolete: bool = False
+    superseded_by: str = ""
+    vector: tuple[float, ...] = field(default=(), repr=False)
+
+    @classmethod
+    def from_pb(cls, r: pb.MemoryRecord) -> Memory:
+        return cls(
+            memory_id=r.memory_id,
+            namespace=r.namespace,
+            kind=_name(pb.MemoryKind, r.kind, "MEMORY_KIND_"),
+            modality=_name(pb.Modality, r.modality, "MODALITY_"),
+            text=r.text,
+            importance=r.importance,
+            source_type=_name(pb.SourceType, r.source_type, "SOURCE_TYPE_"),
+            session_id=r.session_id,
+            created_at=_dt(r.created_at, r.HasField("created_at")),
+            updated_at=_dt(r.updated_at, r.HasField("updated_at")),
+            expires_at=_dt(r.expires_at, r.HasField("expires_at")),
+            tier=_name(pb.Tier, r.tier, "TIER_"),
+            tags=tuple(r.tags),
+            topic=r.topic,
+            group_id=r.group_id,
+            obsolete=r.obsolete,
+            superseded_by=r.superseded_by,
+            vector=tuple(r.vector),
+        )
+
+
+@dataclass(frozen=True)
+class Score:
+    """How a hit was scored (see ScoreBreakdown in the proto)."""
+
+    vector: float
+    bm25: float
+    fused: float
+    decay: float
+    final: float
+    vector_hit: bool
+    keyword_hit: bool
+
+
+@dataclass(frozen=True)
+class Hit:
+    memory: Memory
+    score: Score
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    hits: tuple[Hit, ...]
+    vector_weight: float
+    keyword_weight: float
+    took_micros: int
+
+    @classmethod
+    def from_pb(cls, r: spb.RecallResponse) -> RecallResult:
+        return cls(
+            hits=tuple(
+                Hit(
+                    Memory.from_pb(h.record),
+                    Score(h.score.vector, h.score.bm25, h.score.fused, h.score.decay, h.score.final,
+                          h.score.vector_hit, h.score.keyword_hit),
+                )
+                for h in r.hits
+            ),
+            vector_weight=r.vector_weight,
+            keyword_weight=r.keyword_weight,
+            took_micros=r.took_micros,
+        )
+
+
+@dataclass(frozen=True)
+class RememberResult:
+    """The write gate's verdict: decision is "stored", "merged" or "rejected"."""
+
+    memory_id: str
+    decision: str
+    reason: str
+    importance: int
+    expires_at: datetime | None
+
+    @property
+    def stored(self) -> bool:
+        return self.decision in ("stored", "merged")
+
+    @classmethod
+    def from_pb(cls, r: spb.RememberResponse) -> RememberResult:
+        return cls(
+            memory_id=r.memory_id,
+            decision=_name(spb.GateDecision, r.decision, "GATE_DECISION_"),
+            reason=r.reason,
+            importance=r.importance,
+            expires_at=_dt(r.expires_at, r.HasField("expires_at")),
+        )
+
+
+@dataclass(frozen=True)
+class NamespaceStats:
+    namespace: str
+    record_count: int
+    obsolete_count: int
+    tiers: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Stats:
+    namespaces: tuple[NamespaceStats, ...]
+    pending_index: int
+
+    @classmethod
+    def from_pb(cls, r: spb.StatsResponse) -> Stats:
+        return cls(
+            namespaces=tuple(
+                NamespaceStats(
+                    n.namespace, n.record_count, n.obsolete_count,
+                    {_name(pb.Tier, t.tier, "TIER_"): t.record_count for t in n.tiers},
+                )
+                for n in r.namespaces
+            ),
+            pending_index=r.pending_index,
+        )

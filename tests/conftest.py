@@ -1,0 +1,151 @@
+"""Shared fixtures: real adapters in a temporary directory, a fake clock, an in-process gRPC server
+on port 0."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".numba_cache"))
+
+# ruff: noqa: E402
+from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import msgspec
+from hypothesis import settings as hsettings
+import numpy as np
+import pytest
+
+from server.adapters.onnx_encoder import OnnxTextEncoder
+from server.adapters.sqlite_store import SqliteRecordStore
+from server.adapters.tantivy_index import TantivyKeywordIndex
+from server.adapters.usearch_index import UsearchIndexSet
+from server.api.server import GrpcServer
+from server.core.engine import MemoryEngine
+from server.core.settings import MemorySettings, Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL_DIR = ROOT / "models" / "minilm"
+DIM = 384
+DAY = 86_400.0
+
+# Kernels compile on first use: a timing deadline would measure the JIT, not the code.
+hsettings.register_profile("pocketd", deadline=None, max_examples=100)
+hsettings.load_profile("pocketd")
+
+
+class FakeClock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.t = now
+
+    def now(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+
+@pytest.fixture(scope="session")
+def encoder() -> OnnxTextEncoder:
+    assert (MODEL_DIR / "model.onnx").exists(), "run `make models` (make test does it)"
+    return OnnxTextEncoder(MODEL_DIR, threads=2, batch_size=32, max_tokens=256)
+
+
+def make_settings(tmp: Path, **memory: object) -> Settings:
+    """Settings for a server in `tmp`, with memory overrides."""
+    base = Settings()
+    mem = msgspec.structs.replace(base.memory, **memory) if memory else base.memory
+    server = msgspec.structs.replace(base.server, data_dir=str(tmp), listen="127.0.0.1:0")
+    enc = msgspec.structs.replace(base.encoder, model_dir=str(MODEL_DIR))
+    return msgspec.structs.replace(base, server=server, memory=mem, encoder=enc)
+
+
+def open_engine(
+    data: Path, encoder: OnnxTextEncoder | None, clock: FakeClock, settings: MemorySettings | None = None
+) -> MemoryEngine:
+    s = settings or MemorySettings()
+    eng = MemoryEngine(
+        s,
+        SqliteRecordStore(data / "records.sqlite3"),
+        UsearchIndexSet(data / "vectors", s.embedding_dim, s.index.vector_dtype, s.index.connectivity,
+                        s.index.expansion_add, s.hybrid_search.expansion_search),
+        TantivyKeywordIndex(data / "keywords", s.index.keyword_heap_bytes),
+        encoder,
+        clock,
+    )
+    eng.load()
+    return eng
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def engine_factory(
+    tmp_path: Path, encoder: OnnxTextEncoder, clock: FakeClock
+) -> Iterator[Callable[..., MemoryEngine]]:
+    opened: list[MemoryEngine] = []
+
+    def make(settings: MemorySettings | None = None, use_encoder: bool = True) -> MemoryEngine:
+        eng = open_engine(tmp_path / "data", encoder if use_encoder else None, clock, settings)
+        opened.append(eng)
+        return eng
+
+    yield make
+    for eng in opened:
+        try:
+            eng.close()
+        except Exception:
+            pass
+
+
+@pytest.fixture
+def engine(engine_factory: Callable[..., MemoryEngine]) -> MemoryEngine:
+    return engine_factory()
+
+
+def unit_vec(rng: np.random.Generator, dim: int = DIM) -> np.ndarray:
+    v = rng.normal(size=dim).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def near(v: np.ndarray, rng: np.random.Generator, noise: float) -> np.ndarray:
+    w = v + noise * rng.normal(size=v.shape).astype(np.float32)
+    return (w / np.linalg.norm(w)).astype(np.float32)
+
+
+class RunningServer:
+    def __init__(self, target: str, engine: MemoryEngine, grpc_server: GrpcServer) -> None:
+        self.target = target
+        self.engine = engine
+        self.grpc = grpc_server
+
+
+async def start_server(
+    tmp: Path, encoder: OnnxTextEncoder | None, settings: Settings | None = None
+) -> tuple[RunningServer, ThreadPoolExecutor]:
+    settings = settings or make_settings(tmp)
+    from server.app import SystemClock
+
+    executor = ThreadPoolExecutor(4)
+    srv = GrpcServer(settings, executor)
+    port = await srv.start("127.0.0.1:0")
+    eng = open_engine(tmp, encoder, SystemClock(), settings.memory)  # type: ignore[arg-type]
+    await srv.mark_serving(eng)
+    return RunningServer(f"127.0.0.1:{port}", eng, srv), executor
+
+
+@pytest.fixture
+async def server(tmp_path: Path, encoder: OnnxTextEncoder) -> AsyncIterator[RunningServer]:
+    srv, executor = await start_server(tmp_path / "srv", encoder)
+    yield srv
+    await srv.grpc.drain(1.0)
+    srv.engine.close()
+    executor.shutdown()
+
+

@@ -1,0 +1,141 @@
+"""The compiled kernels agree with their numpy twins and keep their invariants."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from kernels.decay import step_decay, step_decay_ref
+from kernels.fusion import fuse, fuse_ref, normalise_by_max, normalise_by_max_ref
+from kernels.rank import rank_final, rank_final_ref
+from kernels.scan import exact_topk, exact_topk_ref
+from kernels.topk import topk_desc, topk_desc_ref
+
+unit_f = st.floats(0.0, 1.0, width=32)
+sizes = st.integers(0, 60)
+
+
+def arrays(n: int, elements: st.SearchStrategy[float] = unit_f) -> st.SearchStrategy[np.ndarray]:
+    return hnp.arrays(np.float32, n, elements=elements)
+
+
+def bools(n: int) -> st.SearchStrategy[np.ndarray]:
+    return hnp.arrays(np.bool_, n)
+
+
+@st.composite
+def fusion_case(draw: st.DrawFn) -> tuple:
+    n = draw(sizes)
+    w = draw(st.floats(0.0, 1.0))
+    return (draw(arrays(n)), draw(arrays(n)), draw(bools(n)), draw(bools(n)), w, 1.0 - w,
+            draw(st.floats(1.0, 2.0)))
+
+
+@given(fusion_case())
+def test_fuse_matches_reference(case: tuple) -> None:
+    np.testing.assert_allclose(fuse(*case), fuse_ref(*case), rtol=1e-5, atol=1e-6)
+
+
+@given(fusion_case())
+def test_fuse_is_bounded_by_the_boost_and_zero_without_hits(case: tuple) -> None:
+    vec, kw, vh, kh, wv, wk, boost = case
+    out = fuse(vec, kw, vh, kh, wv, wk, boost)
+    assert np.all(out >= 0)
+    assert np.all(out <= boost * (wv + wk) + 1e-5)  # weights sum to one
+    assert np.all(out[~vh & ~kh] == 0)
+
+
+def test_fuse_single_channel_counts_at_half_weight_and_both_are_boosted() -> None:
+    one = np.ones(3, dtype=np.float32)
+    out = fuse(one, one, np.array([True, True, False]), np.array([True, False, True]), 0.5, 0.5, 1.2)
+    np.testing.assert_allclose(out, [1.2, 0.5, 0.5], rtol=1e-6)
+
+
+@given(fusion_case(), st.randoms())
+def test_fuse_is_order_independent(case: tuple, rnd) -> None:
+    vec, kw, vh, kh, wv, wk, boost = case
+    perm = np.array(rnd.sample(range(len(vec)), len(vec)), dtype=np.int64)
+    a = fuse(vec, kw, vh, kh, wv, wk, boost)[perm]
+    b = fuse(vec[perm], kw[perm], vh[perm], kh[perm], wv, wk, boost)
+    np.testing.assert_array_equal(a, b)
+
+
+@given(st.integers(0, 40).flatmap(lambda n: st.tuples(arrays(n, st.floats(0, 50, width=32)), bools(n))))
+def test_normalise_by_max_matches_reference_and_tops_at_one(case: tuple) -> None:
+    scores, hit = case
+    out = normalise_by_max(scores, hit)
+    np.testing.assert_allclose(out, normalise_by_max_ref(scores, hit), rtol=1e-6)
+    assert np.all((out >= 0) & (out <= 1.0 + 1e-6))
+    if np.any(hit & (scores > 0)):
+        assert np.isclose(out.max(), 1.0)
+
+
+THRESH = np.array([7 * 86400.0, 30 * 86400.0])
+FACTORS = np.array([0.6, 0.4], dtype=np.float32)
+
+
+@given(st.integers(0, 50).flatmap(
+    lambda n: st.tuples(hnp.arrays(np.float64, n, elements=st.floats(0, 1e8)), bools(n))))
+def test_step_decay_matches_reference(case: tuple) -> None:
+    ages, decays = case
+    np.testing.assert_array_equal(step_decay(ages, decays, THRESH, FACTORS),
+                                  step_decay_ref(ages, decays, THRESH, FACTORS))
+
+
+@given(st.floats(0, 1e8), st.floats(0, 1e8))
+def test_step_decay_is_monotone_in_age(a: float, b: float) -> None:
+    young, old = min(a, b), max(a, b)
+    out = step_decay(np.array([young, old]), np.ones(2, dtype=np.bool_), THRESH, FACTORS)
+    assert out[0] >= out[1]
+
+
+def test_step_decay_uses_the_seed_steps() -> None:
+    days = np.array([0.0, 6.9, 7.1, 29.0, 31.0, 40.0]) * 86400
+    out = step_decay(days, np.ones(6, dtype=np.bool_), THRESH, FACTORS)
+    np.testing.assert_allclose(out, [1, 1, 0.6, 0.6, 0.4, 0.4], rtol=1e-6)
+    assert np.all(step_decay(days, np.zeros(6, dtype=np.bool_), THRESH, FACTORS) == 1)
+
+
+@given(st.integers(0, 80).flatmap(lambda n: st.tuples(
+    arrays(n, st.floats(-1, 1, width=32) | st.just(np.float32(0.5))), st.integers(0, 90))))
+def test_topk_matches_reference(case: tuple) -> None:
+    scores, k = case
+    np.testing.assert_array_equal(topk_desc(scores, k), topk_desc_ref(scores, k))
+
+
+def test_topk_skips_nan_and_breaks_ties_by_index() -> None:
+    s = np.array([0.5, np.nan, 0.9, 0.5, 0.1], dtype=np.float32)
+    assert topk_desc(s, 3).tolist() == [2, 0, 3]
+    assert topk_desc(s, 10).tolist() == [2, 0, 3, 4]
+
+
+@given(st.integers(0, 50).flatmap(lambda n: st.tuples(
+    arrays(n, st.floats(0, 1.5, width=32)), arrays(n), bools(n), st.integers(1, 60))))
+def test_rank_final_matches_reference_and_never_lets_obsolete_outrank_current(case: tuple) -> None:
+    fused, decay, obsolete, k = case
+    decay = np.maximum(decay, np.float32(1e-3))
+    idx, final = rank_final(fused, decay, obsolete, k)
+    ridx, rfinal = rank_final_ref(fused, decay, obsolete, k)
+    np.testing.assert_array_equal(idx, ridx)
+    np.testing.assert_allclose(final, rfinal, rtol=1e-6)
+    flags = obsolete[idx]
+    # Once an obsolete memory appears, nothing current follows it.
+    if flags.any():
+        assert not flags[np.argmax(flags):].__contains__(False)
+
+
+@settings(max_examples=50)
+@given(st.integers(0, 40), st.integers(1, 16), st.integers(1, 50), st.integers(0, 2**31))
+def test_exact_topk_matches_reference(n: int, d: int, k: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    mat = rng.normal(size=(n, d)).astype(np.float32)
+    q = rng.normal(size=d).astype(np.float32)
+    mask = rng.random(n) > 0.3
+    idx, s = exact_topk(mat, q, mask, k)
+    ridx, rs = exact_topk_ref(mat, q, mask, k)
+    np.testing.assert_allclose(s, rs, rtol=1e-4, atol=1e-5)
+    assert set(idx.tolist()) <= set(np.nonzero(mask)[0].tolist())
+    assert len(idx) == min(k, int(mask.sum()))
+    assert np.all(np.diff(s) <= 1e-6)
