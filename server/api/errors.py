@@ -5,9 +5,11 @@
 | InvalidArgumentError      | INVALID_ARGUMENT    | BadRequest (one violation per field) |
 | NotFoundError             | NOT_FOUND           | ResourceInfo, BadRequest (the field) |
 | FailedPreconditionError   | FAILED_PRECONDITION | ErrorInfo (reason)                   |
-| TooLargeError             | RESOURCE_EXHAUSTED  | QuotaFailure                         |
 | UnavailableError          | UNAVAILABLE         | -                                    |
 | anything else             | INTERNAL            | - (logged with its traceback)        |
+
+A message over `server.max_message_bytes` never reaches a handler: gRPC itself answers
+RESOURCE_EXHAUSTED.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from server.core.errors import (
     InvalidArgumentError,
     NotFoundError,
     PocketdError,
-    TooLargeError,
     UnavailableError,
 )
 
@@ -64,11 +65,6 @@ def to_status(exc: BaseException) -> status_pb2.Status:
     if isinstance(exc, FailedPreconditionError):
         info2 = error_details_pb2.ErrorInfo(reason=exc.reason, domain=DOMAIN)
         return _status(code_pb2.FAILED_PRECONDITION, str(exc), info2)
-    if isinstance(exc, TooLargeError):
-        qf = error_details_pb2.QuotaFailure(
-            violations=[error_details_pb2.QuotaFailure.Violation(subject=exc.subject, description=str(exc))]
-        )
-        return _status(code_pb2.RESOURCE_EXHAUSTED, str(exc), qf)
     if isinstance(exc, UnavailableError):
         return _status(code_pb2.UNAVAILABLE, str(exc) or "server is not serving")
     if isinstance(exc, PocketdError):

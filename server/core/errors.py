@@ -44,13 +44,5 @@ class FailedPreconditionError(PocketdError):
         super().__init__(message)
 
 
-class TooLargeError(PocketdError):
-    """A request exceeds a size limit (RESOURCE_EXHAUSTED)."""
-
-    def __init__(self, message: str, subject: str) -> None:
-        self.subject = subject
-        super().__init__(message)
-
-
 class UnavailableError(PocketdError):
     """The server is starting or shutting down; the call may be retried."""

@@ -24,13 +24,16 @@ from server.core.model import WriteHints
 from server.core.settings import WritePolicySettings
 
 
-def keyword_pattern(words: Iterable[str]) -> re.Pattern[str]:
-    """One case-insensitive pattern for a keyword list. Latin keywords match whole words ("ok"
-    does not match "token"); CJK keywords match anywhere, since Chinese has no spaces."""
+def keyword_pattern(words: Iterable[str], whole_words: bool = False) -> re.Pattern[str]:
+    """One case-insensitive pattern for a keyword list. Latin keywords match at a word start
+    ("pay" matches "payment"; "ok" never matches "token"), or only as whole words with
+    `whole_words` ("hi" must not match "history"). CJK keywords match anywhere, since Chinese has
+    no spaces."""
     parts = []
+    end = r"\b" if whole_words else ""
     for w in sorted({w.strip().lower() for w in words if w.strip()}, key=len, reverse=True):
         esc = re.escape(w)
-        parts.append(rf"\b{esc}\b" if w.isascii() else esc)
+        parts.append(rf"\b{esc}{end}" if w.isascii() else esc)
     return re.compile("|".join(parts) or r"(?!)", re.IGNORECASE)
 
 
@@ -49,7 +52,7 @@ class ImportanceGate:
     def __init__(self, policy: WritePolicySettings) -> None:
         self._p = policy
         self._groups = {name: keyword_pattern(words) for name, words in policy.boost_keywords.items()}
-        self._small_talk = keyword_pattern(policy.small_talk)
+        self._small_talk = keyword_pattern(policy.small_talk, whole_words=True)
         self._errors = keyword_pattern(policy.error_keywords)
         self._fixes = keyword_pattern(policy.fix_keywords)
 

@@ -90,7 +90,7 @@ class WritePolicySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
     boost_keywords: dict[str, tuple[str, ...]] = msgspec.field(
         default_factory=lambda: {
             "identity": (
-                "my name", "i am", "i'm", "身份", "我叫", "我是", "email", "邮箱", "phone",
+                "my name", "i am", "i'm", "身份", "我叫", "我是", "email", "邮箱", "phone number",
                 "手机号", "address", "地址", "account", "账号", "id card", "身份证",
             ),
             "payment": (

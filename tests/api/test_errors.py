@@ -1,0 +1,62 @@
+"""Every row of the error table in server.api.errors, and the readiness gate."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import grpc
+import pytest
+from google.rpc import code_pb2, error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from pocketd.v1 import memory_service_pb2 as spb
+from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
+from server.api.errors import to_status
+from server.api.server import GrpcServer
+from server.core.errors import (
+    FailedPreconditionError,
+    FieldViolation,
+    InvalidArgumentError,
+    NotFoundError,
+    PocketdError,
+    UnavailableError,
+)
+from tests.conftest import make_settings
+
+
+@pytest.mark.parametrize(
+    ("exc", "code", "detail"),
+    [
+        (InvalidArgumentError([FieldViolation("a.b", "bad")]), code_pb2.INVALID_ARGUMENT, error_details_pb2.BadRequest),
+        (NotFoundError("memory", "m1", "memory_id"), code_pb2.NOT_FOUND, error_details_pb2.ResourceInfo),
+        (FailedPreconditionError("no encoder", "ENCODER_DISABLED"), code_pb2.FAILED_PRECONDITION,
+         error_details_pb2.ErrorInfo),
+        (UnavailableError("starting"), code_pb2.UNAVAILABLE, None),
+        (PocketdError("unmapped"), code_pb2.INTERNAL, None),
+        (RuntimeError("secret path /etc/x"), code_pb2.INTERNAL, None),
+    ],
+)
+def test_each_error_maps_to_its_status_and_detail(exc: Exception, code: int, detail: type | None) -> None:
+    st = to_status(exc)
+    assert st.code == code
+    if detail is not None:
+        assert st.details and st.details[0].Is(detail.DESCRIPTOR)
+    if code == code_pb2.INTERNAL:
+        assert st.message == "internal error"  # nothing internal leaks
+
+
+async def test_before_the_stores_load_health_is_not_serving_and_calls_are_unavailable(tmp_path: Path) -> None:
+    executor = ThreadPoolExecutor(1)
+    srv = GrpcServer(make_settings(tmp_path), executor)
+    port = await srv.start("127.0.0.1:0")
+    try:
+        ch = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        h = await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest())
+        assert h.status == health_pb2.HealthCheckResponse.NOT_SERVING
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await spb_grpc.MemoryServiceStub(ch).Stats(spb.StatsRequest())
+        assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        await srv.drain(0)
+        executor.shutdown()

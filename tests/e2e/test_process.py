@@ -1,0 +1,193 @@
+"""End-to-end: the real `pocketd serve` process, its health, SIGTERM drain and SIGKILL recovery."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import numpy as np
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from pocketd import Client, MemoryInput
+from tests.conftest import MODEL_DIR, ROOT
+
+pytestmark = pytest.mark.slow
+LISTEN_RE = re.compile(r"listening on 127\.0\.0\.1:(\d+)")
+
+
+class Proc:
+    """A spawned `pocketd serve` whose log is collected in the background."""
+
+    def __init__(self, data: Path, extra_env: dict[str, str] | None = None) -> None:
+        env = dict(os.environ, POCKETD__ENCODER__MODEL_DIR=str(MODEL_DIR), **(extra_env or {}))
+        self.p = subprocess.Popen(
+            [sys.executable, "-m", "server", "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data)],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        self.log: list[str] = []
+        self.port: int | None = None
+        self._seen = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.p.stderr is not None
+        for line in self.p.stderr:
+            self.log.append(line)
+            m = LISTEN_RE.search(line)
+            if m and self.port is None:
+                self.port = int(m.group(1))
+                self._seen.set()
+        self._seen.set()
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def wait_serving(self, timeout: float = 60.0) -> float:
+        """Block until health says SERVING; return the seconds it took from now."""
+        t0 = time.monotonic()
+        assert self._seen.wait(timeout) and self.port, "".join(self.log)
+        with grpc.insecure_channel(self.target) as ch:
+            stub = health_pb2_grpc.HealthStub(ch)
+            while time.monotonic() - t0 < timeout:
+                try:
+                    if stub.Check(health_pb2.HealthCheckRequest(), timeout=1).status == health_pb2.HealthCheckResponse.SERVING:
+                        return time.monotonic() - t0
+                except grpc.RpcError:
+                    pass
+                assert self.p.poll() is None, "".join(self.log)
+                time.sleep(0.05)
+        raise AssertionError("never SERVING:\n" + "".join(self.log))
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        self.p.send_signal(sig)
+        code = self.p.wait(timeout)
+        self.close()
+        return code
+
+    def close(self) -> None:
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+        self._reader.join(5)
+        if self.p.stderr is not None:
+            self.p.stderr.close()
+
+
+@pytest.fixture
+def procs() -> Iterator[list[Proc]]:
+    started: list[Proc] = []
+    yield started
+    for p in started:
+        p.close()
+
+
+def spawn(procs: list[Proc], data: Path) -> Proc:
+    p = Proc(data)
+    procs.append(p)
+    p.wait_serving()
+    return p
+
+
+def test_serve_round_trip_then_sigterm_exits_cleanly(tmp_path: Path, procs: list[Proc]) -> None:
+    p = spawn(procs, tmp_path / "data")
+    with Client(p.target) as c:
+        r = c.remember("e2e", "The release train leaves every Tuesday", kind="fact")
+        assert r.stored
+        assert c.recall("e2e", "when does the release train leave").hits[0].memory.memory_id == r.memory_id
+    assert p.stop() == 0
+    assert any("stopped" in line for line in p.log)
+
+
+def test_sigterm_drains_calls_in_flight(tmp_path: Path, procs: list[Proc]) -> None:
+    p = spawn(procs, tmp_path / "data")
+    texts = [f"Ticket {i}: customer {i} asked for invoice copy number {i * 7}" for i in range(1024)]
+    result: dict[str, object] = {}
+
+    def write() -> None:
+        with Client(p.target, timeout=30) as c:
+            try:
+                result["ok"] = c.remember_batch([MemoryInput("drain", t, kind="episode", importance=3) for t in texts])
+            except grpc.RpcError as exc:
+                result["err"] = exc
+
+    t = threading.Thread(target=write)
+    t.start()
+    time.sleep(0.3)  # the batch is being encoded server-side
+    assert p.stop() == 0
+    t.join()
+    assert "ok" in result, result.get("err")
+    acked = [r.memory_id for r in result["ok"] if r.stored]  # type: ignore[attr-defined]
+    assert acked
+    p2 = spawn(procs, tmp_path / "data")
+    with Client(p2.target) as c:
+        for mid in acked[:: max(1, len(acked) // 20)]:
+            assert c.get("drain", mid).memory_id == mid
+
+
+def test_sigkill_mid_stream_loses_no_acknowledged_record(tmp_path: Path, procs: list[Proc]) -> None:
+    p = spawn(procs, tmp_path / "data")
+    rng = np.random.default_rng(7)
+    acked: dict[str, list[float]] = {}
+    stop = threading.Event()
+
+    def stream() -> None:
+        with Client(p.target, timeout=10) as c:
+            i = 0
+            while not stop.is_set():
+                vecs = rng.normal(size=(32, 384)).astype(np.float32)
+                items = [MemoryInput("crash", f"record {i + j}", kind="observation", importance=3,
+                                     vector=vecs[j].tolist()) for j in range(32)]
+                try:
+                    res = c.remember_batch(items)
+                except grpc.RpcError:
+                    return  # the server died mid-call: that batch was never acknowledged
+                for r, item in zip(res, items, strict=True):
+                    acked[r.memory_id] = list(item.vector or [])
+                i += 32
+
+    t = threading.Thread(target=stream)
+    t.start()
+    time.sleep(2.0)
+    p.stop(signal.SIGKILL)
+    stop.set()
+    t.join()
+    assert len(acked) >= 64, "too few writes before the kill to mean anything"
+    p2 = spawn(procs, tmp_path / "data")
+    with Client(p2.target, timeout=10) as c:
+        assert c.stats("crash").namespaces[0].record_count >= len(acked)
+        for mid in acked:
+            assert c.get("crash", mid).memory_id == mid
+        for mid in list(acked)[:: max(1, len(acked) // 25)]:
+            top = c.recall("crash", vector=acked[mid], top_k=1).hits[0]
+            assert top.memory.memory_id == mid
+
+
+def test_bad_config_exits_2_naming_the_key(tmp_path: Path) -> None:
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("memory:\n  hybrid_search:\n    vector_weigth: 0.7\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "server", "serve", "--config", str(cfg), "--data-dir", str(tmp_path / "d")],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )
+    assert out.returncode == 2 and "vector_weigth" in out.stderr
+
+
+def test_a_second_server_on_the_same_data_dir_is_refused(tmp_path: Path, procs: list[Proc]) -> None:
+    spawn(procs, tmp_path / "data")
+    out = subprocess.run(
+        [sys.executable, "-m", "server", "serve", "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "data")],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        env=dict(os.environ, POCKETD__ENCODER__MODEL_DIR=str(MODEL_DIR)),
+    )
+    assert out.returncode == 2 and "in use" in out.stderr
