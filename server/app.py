@@ -60,12 +60,20 @@ def build_engine(settings: Settings) -> MemoryEngine:
     enc_s = settings.encoder
     encoder = None
     if enc_s.text == "minilm":
-        encoder = OnnxTextEncoder(Path(enc_s.model_dir), enc_s.threads, enc_s.batch_size, enc_s.max_tokens)
+        encoder = OnnxTextEncoder(
+            Path(enc_s.model_dir), enc_s.threads, enc_s.batch_size, enc_s.max_tokens
+        )
     return MemoryEngine(
         m,
         SqliteRecordStore(data / "records.sqlite3"),
-        UsearchIndexSet(data / "vectors", m.embedding_dim, m.index.vector_dtype, m.index.connectivity,
-                        m.index.expansion_add, m.hybrid_search.expansion_search),
+        UsearchIndexSet(
+            data / "vectors",
+            m.embedding_dim,
+            m.index.vector_dtype,
+            m.index.connectivity,
+            m.index.expansion_add,
+            m.hybrid_search.expansion_search,
+        ),
         TantivyKeywordIndex(data / "keywords", m.index.keyword_heap_bytes),
         encoder,
         SystemClock(),
@@ -79,7 +87,11 @@ def _open(settings: Settings) -> MemoryEngine:
     timings = engine.load()
     log.info(
         "ready in %.2fs (kernels %.2fs, metadata %.2fs for %d records, tail %d)",
-        time.perf_counter() - t0, jit, timings["columns_s"], timings["records"], timings["tail"],
+        time.perf_counter() - t0,
+        jit,
+        timings["columns_s"],
+        timings["records"],
+        timings["tail"],
     )
     return engine
 
@@ -91,7 +103,9 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    executor = ThreadPoolExecutor(settings.server.worker_threads, thread_name_prefix="pocketd-worker")
+    executor = ThreadPoolExecutor(
+        settings.server.worker_threads, thread_name_prefix="pocketd-worker"
+    )
     grpc_server = GrpcServer(settings, executor)
     port = await grpc_server.start(settings.server.listen)
     host = settings.server.listen.rsplit(":", 1)[0]

@@ -16,10 +16,14 @@ from typing import Any
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pocketd", description="pocketd: a memory sidecar for LLM agents")
+    p = argparse.ArgumentParser(
+        prog="pocketd", description="pocketd: a memory sidecar for LLM agents"
+    )
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run the gRPC server")
-    s.add_argument("--listen", help="HOST:PORT to listen on (default 127.0.0.1:50051; port 0 picks one)")
+    s.add_argument(
+        "--listen", help="HOST:PORT to listen on (default 127.0.0.1:50051; port 0 picks one)"
+    )
     s.add_argument("--data-dir", help="directory for the record store and indexes (default ./data)")
     s.add_argument("--config", type=Path, help="YAML configuration file")
     s.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])

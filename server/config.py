@@ -111,23 +111,55 @@ def check(s: Settings) -> None:
     ):
         need(0.0 <= value <= 1.0, f"memory.hybrid_search.{key}", "must be in [0, 1]")
     need(hs.both_boost >= 1.0, "memory.hybrid_search.both_boost", "must be >= 1")
-    need(1 <= hs.top_k <= s.limits.max_top_k, "memory.hybrid_search.top_k", "must be in 1..limits.max_top_k")
-    need(hs.candidates_per_channel >= 50, "memory.hybrid_search.candidates_per_channel", "must be >= 50")
+    need(
+        1 <= hs.top_k <= s.limits.max_top_k,
+        "memory.hybrid_search.top_k",
+        "must be in 1..limits.max_top_k",
+    )
+    need(
+        hs.candidates_per_channel >= 50,
+        "memory.hybrid_search.candidates_per_channel",
+        "must be >= 50",
+    )
     need(hs.overfetch >= 1.0, "memory.hybrid_search.overfetch", "must be >= 1")
     d = m.retrieval
-    need(len(d.after_days) == len(d.factors), "memory.retrieval.factors", "needs one factor per after_days entry")
-    need(list(d.after_days) == sorted(d.after_days), "memory.retrieval.after_days", "must be ascending")
+    need(
+        len(d.after_days) == len(d.factors),
+        "memory.retrieval.factors",
+        "needs one factor per after_days entry",
+    )
+    need(
+        list(d.after_days) == sorted(d.after_days),
+        "memory.retrieval.after_days",
+        "must be ascending",
+    )
     need(all(0.0 < f <= 1.0 for f in d.factors), "memory.retrieval.factors", "must be in (0, 1]")
-    need(list(d.factors) == sorted(d.factors, reverse=True), "memory.retrieval.factors", "must not increase with age")
+    need(
+        list(d.factors) == sorted(d.factors, reverse=True),
+        "memory.retrieval.factors",
+        "must not increase with age",
+    )
     known_kinds = {"preference", "fact", "summary", "episode", "skill", "observation"}
-    need(set(d.kinds) <= known_kinds, "memory.retrieval.kinds", f"must be among {sorted(known_kinds)}")
+    need(
+        set(d.kinds) <= known_kinds,
+        "memory.retrieval.kinds",
+        f"must be among {sorted(known_kinds)}",
+    )
     wp = m.write_policy
     need(1 <= wp.min_importance <= 5, "memory.write_policy.min_importance", "must be in 1..5")
     need(wp.expire_after_days > 0, "memory.write_policy.expire_after_days", "must be > 0")
     need(0.0 < wp.dedup_cosine <= 1.0, "memory.write_policy.dedup_cosine", "must be in (0, 1]")
-    need(1 <= wp.client_importance_min <= wp.client_importance_max <= 5, "memory.write_policy.client_importance_min", "bounds must satisfy 1 <= min <= max <= 5")
+    need(
+        1 <= wp.client_importance_min <= wp.client_importance_max <= 5,
+        "memory.write_policy.client_importance_min",
+        "bounds must satisfy 1 <= min <= max <= 5",
+    )
     need(m.hot.ttl_seconds > 0, "memory.hot.ttl_seconds", "must be > 0")
-    need(m.index.vector_dtype in {"f32", "f16", "i8"}, "memory.index.vector_dtype", "must be f32, f16 or i8")
+    need(
+        m.index.vector_dtype in {"f32", "f16", "i8"},
+        "memory.index.vector_dtype",
+        "must be f32, f16 or i8",
+    )
     need(s.encoder.text in {"minilm", "none"}, "encoder.text", "must be 'minilm' or 'none'")
     need(s.server.max_message_bytes >= 1024, "server.max_message_bytes", "must be >= 1024")
     need(s.server.worker_threads >= 1, "server.worker_threads", "must be >= 1")

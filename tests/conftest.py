@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import os
 
-os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".numba_cache"))
+os.environ.setdefault(
+    "NUMBA_CACHE_DIR",
+    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".numba_cache"),
+)
 
-# ruff: noqa: E402
+import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import msgspec
-from hypothesis import settings as hsettings
 import numpy as np
 import pytest
+from hypothesis import settings as hsettings
 
 from server.adapters.onnx_encoder import OnnxTextEncoder
 from server.adapters.sqlite_store import SqliteRecordStore
@@ -64,14 +67,23 @@ def make_settings(tmp: Path, **memory: object) -> Settings:
 
 
 def open_engine(
-    data: Path, encoder: OnnxTextEncoder | None, clock: FakeClock, settings: MemorySettings | None = None
+    data: Path,
+    encoder: OnnxTextEncoder | None,
+    clock: FakeClock,
+    settings: MemorySettings | None = None,
 ) -> MemoryEngine:
     s = settings or MemorySettings()
     eng = MemoryEngine(
         s,
         SqliteRecordStore(data / "records.sqlite3"),
-        UsearchIndexSet(data / "vectors", s.embedding_dim, s.index.vector_dtype, s.index.connectivity,
-                        s.index.expansion_add, s.hybrid_search.expansion_search),
+        UsearchIndexSet(
+            data / "vectors",
+            s.embedding_dim,
+            s.index.vector_dtype,
+            s.index.connectivity,
+            s.index.expansion_add,
+            s.hybrid_search.expansion_search,
+        ),
         TantivyKeywordIndex(data / "keywords", s.index.keyword_heap_bytes),
         encoder,
         clock,
@@ -98,10 +110,8 @@ def engine_factory(
 
     yield make
     for eng in opened:
-        try:
+        with contextlib.suppress(Exception):
             eng.close()
-        except Exception:
-            pass
 
 
 @pytest.fixture
@@ -147,5 +157,3 @@ async def server(tmp_path: Path, encoder: OnnxTextEncoder) -> AsyncIterator[Runn
     await srv.grpc.drain(1.0)
     srv.engine.close()
     executor.shutdown()
-
-

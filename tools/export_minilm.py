@@ -54,8 +54,11 @@ def main() -> int:
             return torch.nn.functional.normalize(pooled, p=2.0, dim=1)
 
     model = Pooled().eval()
-    sample = tok(["pocketd export", "a longer sample sentence for tracing"], padding=True,
-                 return_tensors="pt")
+    sample = tok(
+        ["pocketd export", "a longer sample sentence for tracing"],
+        padding=True,
+        return_tensors="pt",
+    )
     ns.out.mkdir(parents=True, exist_ok=True)
     tmp = ns.out / "model.onnx.tmp"
     with torch.no_grad():
@@ -74,7 +77,9 @@ def main() -> int:
             opset_version=17,
             dynamo=False,
         )
-        reference = model(sample["input_ids"], sample["attention_mask"], sample["token_type_ids"]).numpy()
+        reference = model(
+            sample["input_ids"], sample["attention_mask"], sample["token_type_ids"]
+        ).numpy()
     import onnxruntime as ort
 
     sess = ort.InferenceSession(str(tmp), providers=["CPUExecutionProvider"])

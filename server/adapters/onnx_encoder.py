@@ -23,7 +23,10 @@ class ModelMissingError(Exception):
 
 
 class OnnxTextEncoder:
-    """`TextEncoder` over an exported MiniLM directory (model.onnx, tokenizer.json, manifest.json)."""
+    """`TextEncoder` over an exported MiniLM directory.
+
+    The directory holds model.onnx, tokenizer.json and manifest.json (see tools/export_minilm.py).
+    """
 
     def __init__(self, model_dir: Path, threads: int, batch_size: int, max_tokens: int) -> None:
         for name in ("model.onnx", "tokenizer.json", "manifest.json"):
@@ -37,7 +40,7 @@ class OnnxTextEncoder:
         self._batch = batch_size
         self._tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tok.enable_truncation(max_length=max_tokens)
-        self._tok.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a token, not a secret
+        self._tok.enable_padding(pad_id=0, pad_token="[PAD]")
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1

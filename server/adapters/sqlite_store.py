@@ -108,8 +108,14 @@ class SqliteRecordStore:
                         cur.execute(
                             "INSERT INTO records(namespace, memory_id, kind, rev, payload, vector)"
                             " VALUES (?,?,?,?,?,?)",
-                            (rec.namespace, rec.memory_id, int(rec.kind), self._rev, payload,
-                             _vec_bytes(vec)),
+                            (
+                                rec.namespace,
+                                rec.memory_id,
+                                int(rec.kind),
+                                self._rev,
+                                payload,
+                                _vec_bytes(vec),
+                            ),
                         )
                         key = cur.lastrowid
                         assert key is not None
@@ -117,7 +123,9 @@ class SqliteRecordStore:
                 cur.execute("COMMIT")
             except BaseException:
                 cur.execute("ROLLBACK")
-                self._rev = int(self._w.execute("SELECT COALESCE(MAX(rev),0) FROM records").fetchone()[0])
+                self._rev = int(
+                    self._w.execute("SELECT COALESCE(MAX(rev),0) FROM records").fetchone()[0]
+                )
                 raise
         return keys
 
@@ -145,9 +153,13 @@ class SqliteRecordStore:
         if not keys:
             return {}
         marks = ",".join("?" * len(keys))
-        rows = self._reader().execute(
-            f"SELECT key, payload FROM records WHERE deleted=0 AND key IN ({marks})", list(keys)
-        ).fetchall()
+        rows = (
+            self._reader()
+            .execute(
+                f"SELECT key, payload FROM records WHERE deleted=0 AND key IN ({marks})", list(keys)
+            )
+            .fetchall()
+        )
         out: dict[int, Record] = {}
         for key, payload in rows:
             rec = _decoder.decode(payload)
@@ -159,9 +171,13 @@ class SqliteRecordStore:
         if not keys:
             return {}
         marks = ",".join("?" * len(keys))
-        rows = self._reader().execute(
-            f"SELECT key, vector FROM records WHERE deleted=0 AND key IN ({marks})", list(keys)
-        ).fetchall()
+        rows = (
+            self._reader()
+            .execute(
+                f"SELECT key, vector FROM records WHERE deleted=0 AND key IN ({marks})", list(keys)
+            )
+            .fetchall()
+        )
         return {k: v for k, b in rows if (v := _vec(b)) is not None}
 
     def key_of(self, namespace: str, memory_id: str, include_deleted: bool = False) -> int | None:
@@ -172,11 +188,15 @@ class SqliteRecordStore:
         return None if row is None else int(row[0])
 
     def changes_since(self, rev: int, limit: int) -> list[Row]:
-        rows = self._reader().execute(
-            "SELECT key, namespace, memory_id, kind, rev, deleted, payload, vector FROM records"
-            " WHERE rev > ? ORDER BY rev LIMIT ?",
-            (rev, limit),
-        ).fetchall()
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT key, namespace, memory_id, kind, rev, deleted, payload, vector FROM records"
+                " WHERE rev > ? ORDER BY rev LIMIT ?",
+                (rev, limit),
+            )
+            .fetchall()
+        )
         out: list[Row] = []
         for key, ns, mid, kind, r, deleted, payload, vec in rows:
             if deleted:
@@ -191,7 +211,9 @@ class SqliteRecordStore:
         return self._rev
 
     def scan_live(self) -> Iterator[Record]:
-        cur = self._reader().execute("SELECT key, payload FROM records WHERE deleted=0 ORDER BY key")
+        cur = self._reader().execute(
+            "SELECT key, payload FROM records WHERE deleted=0 ORDER BY key"
+        )
         while batch := cur.fetchmany(4096):
             for key, payload in batch:
                 rec = _decoder.decode(payload)

@@ -22,7 +22,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import tantivy
-from tantivy import Document, Filter, Index, Occur, Query, SchemaBuilder, TextAnalyzerBuilder, Tokenizer
+from tantivy import (
+    Document,
+    Filter,
+    Index,
+    Occur,
+    Query,
+    SchemaBuilder,
+    TextAnalyzerBuilder,
+    Tokenizer,
+)
 
 from server.core.model import Record
 
@@ -129,7 +138,10 @@ class TantivyKeywordIndex:
             return []
         query = Query.boolean_query(
             [
-                (Occur.Must, Query.const_score_query(Query.term_query(self._schema, "ns", namespace), 0.0)),
+                (
+                    Occur.Must,
+                    Query.const_score_query(Query.term_query(self._schema, "ns", namespace), 0.0),
+                ),
                 (Occur.Must, Query.boolean_query(should)),
             ]
         )

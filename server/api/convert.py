@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
-
 from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
+
 from server.api.validation import ts_seconds
 from server.core.model import (
     Blob,
@@ -36,7 +36,7 @@ def _vec(values: object) -> Vector | None:
 
 def _ts(seconds: float, into: Timestamp) -> None:
     into.seconds = int(seconds // 1)
-    into.nanos = int(round((seconds - into.seconds) * 1e9)) % 1_000_000_000
+    into.nanos = round((seconds - into.seconds) * 1e9) % 1_000_000_000
 
 
 def new_memory(req: spb.RememberRequest) -> NewMemory:
@@ -48,7 +48,9 @@ def new_memory(req: spb.RememberRequest) -> NewMemory:
         modality=Modality(r.modality or pb.MODALITY_TEXT),
         session_id=r.session_id,
         text=r.text,
-        blob=Blob(r.blob.uri, r.blob.mime_type, r.blob.size_bytes, r.blob.sha256) if r.blob.uri else None,
+        blob=Blob(r.blob.uri, r.blob.mime_type, r.blob.size_bytes, r.blob.sha256)
+        if r.blob.uri
+        else None,
         source=Source(r.source.tool, r.source.round, r.source.task_id),
         source_type=SourceType(r.source_type),
         created_at=ts_seconds(r.created_at) if r.HasField("created_at") else 0.0,
@@ -114,7 +116,9 @@ def record_pb(rec: Record, vector: Vector | None = None) -> pb.MemoryRecord:
         kind=int(rec.kind),  # type: ignore[arg-type]
         modality=int(rec.modality),  # type: ignore[arg-type]
         text=rec.text,
-        source=pb.MemorySource(tool=rec.source.tool, round=rec.source.round, task_id=rec.source.task_id),
+        source=pb.MemorySource(
+            tool=rec.source.tool, round=rec.source.round, task_id=rec.source.task_id
+        ),
         source_type=int(rec.source_type),  # type: ignore[arg-type]
         importance=rec.importance,
         topic=rec.topic,
@@ -125,8 +129,14 @@ def record_pb(rec: Record, vector: Vector | None = None) -> pb.MemoryRecord:
         tier=int(rec.tier),  # type: ignore[arg-type]
     )
     if rec.blob is not None:
-        out.blob.CopyFrom(pb.BlobRef(uri=rec.blob.uri, mime_type=rec.blob.mime_type,
-                                     size_bytes=rec.blob.size_bytes, sha256=rec.blob.sha256))
+        out.blob.CopyFrom(
+            pb.BlobRef(
+                uri=rec.blob.uri,
+                mime_type=rec.blob.mime_type,
+                size_bytes=rec.blob.size_bytes,
+                sha256=rec.blob.sha256,
+            )
+        )
     _ts(rec.created_at, out.created_at)
     _ts(rec.updated_at, out.updated_at)
     if rec.expires_at is not None:
@@ -144,8 +154,13 @@ def hit_pb(hit: Hit) -> spb.RecallHit:
     return spb.RecallHit(
         record=record_pb(hit.record, hit.vector),
         score=pb.ScoreBreakdown(
-            vector=s.vector, bm25=s.bm25, fused=s.fused, decay=s.decay, final=s.final,
-            vector_hit=s.vector_hit, keyword_hit=s.keyword_hit,
+            vector=s.vector,
+            bm25=s.bm25,
+            fused=s.fused,
+            decay=s.decay,
+            final=s.final,
+            vector_hit=s.vector_hit,
+            keyword_hit=s.keyword_hit,
         ),
     )
 

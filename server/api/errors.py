@@ -48,19 +48,28 @@ def to_status(exc: BaseException) -> status_pb2.Status:
     if isinstance(exc, InvalidArgumentError):
         br = error_details_pb2.BadRequest(
             field_violations=[
-                error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
+                error_details_pb2.BadRequest.FieldViolation(
+                    field=v.field, description=v.description
+                )
                 for v in exc.violations
             ]
         )
         return _status(code_pb2.INVALID_ARGUMENT, str(exc), br)
     if isinstance(exc, NotFoundError):
-        info = error_details_pb2.ResourceInfo(resource_type=exc.resource, resource_name=exc.name,
-                                              description=str(exc))
+        info = error_details_pb2.ResourceInfo(
+            resource_type=exc.resource, resource_name=exc.name, description=str(exc)
+        )
         details: list[Message] = [info]
         if exc.field:
-            details.append(error_details_pb2.BadRequest(field_violations=[
-                error_details_pb2.BadRequest.FieldViolation(field=exc.field, description="not found")
-            ]))
+            details.append(
+                error_details_pb2.BadRequest(
+                    field_violations=[
+                        error_details_pb2.BadRequest.FieldViolation(
+                            field=exc.field, description="not found"
+                        )
+                    ]
+                )
+            )
         return _status(code_pb2.NOT_FOUND, str(exc), *details)
     if isinstance(exc, FailedPreconditionError):
         info2 = error_details_pb2.ErrorInfo(reason=exc.reason, domain=DOMAIN)

@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import grpc
-
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
+
 from server.api import convert
 from server.api.errors import abort
 from server.api.validation import Validator, Violations

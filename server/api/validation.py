@@ -12,9 +12,9 @@ import re
 from collections.abc import Iterable, Sized
 
 from google.protobuf.timestamp_pb2 import Timestamp
-
 from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
+
 from server.core.errors import FieldViolation, InvalidArgumentError
 from server.core.settings import Settings
 
@@ -57,7 +57,10 @@ class Validator:
             if required:
                 v.add(field, "is required")
         elif not NAMESPACE_RE.match(value):
-            v.add(field, "must be 1-128 characters of [A-Za-z0-9_.:/-], starting with a letter or digit")
+            v.add(
+                field,
+                "must be 1-128 characters of [A-Za-z0-9_.:/-], starting with a letter or digit",
+            )
 
     def memory_id(self, v: Violations, field: str, value: str) -> None:
         if not value:
@@ -135,7 +138,10 @@ class Validator:
             return
         self.record(v, f"{p}record", req.record, now)
         if len(req.supersedes) > self._lim.max_supersedes:
-            v.add(f"{p}supersedes", f"has {len(req.supersedes)} ids; the maximum is {self._lim.max_supersedes}")
+            v.add(
+                f"{p}supersedes",
+                f"has {len(req.supersedes)} ids; the maximum is {self._lim.max_supersedes}",
+            )
         for i, mid in enumerate(req.supersedes):
             self.memory_id(v, f"{p}supersedes[{i}]", mid)
 
@@ -150,14 +156,18 @@ class Validator:
             if r.memory_id:
                 first = seen.setdefault((r.namespace, r.memory_id), i)
                 if first != i:
-                    v.add(f"items[{i}].record.memory_id", f"repeats items[{first}].record.memory_id")
+                    v.add(
+                        f"items[{i}].record.memory_id", f"repeats items[{first}].record.memory_id"
+                    )
 
     def filter(self, v: Violations, p: str, f: spb.MemoryFilter) -> None:
         self._short(v, f"{p}.session_id", f.session_id)
         for i, k in enumerate(f.kinds):
             self._enum(v, f"{p}.kinds[{i}]", k, _KINDS, "MemoryKind")
         for i, m in enumerate(f.modalities):
-            self._enum(v, f"{p}.modalities[{i}]", m, _MODALITIES - {pb.MODALITY_UNSPECIFIED}, "Modality")
+            self._enum(
+                v, f"{p}.modalities[{i}]", m, _MODALITIES - {pb.MODALITY_UNSPECIFIED}, "Modality"
+            )
         self._tags(v, f"{p}.tags", f.tags)
         if f.min_importance > 5:
             v.add(f"{p}.min_importance", f"{f.min_importance} is outside 0-5")

@@ -47,8 +47,17 @@ class Columns:
         if key < n:
             return
         m = max(key + 1, n * 2)
-        for name in ("ns", "kind", "modality", "importance", "created", "refreshed", "expires",
-                     "obsolete", "session"):
+        for name in (
+            "ns",
+            "kind",
+            "modality",
+            "importance",
+            "created",
+            "refreshed",
+            "expires",
+            "obsolete",
+            "session",
+        ):
             old = getattr(self, name)
             new = np.empty(m, dtype=old.dtype)
             new[:n] = old
@@ -115,7 +124,9 @@ class Columns:
         if flt.kinds:
             m &= np.isin(self.kind[keys], np.array([int(k) for k in flt.kinds], dtype=np.int8))
         if flt.modalities:
-            m &= np.isin(self.modality[keys], np.array([int(x) for x in flt.modalities], dtype=np.int8))
+            m &= np.isin(
+                self.modality[keys], np.array([int(x) for x in flt.modalities], dtype=np.int8)
+            )
         if flt.min_importance:
             m &= self.importance[keys] >= flt.min_importance
         if flt.created_after is not None:

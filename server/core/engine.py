@@ -57,11 +57,16 @@ class MemoryEngine:
         self._encoder = encoder
         self._clock = clock
         self.columns = Columns()
-        self.hot = HotTier(settings.embedding_dim, settings.hot.ttl_seconds,
-                           settings.hot.max_records_per_namespace)
+        self.hot = HotTier(
+            settings.embedding_dim, settings.hot.ttl_seconds, settings.hot.max_records_per_namespace
+        )
         publish = threading.Lock()
-        self._writer = Writer(settings, store, self.columns, self.hot, vectors, keywords, clock, publish)
-        self.retriever = Retriever(settings, self.columns, self.hot, vectors, keywords, store, clock)
+        self._writer = Writer(
+            settings, store, self.columns, self.hot, vectors, keywords, clock, publish
+        )
+        self.retriever = Retriever(
+            settings, self.columns, self.hot, vectors, keywords, store, clock
+        )
         self.indexer = Indexer(settings.index, store, vectors, keywords, self.hot, clock, publish)
 
     @property
@@ -86,13 +91,24 @@ class MemoryEngine:
             for row in rows:
                 if not row.deleted and row.vector is not None:
                     rec = row.record
-                    self.hot.put(rec.namespace, rec.key, int(rec.kind), unit(row.vector),
-                                 self._keywords.analyze(rec.text), now)
+                    self.hot.put(
+                        rec.namespace,
+                        rec.key,
+                        int(rec.kind),
+                        unit(row.vector),
+                        self._keywords.analyze(rec.text),
+                        now,
+                    )
                     tail += 1
             rev = rows[-1].rev
         self.indexer.start()
         log.info("loaded %d records, %d awaiting the indexer", n, tail)
-        return {"columns_s": t1 - t0, "tail_s": time.perf_counter() - t1, "records": n, "tail": tail}
+        return {
+            "columns_s": t1 - t0,
+            "tail_s": time.perf_counter() - t1,
+            "records": n,
+            "tail": tail,
+        }
 
     def close(self) -> None:
         """Stop indexing, snapshot the indexes and close the stores."""
@@ -108,7 +124,8 @@ class MemoryEngine:
             )
         if self._encoder.dim != self._s.embedding_dim:
             raise FailedPreconditionError(
-                f"{what} has no vector and the built-in encoder makes {self._encoder.dim}-d vectors,"
+                f"{what} has no vector and the built-in encoder makes"
+                f" {self._encoder.dim}-d vectors,"
                 f" but memory.embedding_dim is {self._s.embedding_dim}",
                 reason="ENCODER_DIM_MISMATCH",
             )
@@ -132,7 +149,9 @@ class MemoryEngine:
             q.vector = unit(q.vector)
         return self.retriever.recall(q)
 
-    def get(self, namespace: str, memory_id: str, include_vector: bool) -> tuple[Record, Vector | None]:
+    def get(
+        self, namespace: str, memory_id: str, include_vector: bool
+    ) -> tuple[Record, Vector | None]:
         key = self._store.key_of(namespace, memory_id)
         rec = None if key is None else self._store.get([key]).get(key)
         if key is None or rec is None:
@@ -171,6 +190,10 @@ class MemoryEngine:
             total = int(np.count_nonzero(live))
             obsolete = int(np.count_nonzero(live & c.obsolete))
             hot = self.hot.count(ns)
-            tiers = (TierCount(Tier.HOT, hot), TierCount(Tier.WARM, total - hot), TierCount(Tier.COLD, 0))
+            tiers = (
+                TierCount(Tier.HOT, hot),
+                TierCount(Tier.WARM, total - hot),
+                TierCount(Tier.COLD, 0),
+            )
             out.append(NamespaceStats(ns, total, obsolete, tiers))
         return Stats(tuple(out), self.hot.pending())

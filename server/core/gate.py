@@ -51,7 +51,9 @@ class ImportanceGate:
 
     def __init__(self, policy: WritePolicySettings) -> None:
         self._p = policy
-        self._groups = {name: keyword_pattern(words) for name, words in policy.boost_keywords.items()}
+        self._groups = {
+            name: keyword_pattern(words) for name, words in policy.boost_keywords.items()
+        }
         self._small_talk = keyword_pattern(policy.small_talk, whole_words=True)
         self._errors = keyword_pattern(policy.error_keywords)
         self._fixes = keyword_pattern(policy.fix_keywords)
@@ -61,7 +63,10 @@ class ImportanceGate:
         reasons: list[str] = []
         if explicit is not None:
             score = min(max(explicit, p.client_importance_min), p.client_importance_max)
-            reasons.append(f"client importance {explicit}" + ("" if score == explicit else f" clamped to {score}"))
+            reasons.append(
+                f"client importance {explicit}"
+                + ("" if score == explicit else f" clamped to {score}")
+            )
         else:
             matched = [name for name, pat in self._groups.items() if pat.search(text)]
             score = p.base_importance + p.boost_amount * len(matched)
@@ -81,5 +86,8 @@ class ImportanceGate:
             reasons.append("remember flag" if hints.remember else "error then fix")
         score = min(max(score, 1), 5)
         accepted = score >= p.min_importance
-        reason = f"importance {score} {'>=' if accepted else '<'} min_importance {p.min_importance} ({'; '.join(reasons)})"
+        cmp = ">=" if accepted else "<"
+        reason = (
+            f"importance {score} {cmp} min_importance {p.min_importance} ({'; '.join(reasons)})"
+        )
         return Verdict(score, accepted, reason)

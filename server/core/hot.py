@@ -93,7 +93,9 @@ class HotTier:
         self._pending = 0
         self._lock = threading.Lock()
 
-    def put(self, namespace: str, key: int, kind: int, vec: Vector, terms: Iterable[str], now: float) -> None:
+    def put(
+        self, namespace: str, key: int, kind: int, vec: Vector, terms: Iterable[str], now: float
+    ) -> None:
         """Add or replace a memory; it counts as unindexed until `mark_indexed`."""
         with self._lock:
             hs = self._sets.get(namespace)
@@ -181,18 +183,20 @@ class HotTier:
                 return np.empty(0, np.int64), np.empty(0, np.float32)
             rows = [i for i in np.nonzero(~hs.indexed[: hs.n])[0] if hs.terms[i] & wanted]
             keys = hs.keys[rows].astype(np.int64)
-            scores = np.array([len(hs.terms[i] & wanted) / len(wanted) for i in rows], dtype=np.float32)
+            scores = np.array(
+                [len(hs.terms[i] & wanted) / len(wanted) for i in rows], dtype=np.float32
+            )
         keep = mask_fn(keys)
         return keys[keep], scores[keep]
 
-    def nearest(self, namespace: str, kind: int, vec: Vector) -> tuple[int, float] | None:
-        """The most similar hot memory of the same namespace and kind, if any."""
+    def pending_rows(self, namespace: str, kind: int) -> tuple[KeyArray, F32]:
+        """Keys and unit vectors (copies) of the namespace's unindexed rows of one kind.
+
+        The warm index answers for indexed rows; only these need an exact look for duplicates.
+        """
         with self._lock:
             hs = self._sets.get(namespace)
-            if hs is None or hs.n == 0:
-                return None
-            mask = hs.kinds[: hs.n] == kind
-            idx, sims = exact_topk(hs.mat[: hs.n], vec, mask, 1)
-            if len(idx) == 0:
-                return None
-            return int(hs.keys[idx[0]]), float(sims[0])
+            if hs is None:
+                return np.empty(0, np.int64), np.empty((0, self._dim), np.float32)
+            rows = np.nonzero(~hs.indexed[: hs.n] & (hs.kinds[: hs.n] == kind))[0]
+            return hs.keys[rows].copy(), hs.mat[rows].copy()

@@ -80,7 +80,9 @@ class Indexer:
         for (ns, kind), pairs in adds.items():
             index = self._vectors.partition(ns, kind, True)
             assert index is not None
-            index.add(np.array([k for k, _ in pairs], dtype=np.int64), np.stack([v for _, v in pairs]))
+            index.add(
+                np.array([k for k, _ in pairs], dtype=np.int64), np.stack([v for _, v in pairs])
+            )
         gone = [r.record.key for r in rows if r.deleted]
         if gone:
             self._keywords.remove(gone)

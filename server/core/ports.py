@@ -74,6 +74,12 @@ class VectorIndex(Protocol):
         """Return (keys, cosine similarities), best first."""
         ...
 
+    def search_batch(
+        self, queries: Vector, count: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """Search many queries: (keys, cosines), each (len(queries), count); missing: -1, -inf."""
+        ...
+
     def get(self, keys: KeyArray) -> Vector:
         """The indexed vectors of `keys`, one row each (zeros for missing keys)."""
         ...

@@ -28,7 +28,16 @@ from kernels.rank import rank_final
 from kernels.scan import exact_topk
 from server.core.columns import Columns
 from server.core.hot import HotTier
-from server.core.model import Hit, Kind, MemoryFilter, RecallQuery, RecallResult, Score, Tier, Vector
+from server.core.model import (
+    Hit,
+    Kind,
+    MemoryFilter,
+    RecallQuery,
+    RecallResult,
+    Score,
+    Tier,
+    Vector,
+)
 from server.core.ports import Clock, KeywordIndex, RecordStore, VectorIndexSet
 from server.core.settings import MemorySettings
 
@@ -80,7 +89,9 @@ class Retriever:
         if ns_id >= 0:
 
             def mask_fn(keys: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
-                return self._cols.mask(keys, ns_id, q.filter, now, q.include_obsolete, q.include_expired)
+                return self._cols.mask(
+                    keys, ns_id, q.filter, now, q.include_obsolete, q.include_expired
+                )
 
             if q.vector is not None:
                 vec = self._vector_channel(q, q.vector, ns_id, now, mask_fn)

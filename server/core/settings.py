@@ -90,33 +90,96 @@ class WritePolicySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
     boost_keywords: dict[str, tuple[str, ...]] = msgspec.field(
         default_factory=lambda: {
             "identity": (
-                "my name", "i am", "i'm", "身份", "我叫", "我是", "email", "邮箱", "phone number",
-                "手机号", "address", "地址", "account", "账号", "id card", "身份证",
+                "my name",
+                "i am",
+                "i'm",
+                "身份",
+                "我叫",
+                "我是",
+                "email",
+                "邮箱",
+                "phone number",
+                "手机号",
+                "address",
+                "地址",
+                "account",
+                "账号",
+                "id card",
+                "身份证",
             ),
             "payment": (
-                "payment", "pay ", "paid", "invoice", "billing", "credit card", "refund",
-                "付款", "支付", "发票", "退款", "账单", "银行卡",
+                "payment",
+                "pay ",
+                "paid",
+                "invoice",
+                "billing",
+                "credit card",
+                "refund",
+                "付款",
+                "支付",
+                "发票",
+                "退款",
+                "账单",
+                "银行卡",
             ),
             "policy": (
-                "policy", "compliance", "regulation", "must not", "not allowed", "政策",
-                "规定", "合规", "制度", "禁止",
+                "policy",
+                "compliance",
+                "regulation",
+                "must not",
+                "not allowed",
+                "政策",
+                "规定",
+                "合规",
+                "制度",
+                "禁止",
             ),
             "preference": (
-                "prefer", "always", "never", "only use", "i like", "i don't like", "偏好",
-                "喜欢", "不喜欢", "只用", "总是",
+                "prefer",
+                "always",
+                "never",
+                "only use",
+                "i like",
+                "i don't like",
+                "偏好",
+                "喜欢",
+                "不喜欢",
+                "只用",
+                "总是",
             ),
         }
     )
     boost_amount: int = 1
     small_talk: tuple[str, ...] = (
-        "hello", "hi ", "thanks", "thank you", "good morning", "how are you", "lol", "ok",
-        "你好", "谢谢", "哈哈", "早上好", "在吗", "好的", "嗯",
+        "hello",
+        "hi ",
+        "thanks",
+        "thank you",
+        "good morning",
+        "how are you",
+        "lol",
+        "ok",
+        "你好",
+        "谢谢",
+        "哈哈",
+        "早上好",
+        "在吗",
+        "好的",
+        "嗯",
     )
     # Importance of text that is small talk and nothing else.
     small_talk_importance: int = 1
     # Text at most this long that matches small talk counts as small talk.
     small_talk_max_chars: int = 40
-    error_keywords: tuple[str, ...] = ("error", "exception", "failed", "报错", "错误", "异常", "失败")
+    error_keywords: tuple[str, ...] = (
+        "error",
+        "exception",
+        "failed",
+        "报错",
+        "错误",
+        "异常",
+        "失败",
+    )
     fix_keywords: tuple[str, ...] = ("fixed", "resolved", "solved", "workaround", "修复", "解决")
 
 
@@ -127,7 +190,7 @@ class HotSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # Indexed hot memories per namespace beyond this are evicted oldest first.
     max_records_per_namespace: int = 4096
     # Writers wait while this many acknowledged records are not yet indexed (backpressure).
-    max_pending_index: int = 50_000
+    max_pending_index: int = 8192
 
 
 class IndexSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import defaultdict
 from dataclasses import dataclass
 
 import msgspec
@@ -41,9 +42,22 @@ def unit(v: Vector) -> Vector:
 
 @dataclass
 class _Pending:
+    """A record about to be written (new, or an existing one being merged into)."""
+
     record: Record
     vector: Vector | None
     unit: Vector | None
+
+
+@dataclass
+class _Staged:
+    """An item that passed the gate, before near-duplicate resolution."""
+
+    record: Record
+    vector: Vector | None
+    unit: Vector | None
+    client_id: bool
+    reason: str
 
 
 class Writer:
@@ -93,46 +107,71 @@ class Writer:
             targets.append(keys)
         return targets
 
-    def _near_duplicate(self, rec: Record, u: Vector, batch: list[_Pending]) -> tuple[_Pending | None, int, float]:
-        """The best same-namespace, same-kind match: (batch entry or None, store key, cosine)."""
-        best: tuple[_Pending | None, int, float] = (None, 0, -1.0)
-        for p in batch:
-            if p.unit is not None and p.record.namespace == rec.namespace and p.record.kind == rec.kind:
-                sim = float(p.unit @ u)
-                if sim > best[2]:
-                    best = (p, p.record.key, sim)
-        hot = self._hot.nearest(rec.namespace, int(rec.kind), u)
-        if hot is not None and hot[1] > best[2]:
-            best = (None, hot[0], hot[1])
-        part = self._vectors.partition(rec.namespace, int(rec.kind), False)
-        if part is not None and len(part):
-            keys, sims = part.search(u, 4)
-            for k, s in zip(keys.tolist(), sims.tolist(), strict=True):
-                if s > best[2] and self._cols.live(k) and not self._cols.obsolete[k]:
-                    best = (None, k, s)
-                    break
+    def _duplicates(self, staged: list[_Staged | None]) -> dict[int, tuple[int, int, float]]:
+        """For each eligible item, its best near-duplicate candidate, found in one pass per
+        (namespace, kind) group: a batched ANN search of the warm index, a matrix product with
+        the hot tier's unindexed rows, and one with the earlier items of the same batch.
+
+        Returns {item index: (earlier item index or -1, store key or 0, cosine)}.
+        """
+        groups: dict[tuple[str, int], list[int]] = defaultdict(list)
+        for i, st in enumerate(staged):
+            if st is not None and st.unit is not None and not st.client_id:
+                groups[(st.record.namespace, int(st.record.kind))].append(i)
+        best: dict[int, tuple[int, int, float]] = {}
+        for (ns, kind), idx in groups.items():
+            units = np.stack([staged[i].unit for i in idx])  # type: ignore[union-attr]
+            cand_item = np.full(len(idx), -1, dtype=np.int64)
+            cand_key = np.zeros(len(idx), dtype=np.int64)
+            cand_sim = np.full(len(idx), -np.inf, dtype=np.float32)
+            part = self._vectors.partition(ns, kind, False)
+            if part is not None and len(part):
+                keys, sims = part.search_batch(units, 4)
+                ok = keys >= 0
+                ok[ok] = self._cols.ns[keys[ok]] >= 0  # live
+                ok[ok] &= ~self._cols.obsolete[keys[ok]]
+                sims = np.where(ok, sims, -np.inf)
+                j = np.argmax(sims, axis=1)
+                rows = np.arange(len(idx))
+                cand_key, cand_sim = keys[rows, j], sims[rows, j]
+            hot_keys, hot_mat = self._hot.pending_rows(ns, kind)
+            if len(hot_keys):
+                hs = units @ hot_mat.T
+                j = np.argmax(hs, axis=1)
+                h = hs[np.arange(len(idx)), j]
+                better = h > cand_sim
+                cand_key = np.where(better, hot_keys[j], cand_key)
+                cand_sim = np.where(better, h, cand_sim)
+            if len(idx) > 1:
+                bs = units @ units.T
+                bs[np.triu_indices(len(idx))] = -np.inf  # only earlier items
+                j = np.argmax(bs, axis=1)
+                b = bs[np.arange(len(idx)), j]
+                better = b > cand_sim
+                cand_item = np.where(better, np.asarray(idx)[j], -1)
+                cand_sim = np.where(better, b, cand_sim)
+            for n, i in enumerate(idx):
+                best[i] = (int(cand_item[n]), int(cand_key[n]), float(cand_sim[n]))
         return best
 
     def _write_locked(self, items: list[NewMemory]) -> list[WriteResult]:
         now = self._clock.now()
         wp = self._s.write_policy
         targets = self._supersede_targets(items)
-        batch: list[_Pending] = []
-        by_key: dict[int, _Pending] = {}
-        results: list[WriteResult | None] = []
-        slots: list[_Pending | None] = []
+        staged: list[_Staged | None] = []
+        results: list[WriteResult] = []
         for item in items:
             rec = item.record
             verdict = self._gate.judge(rec.text, item.explicit_importance, item.hints)
             if not verdict.accepted:
                 results.append(
-                    WriteResult("", GateDecision.REJECTED, verdict.reason, verdict.importance, None,
-                                Tier.UNSPECIFIED)
+                    WriteResult("", GateDecision.REJECTED, verdict.reason, verdict.importance,
+                                None, Tier.UNSPECIFIED)
                 )
-                slots.append(None)
+                staged.append(None)
                 continue
-            u = None if item.vector is None else unit(item.vector)
             created = rec.created_at or now
+            expires = rec.expires_at
             rec = msgspec.structs.replace(
                 rec,
                 memory_id=rec.memory_id or new_memory_id(now),
@@ -140,34 +179,46 @@ class Writer:
                 created_at=created,
                 updated_at=now,
                 refreshed_at=created,
-                expires_at=rec.expires_at if rec.expires_at is not None else created + wp.expire_after_days * _DAY,
+                expires_at=expires if expires is not None else created + wp.expire_after_days * _DAY,
                 tier=Tier.HOT,
                 key=0,
             )
-            decision, reason = GateDecision.STORED, verdict.reason
-            entry: _Pending | None = None
             if item.client_memory_id:
                 rec.key = self._store.key_of(rec.namespace, rec.memory_id, include_deleted=True) or 0
-            elif u is not None:
-                dup, key, sim = self._near_duplicate(rec, u, batch)
-                if sim >= wp.dedup_cosine:
-                    entry = dup or by_key.get(key)
-                    base = entry.record if entry is not None else self._store.get([key]).get(key)
-                    if base is not None:
-                        rec = _merge(base, rec, now)
-                        decision = GateDecision.MERGED
-                        reason = f"near-duplicate of {base.memory_id} (cosine {sim:.3f}); {verdict.reason}"
-            if entry is not None:
-                entry.record, entry.vector, entry.unit = rec, item.vector, u
-            else:
-                entry = _Pending(rec, item.vector, u)
+            u = None if item.vector is None else unit(item.vector)
+            staged.append(_Staged(rec, item.vector, u, item.client_memory_id, verdict.reason))
+            results.append(WriteResult(rec.memory_id, GateDecision.STORED, verdict.reason,
+                                       rec.importance, rec.expires_at, Tier.HOT))
+        dups = self._duplicates(staged)
+        # Sequentially, so an item can merge into an earlier one that itself merged.
+        entries: dict[int, _Pending] = {}  # by store key, for records already stored
+        batch: list[_Pending] = []
+        slots: list[_Pending | None] = []
+        for i, st in enumerate(staged):
+            if st is None:
+                slots.append(None)
+                continue
+            item_i, key, sim = dups.get(i, (-1, 0, -1.0))
+            entry: _Pending | None = None
+            if sim >= wp.dedup_cosine:
+                entry = slots[item_i] if item_i >= 0 else entries.get(key)
+                base = entry.record if entry is not None else self._store.get([key]).get(key)
+                if base is not None:
+                    rec = _merge(base, st.record, now)
+                    reason = f"near-duplicate of {base.memory_id} (cosine {sim:.3f}); {st.reason}"
+                    results[i] = WriteResult(rec.memory_id, GateDecision.MERGED, reason,
+                                             rec.importance, rec.expires_at, Tier.HOT)
+                    if entry is None:
+                        entry = _Pending(rec, st.vector, st.unit)
+                        batch.append(entry)
+                        entries[key] = entry
+                    else:
+                        entry.record, entry.vector, entry.unit = rec, st.vector, st.unit
+            if entry is None:
+                entry = _Pending(st.record, st.vector, st.unit)
                 batch.append(entry)
-                if rec.key:
-                    by_key[rec.key] = entry
-            results.append(None)
             slots.append(entry)
-            results[-1] = WriteResult(rec.memory_id, decision, reason, rec.importance, rec.expires_at, Tier.HOT)
-        superseded = self._mark_superseded(items, targets, slots, now)
+        superseded = self._mark_superseded(targets, slots, now)
         records = [p.record for p in batch] + superseded
         keys = self._store.write(records, [p.vector for p in batch] + [None] * len(superseded))
         for rec, key in zip(records, keys, strict=True):
@@ -177,20 +228,20 @@ class Writer:
             if p.unit is not None:
                 terms = self._keywords.analyze(p.record.text)
                 self._hot.put(p.record.namespace, p.record.key, int(p.record.kind), p.unit, terms, now)
-        # Merged results must name the final record (a batch entry may have merged twice).
-        out: list[WriteResult] = []
-        for res, slot in zip(results, slots, strict=True):
-            assert res is not None
-            if slot is not None:
-                res = msgspec.structs.replace(
-                    res, memory_id=slot.record.memory_id, importance=slot.record.importance,
-                    expires_at=slot.record.expires_at,
-                )
-            out.append(res)
-        return out
+        # A result names the final record (an entry may have absorbed later duplicates).
+        return [
+            res if slot is None else msgspec.structs.replace(
+                res, memory_id=slot.record.memory_id, importance=slot.record.importance,
+                expires_at=slot.record.expires_at,
+            )
+            for res, slot in zip(results, slots, strict=True)
+        ]
 
     def _mark_superseded(
-        self, items: list[NewMemory], targets: list[list[int]], slots: list[_Pending | None], now: float
+        self,
+        targets: list[list[int]],
+        slots: list[_Pending | None],
+        now: float,
     ) -> list[Record]:
         out: dict[int, Record] = {}
         wanted = {k for keys in targets for k in keys}

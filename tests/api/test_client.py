@@ -25,15 +25,21 @@ class Flaky(spb_grpc.MemoryServiceServicer):
         if self.calls[name] <= self.failures:
             await context.abort(grpc.StatusCode.UNAVAILABLE, "warming up")
 
-    async def Stats(self, request: spb.StatsRequest, context: grpc.aio.ServicerContext) -> spb.StatsResponse:  # type: ignore[type-arg]
+    async def Stats(
+        self, request: spb.StatsRequest, context: grpc.aio.ServicerContext
+    ) -> spb.StatsResponse:  # type: ignore[type-arg]
         await self._maybe_fail("Stats", context)
         return spb.StatsResponse(pending_index=7)
 
-    async def Remember(self, request: spb.RememberRequest, context: grpc.aio.ServicerContext) -> spb.RememberResponse:  # type: ignore[type-arg]
+    async def Remember(
+        self, request: spb.RememberRequest, context: grpc.aio.ServicerContext
+    ) -> spb.RememberResponse:  # type: ignore[type-arg]
         await self._maybe_fail("Remember", context)
         return spb.RememberResponse(memory_id="m1", decision=spb.GATE_DECISION_STORED)
 
-    async def Get(self, request: spb.GetRequest, context: grpc.aio.ServicerContext) -> spb.GetResponse:  # type: ignore[type-arg]
+    async def Get(
+        self, request: spb.GetRequest, context: grpc.aio.ServicerContext
+    ) -> spb.GetResponse:  # type: ignore[type-arg]
         await asyncio.sleep(5)
         return spb.GetResponse()
 

@@ -28,16 +28,29 @@ from tests.conftest import make_settings
 @pytest.mark.parametrize(
     ("exc", "code", "detail"),
     [
-        (InvalidArgumentError([FieldViolation("a.b", "bad")]), code_pb2.INVALID_ARGUMENT, error_details_pb2.BadRequest),
-        (NotFoundError("memory", "m1", "memory_id"), code_pb2.NOT_FOUND, error_details_pb2.ResourceInfo),
-        (FailedPreconditionError("no encoder", "ENCODER_DISABLED"), code_pb2.FAILED_PRECONDITION,
-         error_details_pb2.ErrorInfo),
+        (
+            InvalidArgumentError([FieldViolation("a.b", "bad")]),
+            code_pb2.INVALID_ARGUMENT,
+            error_details_pb2.BadRequest,
+        ),
+        (
+            NotFoundError("memory", "m1", "memory_id"),
+            code_pb2.NOT_FOUND,
+            error_details_pb2.ResourceInfo,
+        ),
+        (
+            FailedPreconditionError("no encoder", "ENCODER_DISABLED"),
+            code_pb2.FAILED_PRECONDITION,
+            error_details_pb2.ErrorInfo,
+        ),
         (UnavailableError("starting"), code_pb2.UNAVAILABLE, None),
         (PocketdError("unmapped"), code_pb2.INTERNAL, None),
         (RuntimeError("secret path /etc/x"), code_pb2.INTERNAL, None),
     ],
 )
-def test_each_error_maps_to_its_status_and_detail(exc: Exception, code: int, detail: type | None) -> None:
+def test_each_error_maps_to_its_status_and_detail(
+    exc: Exception, code: int, detail: type | None
+) -> None:
     st = to_status(exc)
     assert st.code == code
     if detail is not None:
@@ -46,7 +59,9 @@ def test_each_error_maps_to_its_status_and_detail(exc: Exception, code: int, det
         assert st.message == "internal error"  # nothing internal leaks
 
 
-async def test_before_the_stores_load_health_is_not_serving_and_calls_are_unavailable(tmp_path: Path) -> None:
+async def test_before_the_stores_load_health_is_not_serving_and_calls_are_unavailable(
+    tmp_path: Path,
+) -> None:
     executor = ThreadPoolExecutor(1)
     srv = GrpcServer(make_settings(tmp_path), executor)
     port = await srv.start("127.0.0.1:0")

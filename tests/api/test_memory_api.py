@@ -27,7 +27,11 @@ def stub(srv: RunningServer) -> spb_grpc.MemoryServiceStub:
 
 
 def record(**kw: object) -> pb.MemoryRecord:
-    base: dict[str, object] = {"namespace": "ns1", "kind": pb.MEMORY_KIND_FACT, "text": "The build host is ci-7"}
+    base: dict[str, object] = {
+        "namespace": "ns1",
+        "kind": pb.MEMORY_KIND_FACT,
+        "text": "The build host is ci-7",
+    }
     base.update(kw)
     return pb.MemoryRecord(**base)  # type: ignore[arg-type]
 
@@ -53,8 +57,14 @@ async def expect(call: object, code: grpc.StatusCode) -> grpc.aio.AioRpcError:
 
 async def test_round_trip_with_the_typed_client(server: RunningServer) -> None:
     async with AsyncClient(server.target) as c:
-        r = await c.remember("alice", "Alice only uses Android phones", kind="preference",
-                             session_id="s1", tags=["device"], source_type="user_statement")
+        r = await c.remember(
+            "alice",
+            "Alice only uses Android phones",
+            kind="preference",
+            session_id="s1",
+            tags=["device"],
+            source_type="user_statement",
+        )
         assert r.decision == "stored" and r.stored and r.importance == 4
         assert r.expires_at is not None
         got = await c.get("alice", r.memory_id)
@@ -65,13 +75,26 @@ async def test_round_trip_with_the_typed_client(server: RunningServer) -> None:
         s = res.hits[0].score
         assert s.vector_hit and s.final == pytest.approx(s.fused * s.decay)
         rejected = await c.remember("alice", "thanks!", kind="episode")
-        assert rejected.decision == "rejected" and not rejected.stored and "small talk" in rejected.reason
-        batch = await c.remember_batch([
-            MemoryInput("alice", "Alice's invoice address is Berlin", kind="fact"),
-            MemoryInput("alice", "ok", kind="episode"),
-            MemoryInput("alice", "", vector=[1.0] + [0.0] * (DIM - 1), kind="observation", modality="image",
-                        blob_uri="file:///tmp/shot.png", blob_mime_type="image/png"),
-        ])
+        assert (
+            rejected.decision == "rejected"
+            and not rejected.stored
+            and "small talk" in rejected.reason
+        )
+        batch = await c.remember_batch(
+            [
+                MemoryInput("alice", "Alice's invoice address is Berlin", kind="fact"),
+                MemoryInput("alice", "ok", kind="episode"),
+                MemoryInput(
+                    "alice",
+                    "",
+                    vector=[1.0] + [0.0] * (DIM - 1),
+                    kind="observation",
+                    modality="image",
+                    blob_uri="file:///tmp/shot.png",
+                    blob_mime_type="image/png",
+                ),
+            ]
+        )
         assert [b.decision for b in batch] == ["stored", "rejected", "stored"]
         st = await c.stats("alice")
         assert st.namespaces[0].record_count == 3 and st.namespaces[0].tiers["hot"] == 3
@@ -82,7 +105,9 @@ async def test_round_trip_with_the_typed_client(server: RunningServer) -> None:
 
 async def test_recall_orders_an_old_fact_below_a_new_one_over_grpc(server: RunningServer) -> None:
     async with AsyncClient(server.target) as c:
-        old = await c.remember("n", "The app does not support Android", created_at=time.time() - 40 * DAY)
+        old = await c.remember(
+            "n", "The app does not support Android", created_at=time.time() - 40 * DAY
+        )
         new = await c.remember("n", "The app now supports Android")
         hits = (await c.recall("n", "does the app support Android")).hits
         assert [h.memory.memory_id for h in hits[:2]] == [new.memory_id, old.memory_id]
@@ -91,10 +116,14 @@ async def test_recall_orders_an_old_fact_below_a_new_one_over_grpc(server: Runni
 
 async def test_health_serving_and_reflection(server: RunningServer) -> None:
     ch = grpc.aio.insecure_channel(server.target)
-    h = await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(service="pocketd.v1.MemoryService"))
+    h = await health_pb2_grpc.HealthStub(ch).Check(
+        health_pb2.HealthCheckRequest(service="pocketd.v1.MemoryService")
+    )
     assert h.status == health_pb2.HealthCheckResponse.SERVING
     refl = reflection_pb2_grpc.ServerReflectionStub(ch)
-    async for resp in refl.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")])):
+    async for resp in refl.ServerReflectionInfo(
+        iter([reflection_pb2.ServerReflectionRequest(list_services="")])
+    ):
         names = {s.name for s in resp.list_services_response.service}
         assert {"pocketd.v1.MemoryService", "grpc.health.v1.Health"} <= names
         break
@@ -126,17 +155,27 @@ BAD_REMEMBER = [
 async def test_bad_records_are_invalid_argument_naming_the_field(
     server: RunningServer, rec: pb.MemoryRecord, field: str, why: str
 ) -> None:
-    err = await expect(stub(server).Remember(spb.RememberRequest(record=rec)), grpc.StatusCode.INVALID_ARGUMENT)
+    err = await expect(
+        stub(server).Remember(spb.RememberRequest(record=rec)), grpc.StatusCode.INVALID_ARGUMENT
+    )
     v = violations(err)
     assert field in v and why in v[field], v
 
 
 async def test_batch_errors_name_the_item(server: RunningServer) -> None:
-    req = spb.RememberBatchRequest(items=[spb.RememberRequest(record=record()),
-                                          spb.RememberRequest(record=record(vector=[1.0]))])
+    req = spb.RememberBatchRequest(
+        items=[
+            spb.RememberRequest(record=record()),
+            spb.RememberRequest(record=record(vector=[1.0])),
+        ]
+    )
     v = violations(await expect(stub(server).RememberBatch(req), grpc.StatusCode.INVALID_ARGUMENT))
     assert "items[1].record.vector" in v
-    v = violations(await expect(stub(server).RememberBatch(spb.RememberBatchRequest()), grpc.StatusCode.INVALID_ARGUMENT))
+    v = violations(
+        await expect(
+            stub(server).RememberBatch(spb.RememberBatchRequest()), grpc.StatusCode.INVALID_ARGUMENT
+        )
+    )
     assert "items" in v
     # Nothing of a rejected batch is stored.
     st = await stub(server).Stats(spb.StatsRequest(namespace="ns1"))
@@ -154,9 +193,16 @@ async def test_batch_errors_name_the_item(server: RunningServer) -> None:
         (spb.RecallRequest(namespace="ns1"), "query_text"),
         (spb.RecallRequest(namespace="ns1", query_vector=[1.0, 2.0]), "query_vector"),
         (spb.RecallRequest(namespace="ns1", query_text="x", query_modality=12), "query_modality"),
-        (spb.RecallRequest(namespace="ns1", query_text="x", filter=spb.MemoryFilter(kinds=[99])), "filter.kinds[0]"),
-        (spb.RecallRequest(namespace="ns1", query_text="x", filter=spb.MemoryFilter(min_importance=9)),
-         "filter.min_importance"),
+        (
+            spb.RecallRequest(namespace="ns1", query_text="x", filter=spb.MemoryFilter(kinds=[99])),
+            "filter.kinds[0]",
+        ),
+        (
+            spb.RecallRequest(
+                namespace="ns1", query_text="x", filter=spb.MemoryFilter(min_importance=9)
+            ),
+            "filter.min_importance",
+        ),
     ],
 )
 async def test_bad_recalls_are_invalid_argument_naming_the_field(
@@ -168,20 +214,29 @@ async def test_bad_recalls_are_invalid_argument_naming_the_field(
 
 async def test_unknown_memory_is_not_found(server: RunningServer) -> None:
     s = stub(server)
-    err = await expect(s.Get(spb.GetRequest(namespace="ns1", memory_id="nope")), grpc.StatusCode.NOT_FOUND)
-    assert "nope" in (err.details() or "")
-    await expect(s.Forget(spb.ForgetRequest(namespace="ns1", memory_id="nope")), grpc.StatusCode.NOT_FOUND)
     err = await expect(
-        s.Remember(spb.RememberRequest(record=record(), supersedes=["ghost"])), grpc.StatusCode.NOT_FOUND
+        s.Get(spb.GetRequest(namespace="ns1", memory_id="nope")), grpc.StatusCode.NOT_FOUND
+    )
+    assert "nope" in (err.details() or "")
+    await expect(
+        s.Forget(spb.ForgetRequest(namespace="ns1", memory_id="nope")), grpc.StatusCode.NOT_FOUND
+    )
+    err = await expect(
+        s.Remember(spb.RememberRequest(record=record(), supersedes=["ghost"])),
+        grpc.StatusCode.NOT_FOUND,
     )
     assert "supersedes[0]" in violations(err)
-    v = violations(await expect(s.Get(spb.GetRequest(namespace="ns1")), grpc.StatusCode.INVALID_ARGUMENT))
+    v = violations(
+        await expect(s.Get(spb.GetRequest(namespace="ns1")), grpc.StatusCode.INVALID_ARGUMENT)
+    )
     assert "memory_id" in v
 
 
 async def test_forget_needs_a_target_and_a_non_empty_filter(server: RunningServer) -> None:
     s = stub(server)
-    v = violations(await expect(s.Forget(spb.ForgetRequest(namespace="ns1")), grpc.StatusCode.INVALID_ARGUMENT))
+    v = violations(
+        await expect(s.Forget(spb.ForgetRequest(namespace="ns1")), grpc.StatusCode.INVALID_ARGUMENT)
+    )
     assert "target" in v
     req = spb.ForgetRequest(namespace="ns1", filter=spb.MemoryFilter())
     v = violations(await expect(s.Forget(req), grpc.StatusCode.INVALID_ARGUMENT))
@@ -191,11 +246,15 @@ async def test_forget_needs_a_target_and_a_non_empty_filter(server: RunningServe
     assert (await s.Forget(req)).forgotten_count == 1
 
 
-async def test_too_large_a_message_is_resource_exhausted(tmp_path: Path, encoder: OnnxTextEncoder) -> None:
+async def test_too_large_a_message_is_resource_exhausted(
+    tmp_path: Path, encoder: OnnxTextEncoder
+) -> None:
     import msgspec
 
     settings = make_settings(tmp_path)
-    settings = msgspec.structs.replace(settings, server=msgspec.structs.replace(settings.server, max_message_bytes=64_000))
+    settings = msgspec.structs.replace(
+        settings, server=msgspec.structs.replace(settings.server, max_message_bytes=64_000)
+    )
     srv, executor = await start_server(tmp_path / "d", encoder, settings)
     try:
         big = record(text="y" * 30_000, tags=["z" * 60] * 30, topic="t" * 100)
@@ -210,7 +269,10 @@ async def test_too_large_a_message_is_resource_exhausted(tmp_path: Path, encoder
 async def test_no_encoder_is_failed_precondition(tmp_path: Path) -> None:
     srv, executor = await start_server(tmp_path / "d", None)
     try:
-        err = await expect(stub(srv).Remember(spb.RememberRequest(record=record())), grpc.StatusCode.FAILED_PRECONDITION)
+        err = await expect(
+            stub(srv).Remember(spb.RememberRequest(record=record())),
+            grpc.StatusCode.FAILED_PRECONDITION,
+        )
         status = rpc_status.from_call(err)  # type: ignore[arg-type]
         info = error_details_pb2.ErrorInfo()
         assert status is not None and status.details[0].Unpack(info)

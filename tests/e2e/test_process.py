@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -15,73 +14,19 @@ from pathlib import Path
 import grpc
 import numpy as np
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from bench.server_proc import ServerProcess
 from pocketd import Client, MemoryInput
 from tests.conftest import MODEL_DIR, ROOT
 
 pytestmark = pytest.mark.slow
-LISTEN_RE = re.compile(r"listening on 127\.0\.0\.1:(\d+)")
 
 
-class Proc:
-    """A spawned `pocketd serve` whose log is collected in the background."""
+class Proc(ServerProcess):
+    """A server process using the exported test model."""
 
-    def __init__(self, data: Path, extra_env: dict[str, str] | None = None) -> None:
-        env = dict(os.environ, POCKETD__ENCODER__MODEL_DIR=str(MODEL_DIR), **(extra_env or {}))
-        self.p = subprocess.Popen(
-            [sys.executable, "-m", "server", "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data)],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )
-        self.log: list[str] = []
-        self.port: int | None = None
-        self._seen = threading.Event()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.p.stderr is not None
-        for line in self.p.stderr:
-            self.log.append(line)
-            m = LISTEN_RE.search(line)
-            if m and self.port is None:
-                self.port = int(m.group(1))
-                self._seen.set()
-        self._seen.set()
-
-    @property
-    def target(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def wait_serving(self, timeout: float = 60.0) -> float:
-        """Block until health says SERVING; return the seconds it took from now."""
-        t0 = time.monotonic()
-        assert self._seen.wait(timeout) and self.port, "".join(self.log)
-        with grpc.insecure_channel(self.target) as ch:
-            stub = health_pb2_grpc.HealthStub(ch)
-            while time.monotonic() - t0 < timeout:
-                try:
-                    if stub.Check(health_pb2.HealthCheckRequest(), timeout=1).status == health_pb2.HealthCheckResponse.SERVING:
-                        return time.monotonic() - t0
-                except grpc.RpcError:
-                    pass
-                assert self.p.poll() is None, "".join(self.log)
-                time.sleep(0.05)
-        raise AssertionError("never SERVING:\n" + "".join(self.log))
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
-        self.p.send_signal(sig)
-        code = self.p.wait(timeout)
-        self.close()
-        return code
-
-    def close(self) -> None:
-        if self.p.poll() is None:
-            self.p.kill()
-            self.p.wait()
-        self._reader.join(5)
-        if self.p.stderr is not None:
-            self.p.stderr.close()
+    def __init__(self, data: Path) -> None:
+        super().__init__(data, env={"POCKETD__ENCODER__MODEL_DIR": str(MODEL_DIR)})
 
 
 @pytest.fixture
@@ -104,7 +49,10 @@ def test_serve_round_trip_then_sigterm_exits_cleanly(tmp_path: Path, procs: list
     with Client(p.target) as c:
         r = c.remember("e2e", "The release train leaves every Tuesday", kind="fact")
         assert r.stored
-        assert c.recall("e2e", "when does the release train leave").hits[0].memory.memory_id == r.memory_id
+        assert (
+            c.recall("e2e", "when does the release train leave").hits[0].memory.memory_id
+            == r.memory_id
+        )
     assert p.stop() == 0
     assert any("stopped" in line for line in p.log)
 
@@ -117,7 +65,9 @@ def test_sigterm_drains_calls_in_flight(tmp_path: Path, procs: list[Proc]) -> No
     def write() -> None:
         with Client(p.target, timeout=30) as c:
             try:
-                result["ok"] = c.remember_batch([MemoryInput("drain", t, kind="episode", importance=3) for t in texts])
+                result["ok"] = c.remember_batch(
+                    [MemoryInput("drain", t, kind="episode", importance=3) for t in texts]
+                )
             except grpc.RpcError as exc:
                 result["err"] = exc
 
@@ -146,8 +96,16 @@ def test_sigkill_mid_stream_loses_no_acknowledged_record(tmp_path: Path, procs: 
             i = 0
             while not stop.is_set():
                 vecs = rng.normal(size=(32, 384)).astype(np.float32)
-                items = [MemoryInput("crash", f"record {i + j}", kind="observation", importance=3,
-                                     vector=vecs[j].tolist()) for j in range(32)]
+                items = [
+                    MemoryInput(
+                        "crash",
+                        f"record {i + j}",
+                        kind="observation",
+                        importance=3,
+                        vector=vecs[j].tolist(),
+                    )
+                    for j in range(32)
+                ]
                 try:
                     res = c.remember_batch(items)
                 except grpc.RpcError:
@@ -177,8 +135,20 @@ def test_bad_config_exits_2_naming_the_key(tmp_path: Path) -> None:
     cfg = tmp_path / "bad.yaml"
     cfg.write_text("memory:\n  hybrid_search:\n    vector_weigth: 0.7\n")
     out = subprocess.run(
-        [sys.executable, "-m", "server", "serve", "--config", str(cfg), "--data-dir", str(tmp_path / "d")],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "server",
+            "serve",
+            "--config",
+            str(cfg),
+            "--data-dir",
+            str(tmp_path / "d"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.returncode == 2 and "vector_weigth" in out.stderr
 
@@ -186,8 +156,20 @@ def test_bad_config_exits_2_naming_the_key(tmp_path: Path) -> None:
 def test_a_second_server_on_the_same_data_dir_is_refused(tmp_path: Path, procs: list[Proc]) -> None:
     spawn(procs, tmp_path / "data")
     out = subprocess.run(
-        [sys.executable, "-m", "server", "serve", "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "data")],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "server",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            str(tmp_path / "data"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
         env=dict(os.environ, POCKETD__ENCODER__MODEL_DIR=str(MODEL_DIR)),
     )
     assert out.returncode == 2 and "in use" in out.stderr

@@ -27,7 +27,10 @@ def test_defaults_follow_the_design_documents() -> None:
 
 def test_file_then_env_then_overrides(tmp_path: Path) -> None:
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("memory:\n  hybrid_search:\n    top_k: 7\n    vector_weight: 0.6\nserver:\n  listen: 0.0.0.0:1\n")
+    cfg.write_text(
+        "memory:\n  hybrid_search:\n    top_k: 7\n    vector_weight: 0.6\n"
+        "server:\n  listen: 0.0.0.0:1\n"
+    )
     env = {"POCKETD__MEMORY__HYBRID_SEARCH__TOP_K": "9", "UNRELATED": "x"}
     s = load_settings(cfg, env, {"server": {"listen": "127.0.0.1:2"}})
     assert s.memory.hybrid_search.top_k == 9
@@ -48,12 +51,18 @@ def test_the_example_config_loads() -> None:
         ("memory:\n  hybrid_search:\n    top_k: many\n", {}, "top_k"),
         ("", {"POCKETD__MEMORY__EMBEDDING_DIM": "0"}, "memory.embedding_dim"),
         ("", {"POCKETD__MEMORY__RETRIEVAL__FACTORS": "[0.4, 0.6]"}, "memory.retrieval.factors"),
-        ("", {"POCKETD__MEMORY__HYBRID_SEARCH__CANDIDATES_PER_CHANNEL": "10"}, "candidates_per_channel"),
+        (
+            "",
+            {"POCKETD__MEMORY__HYBRID_SEARCH__CANDIDATES_PER_CHANNEL": "10"},
+            "candidates_per_channel",
+        ),
         ("- a list\n", {}, "top level"),
         ("memory: [unclosed\n", {}, "not valid YAML"),
     ],
 )
-def test_bad_values_fail_naming_the_key(tmp_path: Path, text: str, env: dict[str, str], needle: str) -> None:
+def test_bad_values_fail_naming_the_key(
+    tmp_path: Path, text: str, env: dict[str, str], needle: str
+) -> None:
     cfg = tmp_path / "c.yaml"
     cfg.write_text(text)
     with pytest.raises(ConfigError, match=needle):

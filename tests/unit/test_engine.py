@@ -27,14 +27,27 @@ from tests.conftest import DAY, FakeClock, near, unit_vec
 NS = "tenant-a:alice"
 
 
-def mem(text: str = "", kind: Kind = Kind.FACT, vector: np.ndarray | None = None, **kw: object) -> NewMemory:
+def mem(
+    text: str = "", kind: Kind = Kind.FACT, vector: np.ndarray | None = None, **kw: object
+) -> NewMemory:
     hints = kw.pop("hints", WriteHints())
     supersedes = kw.pop("supersedes", ())
     importance = kw.pop("importance", None)
-    rec = Record(memory_id=str(kw.pop("memory_id", "")), namespace=str(kw.pop("namespace", NS)),
-                 kind=kind, text=text, **kw)  # type: ignore[arg-type]
-    return NewMemory(record=rec, vector=vector, explicit_importance=importance,  # type: ignore[arg-type]
-                     hints=hints, supersedes=supersedes, client_memory_id=bool(rec.memory_id))  # type: ignore[arg-type]
+    rec = Record(
+        memory_id=str(kw.pop("memory_id", "")),
+        namespace=str(kw.pop("namespace", NS)),
+        kind=kind,
+        text=text,
+        **kw,
+    )  # type: ignore[arg-type]
+    return NewMemory(
+        record=rec,
+        vector=vector,
+        explicit_importance=importance,  # type: ignore[arg-type]
+        hints=hints,
+        supersedes=supersedes,
+        client_memory_id=bool(rec.memory_id),
+    )  # type: ignore[arg-type]
 
 
 def ids(engine: MemoryEngine, **q: object) -> list[str]:
@@ -69,27 +82,41 @@ def test_near_duplicates_merge_in_the_same_namespace_and_kind(engine: MemoryEngi
     v = unit_vec(rng)
     first = engine.remember([mem("Alice prefers dark mode", Kind.PREFERENCE, v, tags=("ui",))])[0]
     engine.indexer.catch_up()  # the duplicate is found in the warm index too
-    dup = engine.remember([mem("Alice likes dark mode", Kind.PREFERENCE, near(v, rng, 0.005), tags=("theme",))])[0]
+    dup = engine.remember(
+        [mem("Alice likes dark mode", Kind.PREFERENCE, near(v, rng, 0.005), tags=("theme",))]
+    )[0]
     assert dup.decision == GateDecision.MERGED and dup.memory_id == first.memory_id
     other_kind = engine.remember([mem("Alice likes dark mode", Kind.FACT, v)])[0]
-    other_ns = engine.remember([mem("Alice likes dark mode", Kind.PREFERENCE, v, namespace="bob")])[0]
+    other_ns = engine.remember([mem("Alice likes dark mode", Kind.PREFERENCE, v, namespace="bob")])[
+        0
+    ]
     assert other_kind.decision == other_ns.decision == GateDecision.STORED
     rec, _ = engine.get(NS, first.memory_id, False)
     assert rec.text == "Alice likes dark mode" and set(rec.tags) == {"ui", "theme"}
     # Within one batch, too.
     w = unit_vec(rng)
-    a, b = engine.remember([mem("x fact one", Kind.SKILL, w), mem("x fact two", Kind.SKILL, near(w, rng, 0.001))])
-    assert (a.decision, b.decision) == (GateDecision.STORED, GateDecision.MERGED) and a.memory_id == b.memory_id
+    a, b = engine.remember(
+        [mem("x fact one", Kind.SKILL, w), mem("x fact two", Kind.SKILL, near(w, rng, 0.001))]
+    )
+    assert (a.decision, b.decision) == (
+        GateDecision.STORED,
+        GateDecision.MERGED,
+    ) and a.memory_id == b.memory_id
 
 
 def test_dedup_threshold_is_configurable(engine_factory: Callable[..., MemoryEngine]) -> None:
     s = MemorySettings()
-    s = msgspec.structs.replace(s, write_policy=msgspec.structs.replace(s.write_policy, dedup_cosine=0.999))
+    s = msgspec.structs.replace(
+        s, write_policy=msgspec.structs.replace(s.write_policy, dedup_cosine=0.999)
+    )
     engine = engine_factory(s)
     rng = np.random.default_rng(2)
     v = unit_vec(rng)
     engine.remember([mem("a", Kind.FACT, v)])
-    assert engine.remember([mem("b", Kind.FACT, near(v, rng, 0.05))])[0].decision == GateDecision.STORED
+    assert (
+        engine.remember([mem("b", Kind.FACT, near(v, rng, 0.05))])[0].decision
+        == GateDecision.STORED
+    )
 
 
 def test_screenshot_found_only_by_vector_is_not_buried_by_text_hits(engine: MemoryEngine) -> None:
@@ -98,11 +125,20 @@ def test_screenshot_found_only_by_vector_is_not_buried_by_text_hits(engine: Memo
     topic = unit_vec(rng)
     # The screenshot is close to the question (cosine ~0.97); the notes share its keywords but are
     # only loosely related (cosine ~0.4): the situation of seed 000 §4.2.
-    shot = engine.remember([mem("", Kind.OBSERVATION, near(topic, rng, 0.01), modality=Modality.IMAGE,
-                                importance=4)])[0]
+    shot = engine.remember(
+        [mem("", Kind.OBSERVATION, near(topic, rng, 0.01), modality=Modality.IMAGE, importance=4)]
+    )[0]
     texts = [
-        engine.remember([mem(f"截图 里的 报错 note {i}: restart the sync service", Kind.OBSERVATION,
-                             near(topic, rng, 0.12), importance=4)])[0]
+        engine.remember(
+            [
+                mem(
+                    f"截图 里的 报错 note {i}: restart the sync service",
+                    Kind.OBSERVATION,
+                    near(topic, rng, 0.12),
+                    importance=4,
+                )
+            ]
+        )[0]
         for i in range(6)
     ]
     engine.indexer.catch_up()
@@ -115,12 +151,18 @@ def test_screenshot_found_only_by_vector_is_not_buried_by_text_hits(engine: Memo
     assert {t.memory_id for t in texts} <= set(plain)
     res = engine.recall(RecallQuery(namespace=NS, text="this screenshot", vector=q))
     assert (res.vector_weight, res.keyword_weight) == (0.75, 0.25)
-    assert engine.recall(RecallQuery(namespace=NS, vector=q, image_query=True)).vector_weight == 0.75
+    assert (
+        engine.recall(RecallQuery(namespace=NS, vector=q, image_query=True)).vector_weight == 0.75
+    )
 
 
-def test_an_old_fact_ranks_below_a_contradicting_new_one(engine: MemoryEngine, clock: FakeClock) -> None:
+def test_an_old_fact_ranks_below_a_contradicting_new_one(
+    engine: MemoryEngine, clock: FakeClock
+) -> None:
     """Ordering case (b), seed 000 §4.3."""
-    old = engine.remember([mem("Version 2 of the app does not support Android", created_at=clock.now() - 40 * DAY)])[0]
+    old = engine.remember(
+        [mem("Version 2 of the app does not support Android", created_at=clock.now() - 40 * DAY)]
+    )[0]
     new = engine.remember([mem("Version 2 of the app now supports Android phones")])[0]
     engine.indexer.catch_up()
     res = engine.recall(RecallQuery(namespace=NS, text="Does version 2 of the app support Android"))
@@ -129,17 +171,29 @@ def test_an_old_fact_ranks_below_a_contradicting_new_one(engine: MemoryEngine, c
     old_hit = next(h for h in res.hits if h.record.memory_id == old.memory_id)
     assert old_hit.score.decay == pytest.approx(0.4)
     # Episodes do not decay.
-    ep = engine.remember([mem("We shipped version 2 to the Android beta group", Kind.EPISODE,
-                              created_at=clock.now() - 40 * DAY)])[0]
-    hit = next(h for h in engine.recall(RecallQuery(namespace=NS, text="Android beta")).hits
-               if h.record.memory_id == ep.memory_id)
+    ep = engine.remember(
+        [
+            mem(
+                "We shipped version 2 to the Android beta group",
+                Kind.EPISODE,
+                created_at=clock.now() - 40 * DAY,
+            )
+        ]
+    )[0]
+    hit = next(
+        h
+        for h in engine.recall(RecallQuery(namespace=NS, text="Android beta")).hits
+        if h.record.memory_id == ep.memory_id
+    )
     assert hit.score.decay == 1.0
 
 
 def test_an_obsolete_record_never_comes_back(engine: MemoryEngine) -> None:
     """Ordering case (c)."""
     old = engine.remember([mem("The office wifi password is hunter2")])[0]
-    new = engine.remember([mem("The office wifi password is correct-horse", supersedes=(old.memory_id,))])[0]
+    new = engine.remember(
+        [mem("The office wifi password is correct-horse", supersedes=(old.memory_id,))]
+    )[0]
     for _ in range(2):  # before and after indexing
         got = ids(engine, text="office wifi password hunter2", top_k=10)
         assert old.memory_id not in got and new.memory_id in got
@@ -155,9 +209,13 @@ def test_an_obsolete_record_never_comes_back(engine: MemoryEngine) -> None:
 
 def test_exact_code_query_finds_its_record(engine: MemoryEngine) -> None:
     """Ordering case (d)."""
-    target = engine.remember([mem("Build failed: Error E1234 disk quota exceeded", Kind.OBSERVATION)])[0]
+    target = engine.remember(
+        [mem("Build failed: Error E1234 disk quota exceeded", Kind.OBSERVATION)]
+    )[0]
     for i in range(20):
-        engine.remember([mem(f"Build {i} failed with error E{1200 + i} in module {i}", Kind.OBSERVATION)])
+        engine.remember(
+            [mem(f"Build {i} failed with error E{1200 + i} in module {i}", Kind.OBSERVATION)]
+        )
     engine.indexer.catch_up()
     assert ids(engine, text="E1234")[0] == target.memory_id
 
@@ -181,8 +239,12 @@ def test_expired_records_are_hidden_unless_asked(engine: MemoryEngine, clock: Fa
 def test_metadata_filters_apply_before_ranking(engine: MemoryEngine, clock: FakeClock) -> None:
     rng = np.random.default_rng(5)
     topic = unit_vec(rng)
-    a = engine.remember([mem("alpha", Kind.FACT, near(topic, rng, 0.3), session_id="s1", tags=("x",), importance=5)])[0]
-    b = engine.remember([mem("beta", Kind.EPISODE, near(topic, rng, 0.3), session_id="s2", importance=3)])[0]
+    a = engine.remember(
+        [mem("alpha", Kind.FACT, near(topic, rng, 0.3), session_id="s1", tags=("x",), importance=5)]
+    )[0]
+    b = engine.remember(
+        [mem("beta", Kind.EPISODE, near(topic, rng, 0.3), session_id="s2", importance=3)]
+    )[0]
     engine.indexer.catch_up()
     q = near(topic, rng, 0.1)
 
@@ -226,29 +288,44 @@ def test_client_memory_id_makes_remember_an_idempotent_upsert(engine: MemoryEngi
     assert engine.stats(NS).namespaces[0].record_count == 1
 
 
-def test_without_an_encoder_text_only_writes_fail_precisely(engine_factory: Callable[..., MemoryEngine]) -> None:
+def test_without_an_encoder_text_only_writes_fail_precisely(
+    engine_factory: Callable[..., MemoryEngine],
+) -> None:
     engine = engine_factory(use_encoder=False)
     with pytest.raises(FailedPreconditionError, match="encoder"):
         engine.remember([mem("no vector here")])
     rng = np.random.default_rng(0)
-    assert engine.remember([mem("with vector", vector=unit_vec(rng))])[0].decision == GateDecision.STORED
+    assert (
+        engine.remember([mem("with vector", vector=unit_vec(rng))])[0].decision
+        == GateDecision.STORED
+    )
 
 
 def test_restart_catches_the_indexes_up_from_the_store(
     engine_factory: Callable[..., MemoryEngine], clock: FakeClock
 ) -> None:
     engine = engine_factory()
-    zebras = ["Zebras live in Kenya", "The zebra enclosure opens at 9", "Zebra stripes confuse flies",
-              "Our mascot is a zebra named Zed", "Zebra crossings need white paint"]
-    lions = ["Lions sleep twenty hours a day", "The lion feed order is due Monday",
-             "A lion cub was born in March", "Lion tickets cost 12 euros", "Leo the lion has a cold"]
+    zebras = [
+        "Zebras live in Kenya",
+        "The zebra enclosure opens at 9",
+        "Zebra stripes confuse flies",
+        "Our mascot is a zebra named Zed",
+        "Zebra crossings need white paint",
+    ]
+    lions = [
+        "Lions sleep twenty hours a day",
+        "The lion feed order is due Monday",
+        "A lion cub was born in March",
+        "Lion tickets cost 12 euros",
+        "Leo the lion has a cold",
+    ]
     done = engine.remember([mem(t) for t in zebras])
     engine.indexer.catch_up()
     engine.indexer.stop()  # snapshots the indexes here, then stops following the store
     pending = engine.remember([mem(t) for t in lions])
     # Go down with the indexes behind the store (as after a crash between snapshots).
-    engine._keywords.close()  # noqa: SLF001
-    engine._store.close()  # noqa: SLF001
+    engine._keywords.close()
+    engine._store.close()
     reopened = engine_factory()
     assert reopened.stats(NS).namespaces[0].record_count == 10
     got = set(ids(reopened, text="lion", top_k=10)) | set(ids(reopened, text="zebra", top_k=10))

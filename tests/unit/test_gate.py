@@ -32,7 +32,9 @@ def test_small_talk_is_rejected_with_a_reason() -> None:
 
 
 def test_long_text_containing_a_greeting_is_not_small_talk() -> None:
-    v = GATE.judge("hello, the deploy script needs the --force flag on the build server " * 2, None, NO)
+    v = GATE.judge(
+        "hello, the deploy script needs the --force flag on the build server " * 2, None, NO
+    )
     assert v.accepted
 
 

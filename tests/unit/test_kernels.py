@@ -29,8 +29,15 @@ def bools(n: int) -> st.SearchStrategy[np.ndarray]:
 def fusion_case(draw: st.DrawFn) -> tuple:
     n = draw(sizes)
     w = draw(st.floats(0.0, 1.0))
-    return (draw(arrays(n)), draw(arrays(n)), draw(bools(n)), draw(bools(n)), w, 1.0 - w,
-            draw(st.floats(1.0, 2.0)))
+    return (
+        draw(arrays(n)),
+        draw(arrays(n)),
+        draw(bools(n)),
+        draw(bools(n)),
+        w,
+        1.0 - w,
+        draw(st.floats(1.0, 2.0)),
+    )
 
 
 @given(fusion_case())
@@ -49,7 +56,9 @@ def test_fuse_is_bounded_by_the_boost_and_zero_without_hits(case: tuple) -> None
 
 def test_fuse_single_channel_counts_at_half_weight_and_both_are_boosted() -> None:
     one = np.ones(3, dtype=np.float32)
-    out = fuse(one, one, np.array([True, True, False]), np.array([True, False, True]), 0.5, 0.5, 1.2)
+    out = fuse(
+        one, one, np.array([True, True, False]), np.array([True, False, True]), 0.5, 0.5, 1.2
+    )
     np.testing.assert_allclose(out, [1.2, 0.5, 0.5], rtol=1e-6)
 
 
@@ -62,7 +71,9 @@ def test_fuse_is_order_independent(case: tuple, rnd) -> None:
     np.testing.assert_array_equal(a, b)
 
 
-@given(st.integers(0, 40).flatmap(lambda n: st.tuples(arrays(n, st.floats(0, 50, width=32)), bools(n))))
+@given(
+    st.integers(0, 40).flatmap(lambda n: st.tuples(arrays(n, st.floats(0, 50, width=32)), bools(n)))
+)
 def test_normalise_by_max_matches_reference_and_tops_at_one(case: tuple) -> None:
     scores, hit = case
     out = normalise_by_max(scores, hit)
@@ -76,12 +87,16 @@ THRESH = np.array([7 * 86400.0, 30 * 86400.0])
 FACTORS = np.array([0.6, 0.4], dtype=np.float32)
 
 
-@given(st.integers(0, 50).flatmap(
-    lambda n: st.tuples(hnp.arrays(np.float64, n, elements=st.floats(0, 1e8)), bools(n))))
+@given(
+    st.integers(0, 50).flatmap(
+        lambda n: st.tuples(hnp.arrays(np.float64, n, elements=st.floats(0, 1e8)), bools(n))
+    )
+)
 def test_step_decay_matches_reference(case: tuple) -> None:
     ages, decays = case
-    np.testing.assert_array_equal(step_decay(ages, decays, THRESH, FACTORS),
-                                  step_decay_ref(ages, decays, THRESH, FACTORS))
+    np.testing.assert_array_equal(
+        step_decay(ages, decays, THRESH, FACTORS), step_decay_ref(ages, decays, THRESH, FACTORS)
+    )
 
 
 @given(st.floats(0, 1e8), st.floats(0, 1e8))
@@ -98,8 +113,13 @@ def test_step_decay_uses_the_seed_steps() -> None:
     assert np.all(step_decay(days, np.zeros(6, dtype=np.bool_), THRESH, FACTORS) == 1)
 
 
-@given(st.integers(0, 80).flatmap(lambda n: st.tuples(
-    arrays(n, st.floats(-1, 1, width=32) | st.just(np.float32(0.5))), st.integers(0, 90))))
+@given(
+    st.integers(0, 80).flatmap(
+        lambda n: st.tuples(
+            arrays(n, st.floats(-1, 1, width=32) | st.just(np.float32(0.5))), st.integers(0, 90)
+        )
+    )
+)
 def test_topk_matches_reference(case: tuple) -> None:
     scores, k = case
     np.testing.assert_array_equal(topk_desc(scores, k), topk_desc_ref(scores, k))
@@ -111,8 +131,13 @@ def test_topk_skips_nan_and_breaks_ties_by_index() -> None:
     assert topk_desc(s, 10).tolist() == [2, 0, 3, 4]
 
 
-@given(st.integers(0, 50).flatmap(lambda n: st.tuples(
-    arrays(n, st.floats(0, 1.5, width=32)), arrays(n), bools(n), st.integers(1, 60))))
+@given(
+    st.integers(0, 50).flatmap(
+        lambda n: st.tuples(
+            arrays(n, st.floats(0, 1.5, width=32)), arrays(n), bools(n), st.integers(1, 60)
+        )
+    )
+)
 def test_rank_final_matches_reference_and_never_lets_obsolete_outrank_current(case: tuple) -> None:
     fused, decay, obsolete, k = case
     decay = np.maximum(decay, np.float32(1e-3))
@@ -123,7 +148,7 @@ def test_rank_final_matches_reference_and_never_lets_obsolete_outrank_current(ca
     flags = obsolete[idx]
     # Once an obsolete memory appears, nothing current follows it.
     if flags.any():
-        assert not flags[np.argmax(flags):].__contains__(False)
+        assert not flags[np.argmax(flags) :].__contains__(False)
 
 
 @settings(max_examples=50)
@@ -134,7 +159,7 @@ def test_exact_topk_matches_reference(n: int, d: int, k: int, seed: int) -> None
     q = rng.normal(size=d).astype(np.float32)
     mask = rng.random(n) > 0.3
     idx, s = exact_topk(mat, q, mask, k)
-    ridx, rs = exact_topk_ref(mat, q, mask, k)
+    _ridx, rs = exact_topk_ref(mat, q, mask, k)
     np.testing.assert_allclose(s, rs, rtol=1e-4, atol=1e-5)
     assert set(idx.tolist()) <= set(np.nonzero(mask)[0].tolist())
     assert len(idx) == min(k, int(mask.sum()))

@@ -1,10 +1,10 @@
 """pocketd's Python client.
 
-    from pocketd import Client
-    with Client("127.0.0.1:50051") as c:
-        c.remember("alice", "Alice only uses Android phones", kind="preference")
-        for hit in c.recall("alice", "which phone does she use?").hits:
-            print(hit.score.final, hit.memory.text)
+from pocketd import Client
+with Client("127.0.0.1:50051") as c:
+    c.remember("alice", "Alice only uses Android phones", kind="preference")
+    for hit in c.recall("alice", "which phone does she use?").hits:
+        print(hit.score.final, hit.memory.text)
 """
 
 from pocketd.client import AsyncClient, Client

@@ -14,7 +14,13 @@ from typing import Any
 
 import grpc
 
-from pocketd.requests import MemoryInput, channel_options, forget_request, memory_filter, recall_request
+from pocketd.requests import (
+    MemoryInput,
+    channel_options,
+    forget_request,
+    memory_filter,
+    recall_request,
+)
 from pocketd.types import Memory, RecallResult, RememberResult, Stats
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
@@ -26,8 +32,12 @@ MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 class Client:
     """A blocking client. Use as a context manager, or call `close()`."""
 
-    def __init__(self, target: str = "127.0.0.1:50051", timeout: float = DEFAULT_TIMEOUT,
-                 max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
+    def __init__(
+        self,
+        target: str = "127.0.0.1:50051",
+        timeout: float = DEFAULT_TIMEOUT,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+    ) -> None:
         self.timeout = timeout
         self._channel = grpc.insecure_channel(target, options=channel_options(max_message_bytes))
         self._stub = spb_grpc.MemoryServiceStub(self._channel)
@@ -42,27 +52,54 @@ class Client:
         resp = self._stub.RememberBatch(req, timeout=self.timeout)
         return [RememberResult.from_pb(r) for r in resp.results]
 
-    def recall(self, namespace: str, text: str = "", *, vector: Sequence[float] | None = None,
-               top_k: int | None = None, image: bool = False, include_obsolete: bool = False,
-               include_expired: bool = False, **filter_fields: Any) -> RecallResult:
+    def recall(
+        self,
+        namespace: str,
+        text: str = "",
+        *,
+        vector: Sequence[float] | None = None,
+        top_k: int | None = None,
+        image: bool = False,
+        include_obsolete: bool = False,
+        include_expired: bool = False,
+        **filter_fields: Any,
+    ) -> RecallResult:
         """Hybrid search; `filter_fields` are those of `requests.memory_filter`."""
-        req = recall_request(namespace, text, vector, top_k, image, include_obsolete,
-                             include_expired, memory_filter(**filter_fields))
+        req = recall_request(
+            namespace,
+            text,
+            vector,
+            top_k,
+            image,
+            include_obsolete,
+            include_expired,
+            memory_filter(**filter_fields),
+        )
         return RecallResult.from_pb(self._stub.Recall(req, timeout=self.timeout))
 
     def get(self, namespace: str, memory_id: str, include_vector: bool = False) -> Memory:
-        req = spb.GetRequest(namespace=namespace, memory_id=memory_id, include_vector=include_vector)
+        req = spb.GetRequest(
+            namespace=namespace, memory_id=memory_id, include_vector=include_vector
+        )
         return Memory.from_pb(self._stub.Get(req, timeout=self.timeout).record)
 
-    def forget(self, namespace: str, memory_id: str | None = None, *, all: bool = False,
-               **filter_fields: Any) -> int:
+    def forget(
+        self,
+        namespace: str,
+        memory_id: str | None = None,
+        *,
+        all: bool = False,
+        **filter_fields: Any,
+    ) -> int:
         """Forget one memory by id, or every memory matching the filter (`all=True` for all)."""
         flt = None if memory_id is not None else memory_filter(**filter_fields)
         req = forget_request(namespace, memory_id, flt, all)
         return int(self._stub.Forget(req, timeout=self.timeout).forgotten_count)
 
     def stats(self, namespace: str = "") -> Stats:
-        return Stats.from_pb(self._stub.Stats(spb.StatsRequest(namespace=namespace), timeout=self.timeout))
+        return Stats.from_pb(
+            self._stub.Stats(spb.StatsRequest(namespace=namespace), timeout=self.timeout)
+        )
 
     def close(self) -> None:
         self._channel.close()
@@ -70,17 +107,25 @@ class Client:
     def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
 
 class AsyncClient:
     """The asyncio client; same methods as `Client`, awaited. Use `async with`."""
 
-    def __init__(self, target: str = "127.0.0.1:50051", timeout: float = DEFAULT_TIMEOUT,
-                 max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
+    def __init__(
+        self,
+        target: str = "127.0.0.1:50051",
+        timeout: float = DEFAULT_TIMEOUT,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+    ) -> None:
         self.timeout = timeout
-        self._channel = grpc.aio.insecure_channel(target, options=channel_options(max_message_bytes))
+        self._channel = grpc.aio.insecure_channel(
+            target, options=channel_options(max_message_bytes)
+        )
         self._stub = spb_grpc.MemoryServiceStub(self._channel)
 
     async def remember(self, namespace: str, text: str = "", **fields: Any) -> RememberResult:
@@ -92,19 +137,44 @@ class AsyncClient:
         resp = await self._stub.RememberBatch(req, timeout=self.timeout)
         return [RememberResult.from_pb(r) for r in resp.results]
 
-    async def recall(self, namespace: str, text: str = "", *, vector: Sequence[float] | None = None,
-                     top_k: int | None = None, image: bool = False, include_obsolete: bool = False,
-                     include_expired: bool = False, **filter_fields: Any) -> RecallResult:
-        req = recall_request(namespace, text, vector, top_k, image, include_obsolete,
-                             include_expired, memory_filter(**filter_fields))
+    async def recall(
+        self,
+        namespace: str,
+        text: str = "",
+        *,
+        vector: Sequence[float] | None = None,
+        top_k: int | None = None,
+        image: bool = False,
+        include_obsolete: bool = False,
+        include_expired: bool = False,
+        **filter_fields: Any,
+    ) -> RecallResult:
+        req = recall_request(
+            namespace,
+            text,
+            vector,
+            top_k,
+            image,
+            include_obsolete,
+            include_expired,
+            memory_filter(**filter_fields),
+        )
         return RecallResult.from_pb(await self._stub.Recall(req, timeout=self.timeout))
 
     async def get(self, namespace: str, memory_id: str, include_vector: bool = False) -> Memory:
-        req = spb.GetRequest(namespace=namespace, memory_id=memory_id, include_vector=include_vector)
+        req = spb.GetRequest(
+            namespace=namespace, memory_id=memory_id, include_vector=include_vector
+        )
         return Memory.from_pb((await self._stub.Get(req, timeout=self.timeout)).record)
 
-    async def forget(self, namespace: str, memory_id: str | None = None, *, all: bool = False,
-                     **filter_fields: Any) -> int:
+    async def forget(
+        self,
+        namespace: str,
+        memory_id: str | None = None,
+        *,
+        all: bool = False,
+        **filter_fields: Any,
+    ) -> int:
         flt = None if memory_id is not None else memory_filter(**filter_fields)
         req = forget_request(namespace, memory_id, flt, all)
         return int((await self._stub.Forget(req, timeout=self.timeout)).forgotten_count)
@@ -119,6 +189,7 @@ class AsyncClient:
     async def __aenter__(self) -> AsyncClient:
         return self
 
-    async def __aexit__(self, t: type[BaseException] | None, e: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self.close()

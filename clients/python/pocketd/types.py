@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -12,13 +12,13 @@ from pocketd.v1 import memory_service_pb2 as spb
 
 
 def _name(enum: object, value: int, prefix: str) -> str:
-    return str(enum.Name(value))[len(prefix):].lower()  # type: ignore[attr-defined]
+    return str(enum.Name(value))[len(prefix) :].lower()  # type: ignore[attr-defined]
 
 
 def _dt(ts: Timestamp, present: bool = True) -> datetime | None:
     if not present:
         return None
-    return datetime.fromtimestamp(ts.seconds + ts.nanos / 1e9, tz=timezone.utc)
+    return datetime.fromtimestamp(ts.seconds + ts.nanos / 1e9, tz=UTC)
 
 
 @dataclass(frozen=True)
@@ -100,8 +100,15 @@ class RecallResult:
             hits=tuple(
                 Hit(
                     Memory.from_pb(h.record),
-                    Score(h.score.vector, h.score.bm25, h.score.fused, h.score.decay, h.score.final,
-                          h.score.vector_hit, h.score.keyword_hit),
+                    Score(
+                        h.score.vector,
+                        h.score.bm25,
+                        h.score.fused,
+                        h.score.decay,
+                        h.score.final,
+                        h.score.vector_hit,
+                        h.score.keyword_hit,
+                    ),
                 )
                 for h in r.hits
             ),
@@ -154,7 +161,9 @@ class Stats:
         return cls(
             namespaces=tuple(
                 NamespaceStats(
-                    n.namespace, n.record_count, n.obsolete_count,
+                    n.namespace,
+                    n.record_count,
+                    n.obsolete_count,
                     {_name(pb.Tier, t.tier, "TIER_"): t.record_count for t in n.tiers},
                 )
                 for n in r.namespaces

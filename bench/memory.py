@@ -1,0 +1,195 @@
+"""`python -m bench memory --size N`: the memory service against a brute-force baseline.
+
+Measures, on one synthetic clustered dataset (client vectors, 384-d, plus text):
+- acknowledged ingest per second (RememberBatch of 256) and the index catch-up rate;
+- Recall latency p50/p99, server-side (took_micros) and end-to-end over gRPC;
+- recall@5 of the vector channel against an exact scan;
+- the server's RSS; the time to SERVING after a restart;
+- the built-in encoder's throughput;
+- the baseline (numpy brute force + bm25s, in-process) on the same data and queries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench.baseline import BruteForceHybrid
+from bench.data import Dataset, make
+from bench.server_proc import ROOT, ServerProcess
+from bench.stats import environment, rss_mb, summary_ms
+from pocketd import Client, MemoryInput
+
+NS = "bench"
+
+
+def log(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def ingest(c: Client, data: Dataset, batch: int) -> dict[str, float]:
+    n = len(data.texts)
+    t0 = time.perf_counter()
+    stored = 0
+    for start in range(0, n, batch):
+        items = [
+            MemoryInput(NS, data.texts[i], kind="episode", importance=3, vector=data.vectors[i].tolist())
+            for i in range(start, min(start + batch, n))
+        ]
+        stored += sum(r.stored for r in c.remember_batch(items))
+        if (start // batch) % 40 == 0:
+            log(f"ingest {start + len(items)}/{n} ({(start + len(items)) / (time.perf_counter() - t0):.0f}/s)")
+    acked = time.perf_counter() - t0
+    while (pending := c.stats().pending_index) > 0:
+        time.sleep(0.05)
+    caught_up = time.perf_counter() - t0
+    return {
+        "records": n,
+        "stored": stored,
+        "ack_seconds": acked,
+        "ack_per_second": n / acked,
+        "indexed_seconds": caught_up,
+        "index_catch_up_per_second": n / caught_up,
+        "pending_at_ack": float(pending),
+    }
+
+
+def recall_latency(c: Client, data: Dataset, k: int) -> dict[str, object]:
+    e2e: list[float] = []
+    server: list[float] = []
+    hybrid_hits = 0
+    for _ in range(50):  # warm-up
+        c.recall(NS, data.query_texts[0], vector=data.queries[0].tolist(), top_k=k)
+    for i, q in enumerate(data.queries):
+        qv = q.tolist()
+        t0 = time.perf_counter()
+        res = c.recall(NS, data.query_texts[i], vector=qv, top_k=k)
+        e2e.append(time.perf_counter() - t0)
+        server.append(res.took_micros / 1e6)
+        hybrid_hits += any(h.memory.text.endswith(f"E{data.query_targets[i]:05d}") for h in res.hits)
+    return {
+        "end_to_end": summary_ms(e2e),
+        "server_side": summary_ms(server),
+        "hybrid_target_in_top_k": hybrid_hits / len(data.queries),
+    }
+
+
+def vector_recall_at_k(c: Client, data: Dataset, base: BruteForceHybrid, k: int) -> float:
+    """Share of the exact top-k (by cosine) that the vector channel returns."""
+    found = 0
+    for q in data.queries:
+        exact = {f"E{i:05d}" for i in base.vector_topk(q, k).tolist()}
+        got = {h.memory.text.rsplit(" ", 1)[1] for h in c.recall(NS, vector=q.tolist(), top_k=k).hits}
+        found += len(exact & got)
+    return found / (k * len(data.queries))
+
+
+def baseline_latency(base: BruteForceHybrid, data: Dataset, k: int) -> dict[str, object]:
+    for i in range(20):
+        base.search(data.queries[i], data.query_texts[i], k)
+    times: list[float] = []
+    hits = 0
+    for i, q in enumerate(data.queries):
+        t0 = time.perf_counter()
+        got = base.search(q, data.query_texts[i], k)
+        times.append(time.perf_counter() - t0)
+        hits += int(data.query_targets[i]) in got
+    return {"in_process": summary_ms(times), "hybrid_target_in_top_k": hits / len(data.queries),
+            "build_seconds": base.build_seconds}
+
+
+def encoder_throughput(texts: list[str]) -> dict[str, float]:
+    from server.adapters.onnx_encoder import OnnxTextEncoder
+
+    enc = OnnxTextEncoder(ROOT / "models" / "minilm", threads=2, batch_size=32, max_tokens=256)
+    enc.encode(texts[:64])
+    t0 = time.perf_counter()
+    enc.encode(texts)
+    return {"texts": len(texts), "texts_per_second": len(texts) / (time.perf_counter() - t0)}
+
+
+def run(size: int, queries: int, batch: int, k: int, out: Path, keep: bool) -> dict[str, object]:
+    log(f"generating {size} clustered records")
+    data = make(size, queries=queries)
+    result: dict[str, object] = {"size": size, "queries": len(data.queries), "batch": batch, "top_k": k,
+                                 "environment": environment()}
+    work = Path(tempfile.mkdtemp(prefix="pocketd-bench-"))
+    env = {"POCKETD__ENCODER__MODEL_DIR": str(ROOT / "models" / "minilm")}
+    try:
+        srv = ServerProcess(work / "data", env=env)
+        result["cold_start_serving_seconds"] = srv.wait_serving()
+        with Client(srv.target, timeout=120) as c:
+            log("ingesting")
+            result["ingest"] = ingest(c, data, batch)
+            log(f"ingest: {result['ingest']}")
+            log("recall latency")
+            result["recall"] = recall_latency(c, data, k)
+            log(f"recall: {result['recall']}")
+            log("baseline")
+            base = BruteForceHybrid(data)
+            result["baseline"] = baseline_latency(base, data, k)
+            result["vector_recall_at_k"] = vector_recall_at_k(c, data, base, k)
+            result["server_memory"] = rss_mb(srv.pid)
+        result["sigterm_exit_code"] = srv.stop()
+        srv2 = ServerProcess(work / "data", env=env)
+        result["restart_serving_seconds"] = srv2.wait_serving()
+        with Client(srv2.target, timeout=60) as c:
+            result["records_after_restart"] = c.stats(NS).namespaces[0].record_count
+        srv2.stop()
+        result["encoder"] = encoder_throughput(data.texts[:2048])
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"memory-{size}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    log(f"wrote {path}")
+    return result
+
+
+def report(r: dict[str, object]) -> str:
+    ing = r["ingest"]
+    rec = r["recall"]
+    base = r["baseline"]
+    assert isinstance(ing, dict) and isinstance(rec, dict) and isinstance(base, dict)
+    e2e, srv, bl = rec["end_to_end"], rec["server_side"], base["in_process"]
+    enc = r["encoder"]
+    mem = r["server_memory"]
+    assert isinstance(enc, dict) and isinstance(mem, dict)
+    lines = [
+        f"memories: {r['size']}, queries: {r['queries']}, batch: {r['batch']}, top_k: {r['top_k']}",
+        f"ingest acknowledged:      {ing['ack_per_second']:8.0f} records/s ({ing['ack_seconds']:.1f} s)",
+        f"index catch-up:           {ing['index_catch_up_per_second']:8.0f} records/s (all indexed after {ing['indexed_seconds']:.1f} s)",
+        f"Recall end-to-end (gRPC): p50 {e2e['p50_ms']:6.2f} ms  p99 {e2e['p99_ms']:6.2f} ms",
+        f"Recall server-side:       p50 {srv['p50_ms']:6.2f} ms  p99 {srv['p99_ms']:6.2f} ms",
+        f"baseline brute+bm25s:     p50 {bl['p50_ms']:6.2f} ms  p99 {bl['p99_ms']:6.2f} ms (in-process, no RPC)",
+        f"p50 ratio pocketd e2e / baseline: {e2e['p50_ms'] / bl['p50_ms']:.2f}",
+        f"hybrid top-{r['top_k']} contains the source record: pocketd {rec['hybrid_target_in_top_k']:.3f}, baseline {base['hybrid_target_in_top_k']:.3f}",
+        f"vector channel recall@{r['top_k']} vs exact scan: {r['vector_recall_at_k']:.4f}",
+        f"server RSS: {mem['rss_mb']:.0f} MiB (peak {mem['peak_rss_mb']:.0f} MiB)",
+        f"SERVING after restart with {r['records_after_restart']} memories: {r['restart_serving_seconds']:.2f} s (cold first start {r['cold_start_serving_seconds']:.2f} s)",
+        f"built-in encoder: {enc['texts_per_second']:.0f} texts/s (batch 32, 2 threads)",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench memory", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--size", type=int, default=100_000)
+    p.add_argument("--queries", type=int, default=1000)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--top-k", type=int, default=5)
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
+    p.add_argument("--keep", action="store_true", help="keep the temporary data directory")
+    ns = p.parse_args(argv)
+    r = run(ns.size, ns.queries, ns.batch, ns.top_k, ns.out, ns.keep)
+    print(report(r))
+    return 0
