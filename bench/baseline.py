@@ -22,7 +22,9 @@ class BruteForceHybrid:
         t0 = time.perf_counter()
         self.matrix = data.vectors
         self.bm25 = bm25s.BM25()
-        self.bm25.index(bm25s.tokenize(data.texts, stopwords="en", show_progress=False), show_progress=False)
+        self.bm25.index(
+            bm25s.tokenize(data.texts, stopwords="en", show_progress=False), show_progress=False
+        )
         self.build_seconds = time.perf_counter() - t0
 
     def vector_topk(self, q: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.int64]:
@@ -33,8 +35,11 @@ class BruteForceHybrid:
     def search(self, q: npt.NDArray[np.float32], text: str, k: int, depth: int = 64) -> list[int]:
         sims = self.matrix @ q
         vidx = np.argpartition(-sims, depth)[:depth]
-        docs, scores = self.bm25.retrieve(bm25s.tokenize([text], stopwords="en", show_progress=False),
-                                          k=depth, show_progress=False)
+        docs, scores = self.bm25.retrieve(
+            bm25s.tokenize([text], stopwords="en", show_progress=False),
+            k=depth,
+            show_progress=False,
+        )
         fused: dict[int, float] = {}
         for i in vidx.tolist():
             fused[i] = 0.5 * max(float(sims[i]), 0.0)

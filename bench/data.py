@@ -13,12 +13,55 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-WORDS = (
-    "invoice refund android deploy cluster quota disk network latency cache token billing "
-    "policy password laptop printer vpn backup restore schema migration index shard replica "
-    "timeout retry gateway certificate license contract meeting report dashboard alert metric "
-    "kernel driver firmware battery screen keyboard camera upload download sync calendar email"
-).split()
+WORDS = [
+    "invoice",
+    "refund",
+    "android",
+    "deploy",
+    "cluster",
+    "quota",
+    "disk",
+    "network",
+    "latency",
+    "cache",
+    "token",
+    "billing",
+    "policy",
+    "password",
+    "laptop",
+    "printer",
+    "vpn",
+    "backup",
+    "restore",
+    "schema",
+    "migration",
+    "index",
+    "shard",
+    "replica",
+    "timeout",
+    "retry",
+    "gateway",
+    "certificate",
+    "license",
+    "contract",
+    "meeting",
+    "report",
+    "dashboard",
+    "alert",
+    "metric",
+    "kernel",
+    "driver",
+    "firmware",
+    "battery",
+    "screen",
+    "keyboard",
+    "camera",
+    "upload",
+    "download",
+    "sync",
+    "calendar",
+    "email",
+]
 
 
 @dataclass(frozen=True)
@@ -30,7 +73,9 @@ class Dataset:
     query_targets: npt.NDArray[np.int64]  # the record each query was made from
 
 
-def make(n: int, dim: int = 384, clusters: int | None = None, queries: int = 1000, seed: int = 0) -> Dataset:
+def make(
+    n: int, dim: int = 384, clusters: int | None = None, queries: int = 1000, seed: int = 0
+) -> Dataset:
     rng = np.random.default_rng(seed)
     clusters = clusters or max(8, n // 100)
     centres = rng.normal(size=(clusters, dim)).astype(np.float32)
@@ -46,7 +91,9 @@ def make(n: int, dim: int = 384, clusters: int | None = None, queries: int = 100
         for i in range(n)
     ]
     targets = rng.choice(n, size=min(queries, n), replace=False).astype(np.int64)
-    q = vectors[targets] + rng.normal(size=(len(targets), dim)).astype(np.float32) * (0.3 / np.sqrt(dim))
+    q = vectors[targets] + rng.normal(size=(len(targets), dim)).astype(np.float32) * (
+        0.3 / np.sqrt(dim)
+    )
     q /= np.linalg.norm(q, axis=1, keepdims=True)
     qtexts = [" ".join(texts[t].split()[3:5]) + f" E{t:05d}" for t in targets]
     return Dataset(vectors.astype(np.float32), texts, q.astype(np.float32), qtexts, targets)

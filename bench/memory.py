@@ -19,8 +19,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 from bench.baseline import BruteForceHybrid
 from bench.data import Dataset, make
 from bench.server_proc import ROOT, ServerProcess
@@ -40,12 +38,15 @@ def ingest(c: Client, data: Dataset, batch: int) -> dict[str, float]:
     stored = 0
     for start in range(0, n, batch):
         items = [
-            MemoryInput(NS, data.texts[i], kind="episode", importance=3, vector=data.vectors[i].tolist())
+            MemoryInput(
+                NS, data.texts[i], kind="episode", importance=3, vector=data.vectors[i].tolist()
+            )
             for i in range(start, min(start + batch, n))
         ]
         stored += sum(r.stored for r in c.remember_batch(items))
         if (start // batch) % 40 == 0:
-            log(f"ingest {start + len(items)}/{n} ({(start + len(items)) / (time.perf_counter() - t0):.0f}/s)")
+            done = start + len(items)
+            log(f"ingest {done}/{n} ({done / (time.perf_counter() - t0):.0f}/s)")
     acked = time.perf_counter() - t0
     while (pending := c.stats().pending_index) > 0:
         time.sleep(0.05)
@@ -73,7 +74,9 @@ def recall_latency(c: Client, data: Dataset, k: int) -> dict[str, object]:
         res = c.recall(NS, data.query_texts[i], vector=qv, top_k=k)
         e2e.append(time.perf_counter() - t0)
         server.append(res.took_micros / 1e6)
-        hybrid_hits += any(h.memory.text.endswith(f"E{data.query_targets[i]:05d}") for h in res.hits)
+        hybrid_hits += any(
+            h.memory.text.endswith(f"E{data.query_targets[i]:05d}") for h in res.hits
+        )
     return {
         "end_to_end": summary_ms(e2e),
         "server_side": summary_ms(server),
@@ -86,7 +89,9 @@ def vector_recall_at_k(c: Client, data: Dataset, base: BruteForceHybrid, k: int)
     found = 0
     for q in data.queries:
         exact = {f"E{i:05d}" for i in base.vector_topk(q, k).tolist()}
-        got = {h.memory.text.rsplit(" ", 1)[1] for h in c.recall(NS, vector=q.tolist(), top_k=k).hits}
+        got = {
+            h.memory.text.rsplit(" ", 1)[1] for h in c.recall(NS, vector=q.tolist(), top_k=k).hits
+        }
         found += len(exact & got)
     return found / (k * len(data.queries))
 
@@ -101,8 +106,11 @@ def baseline_latency(base: BruteForceHybrid, data: Dataset, k: int) -> dict[str,
         got = base.search(q, data.query_texts[i], k)
         times.append(time.perf_counter() - t0)
         hits += int(data.query_targets[i]) in got
-    return {"in_process": summary_ms(times), "hybrid_target_in_top_k": hits / len(data.queries),
-            "build_seconds": base.build_seconds}
+    return {
+        "in_process": summary_ms(times),
+        "hybrid_target_in_top_k": hits / len(data.queries),
+        "build_seconds": base.build_seconds,
+    }
 
 
 def encoder_throughput(texts: list[str]) -> dict[str, float]:
@@ -118,8 +126,13 @@ def encoder_throughput(texts: list[str]) -> dict[str, float]:
 def run(size: int, queries: int, batch: int, k: int, out: Path, keep: bool) -> dict[str, object]:
     log(f"generating {size} clustered records")
     data = make(size, queries=queries)
-    result: dict[str, object] = {"size": size, "queries": len(data.queries), "batch": batch, "top_k": k,
-                                 "environment": environment()}
+    result: dict[str, object] = {
+        "size": size,
+        "queries": len(data.queries),
+        "batch": batch,
+        "top_k": k,
+        "environment": environment(),
+    }
     work = Path(tempfile.mkdtemp(prefix="pocketd-bench-"))
     env = {"POCKETD__ENCODER__MODEL_DIR": str(ROOT / "models" / "minilm")}
     try:
@@ -163,26 +176,36 @@ def report(r: dict[str, object]) -> str:
     enc = r["encoder"]
     mem = r["server_memory"]
     assert isinstance(enc, dict) and isinstance(mem, dict)
+    k = r["top_k"]
     lines = [
-        f"memories: {r['size']}, queries: {r['queries']}, batch: {r['batch']}, top_k: {r['top_k']}",
-        f"ingest acknowledged:      {ing['ack_per_second']:8.0f} records/s ({ing['ack_seconds']:.1f} s)",
-        f"index catch-up:           {ing['index_catch_up_per_second']:8.0f} records/s (all indexed after {ing['indexed_seconds']:.1f} s)",
+        f"memories: {r['size']}, queries: {r['queries']}, batch: {r['batch']}, top_k: {k}",
+        f"ingest acknowledged:      {ing['ack_per_second']:8.0f} records/s"
+        f" ({ing['ack_seconds']:.1f} s)",
+        f"index catch-up:           {ing['index_catch_up_per_second']:8.0f} records/s"
+        f" (all indexed after {ing['indexed_seconds']:.1f} s)",
         f"Recall end-to-end (gRPC): p50 {e2e['p50_ms']:6.2f} ms  p99 {e2e['p99_ms']:6.2f} ms",
         f"Recall server-side:       p50 {srv['p50_ms']:6.2f} ms  p99 {srv['p99_ms']:6.2f} ms",
-        f"baseline brute+bm25s:     p50 {bl['p50_ms']:6.2f} ms  p99 {bl['p99_ms']:6.2f} ms (in-process, no RPC)",
+        f"baseline brute+bm25s:     p50 {bl['p50_ms']:6.2f} ms  p99 {bl['p99_ms']:6.2f} ms"
+        " (in-process, no RPC)",
         f"p50 ratio pocketd e2e / baseline: {e2e['p50_ms'] / bl['p50_ms']:.2f}",
-        f"hybrid top-{r['top_k']} contains the source record: pocketd {rec['hybrid_target_in_top_k']:.3f}, baseline {base['hybrid_target_in_top_k']:.3f}",
-        f"vector channel recall@{r['top_k']} vs exact scan: {r['vector_recall_at_k']:.4f}",
+        f"hybrid top-{k} holds the source record: pocketd {rec['hybrid_target_in_top_k']:.3f},"
+        f" baseline {base['hybrid_target_in_top_k']:.3f}",
+        f"vector channel recall@{k} vs exact scan: {r['vector_recall_at_k']:.4f}",
         f"server RSS: {mem['rss_mb']:.0f} MiB (peak {mem['peak_rss_mb']:.0f} MiB)",
-        f"SERVING after restart with {r['records_after_restart']} memories: {r['restart_serving_seconds']:.2f} s (cold first start {r['cold_start_serving_seconds']:.2f} s)",
+        f"SERVING after restart with {r['records_after_restart']} memories:"
+        f" {r['restart_serving_seconds']:.2f} s (cold first start"
+        f" {r['cold_start_serving_seconds']:.2f} s)",
         f"built-in encoder: {enc['texts_per_second']:.0f} texts/s (batch 32, 2 threads)",
     ]
     return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench memory", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m bench memory",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--size", type=int, default=100_000)
     p.add_argument("--queries", type=int, default=1000)
     p.add_argument("--batch", type=int, default=256)

@@ -24,13 +24,28 @@ LISTEN_RE = re.compile(r"listening on [^ ]+:(\d+)")
 class ServerProcess:
     """One `python -m server serve` child; its stderr log is collected in `log`."""
 
-    def __init__(self, data: Path, env: dict[str, str] | None = None, config: Path | None = None) -> None:
-        cmd = [sys.executable, "-m", "server", "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data)]
+    def __init__(
+        self, data: Path, env: dict[str, str] | None = None, config: Path | None = None
+    ) -> None:
+        cmd = [
+            sys.executable,
+            "-m",
+            "server",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            str(data),
+        ]
         if config is not None:
             cmd += ["--config", str(config)]
         self.p = subprocess.Popen(
-            cmd, cwd=ROOT, env=dict(os.environ, **(env or {})),
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            cmd,
+            cwd=ROOT,
+            env=dict(os.environ, **(env or {})),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         self.started = time.monotonic()
         self.log: list[str] = []

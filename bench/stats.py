@@ -8,8 +8,18 @@ from importlib import metadata
 import numpy as np
 import psutil
 
-PACKAGES = ("grpcio", "protobuf", "numpy", "numba", "usearch", "tantivy", "onnxruntime", "tokenizers",
-            "msgspec", "bm25s")
+PACKAGES = (
+    "grpcio",
+    "protobuf",
+    "numpy",
+    "numba",
+    "usearch",
+    "tantivy",
+    "onnxruntime",
+    "tokenizers",
+    "msgspec",
+    "bm25s",
+)
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -36,7 +46,7 @@ def rss_mb(pid: int) -> dict[str, float]:
 
 
 def environment() -> dict[str, object]:
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             versions[name] = metadata.version(name)

@@ -60,7 +60,8 @@ def fuse_ref(
         kw_hit, w_kw * kw.astype(np.float64), 0.0
     )
     s = np.where(vec_hit & kw_hit, s * both_boost, s)
-    return s.astype(np.float32)
+    out: F32Array = s.astype(np.float32)
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -90,4 +91,5 @@ def normalise_by_max_ref(scores: F32Array, hit: BoolArray) -> F32Array:
     m = s.max(initial=0.0)
     if m <= 0:
         return np.zeros(scores.shape[0], dtype=np.float32)
-    return (s / m).astype(np.float32)
+    out: F32Array = (s / m).astype(np.float32)
+    return out

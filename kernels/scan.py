@@ -14,19 +14,24 @@ from kernels.topk import topk_desc, topk_desc_ref
 from kernels.types import BoolArray, F32Array, I64Array
 
 
+@njit(cache=True, nogil=True, fastmath=True)
+def _dot_rows(matrix: F32Array, query: F32Array, mask: BoolArray, out: F32Array) -> None:
+    """out[i] = <matrix[i], query> for masked rows. `fastmath` lets LLVM reorder the sum into
+    SIMD lanes (about 4x faster); it is kept to this loop, since it would break NaN checks."""
+    n, d = matrix.shape
+    for i in range(n):
+        if mask[i]:
+            acc = np.float32(0.0)
+            for j in range(d):
+                acc += matrix[i, j] * query[j]
+            out[i] = acc
+
+
 @njit(cache=True, nogil=True)
 def masked_dot(matrix: F32Array, query: F32Array, mask: BoolArray) -> F32Array:
     """s_i = <matrix[i], query> where mask[i], NaN elsewhere (NaN is never selected by top-k)."""
-    n, d = matrix.shape
-    out = np.empty(n, dtype=np.float32)
-    for i in range(n):
-        if not mask[i]:
-            out[i] = np.nan
-            continue
-        acc = np.float32(0.0)
-        for j in range(d):
-            acc += matrix[i, j] * query[j]
-        out[i] = acc
+    out = np.full(matrix.shape[0], np.nan, dtype=np.float32)
+    _dot_rows(matrix, query, mask, out)
     return out
 
 

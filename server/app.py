@@ -16,7 +16,7 @@ import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from kernels.warmup import compile_all
 from server.adapters.onnx_encoder import OnnxTextEncoder
@@ -112,9 +112,10 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     log.info("listening on %s:%d (NOT_SERVING until loaded), pid %d", host, port, os.getpid())
     engine: MemoryEngine | None = None
     try:
-        opening = loop.run_in_executor(executor, _open, settings)
-        stopped = asyncio.ensure_future(stop.wait())
-        done, _ = await asyncio.wait({opening, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        opening: asyncio.Future[MemoryEngine] = loop.run_in_executor(executor, _open, settings)
+        stopped: asyncio.Future[bool] = asyncio.ensure_future(stop.wait())
+        waiting: set[asyncio.Future[Any]] = {opening, stopped}
+        done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         if opening in done:
             engine = opening.result()
             await grpc_server.mark_serving(engine)

@@ -12,13 +12,13 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 import numpy as np
 
 from server.core.model import Record, Vector
+from server.core.ports import ChangedRow
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -37,16 +37,6 @@ CREATE INDEX IF NOT EXISTS records_by_rev ON records(rev);
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Record)
-
-
-@dataclass(frozen=True)
-class Row:
-    """A row as the indexer sees it."""
-
-    record: Record
-    vector: Vector | None
-    rev: int
-    deleted: bool
 
 
 def _vec_bytes(v: Vector | None) -> bytes | None:
@@ -187,7 +177,7 @@ class SqliteRecordStore:
         row = self._reader().execute(sql, (namespace, memory_id)).fetchone()
         return None if row is None else int(row[0])
 
-    def changes_since(self, rev: int, limit: int) -> list[Row]:
+    def changes_since(self, rev: int, limit: int) -> list[ChangedRow]:
         rows = (
             self._reader()
             .execute(
@@ -197,14 +187,14 @@ class SqliteRecordStore:
             )
             .fetchall()
         )
-        out: list[Row] = []
+        out: list[ChangedRow] = []
         for key, ns, mid, kind, r, deleted, payload, vec in rows:
             if deleted:
                 rec = Record(memory_id=mid, namespace=ns, kind=kind, key=key)
             else:
                 rec = _decoder.decode(payload)
                 rec.key = key
-            out.append(Row(rec, _vec(vec), int(r), bool(deleted)))
+            out.append(ChangedRow(rec, _vec(vec), int(r), bool(deleted)))
         return out
 
     def head_rev(self) -> int:

@@ -96,10 +96,10 @@ class UsearchVectorIndex:
         if len(keys) == 0:
             return out
         with self._lock:
-            got = self._index.get(keys.astype(np.uint64), dtype=np.float32)
+            got = self._index.get(keys.astype(np.uint64), dtype="f32")
         if isinstance(got, np.ndarray):
             return got.reshape(len(keys), -1).astype(np.float32)
-        for i, v in enumerate(got):
+        for i, v in enumerate(got or ()):
             if v is not None:
                 out[i] = v
         return out

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
+
 from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
-
 from server.api.validation import ts_seconds
 from server.core.model import (
     Blob,

@@ -83,6 +83,6 @@ def to_status(exc: BaseException) -> status_pb2.Status:
     return _status(code_pb2.INTERNAL, "internal error")
 
 
-async def abort(context: grpc.aio.ServicerContext, exc: BaseException) -> None:  # type: ignore[type-arg]
+async def abort(context: grpc.aio.ServicerContext, exc: BaseException) -> None:
     """Abort the call with the status for `exc` (raises)."""
     await context.abort_with_status(rpc_status.to_status(to_status(exc)))

@@ -11,9 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
-
 from server.api.servicer import MemoryServicer
 from server.core.engine import MemoryEngine
 from server.core.settings import Settings

@@ -12,9 +12,9 @@ import re
 from collections.abc import Iterable, Sized
 
 from google.protobuf.timestamp_pb2 import Timestamp
+
 from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
-
 from server.core.errors import FieldViolation, InvalidArgumentError
 from server.core.settings import Settings
 

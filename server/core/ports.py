@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -13,8 +14,11 @@ from server.core.model import Record, Vector
 KeyArray = npt.NDArray[np.int64]
 
 
-class StoredRow(Protocol):
-    """A row read back from the record store."""
+@dataclass(frozen=True)
+class ChangedRow:
+    """A row of the record store as the indexer follows it: the record (only key, namespace,
+    memory_id and kind for a forgotten one), its stored vector, its revision and whether it was
+    forgotten."""
 
     record: Record
     vector: Vector | None
@@ -44,11 +48,11 @@ class RecordStore(Protocol):
         """Read stored vectors by key."""
         ...
 
-    def key_of(self, namespace: str, memory_id: str) -> int | None:
-        """The key of a live record, or None."""
+    def key_of(self, namespace: str, memory_id: str, include_deleted: bool = False) -> int | None:
+        """The key of a live record (or of a forgotten one too), or None."""
         ...
 
-    def changes_since(self, rev: int, limit: int) -> list[StoredRow]:
+    def changes_since(self, rev: int, limit: int) -> list[ChangedRow]:
         """Rows changed after revision `rev`, oldest change first (deleted rows included)."""
         ...
 

@@ -120,7 +120,9 @@ class Writer:
                 groups[(st.record.namespace, int(st.record.kind))].append(i)
         best: dict[int, tuple[int, int, float]] = {}
         for (ns, kind), idx in groups.items():
-            units = np.stack([staged[i].unit for i in idx])  # type: ignore[union-attr]
+            units = np.stack(
+                [u for i in idx if (st := staged[i]) is not None and (u := st.unit) is not None]
+            )
             cand_item = np.full(len(idx), -1, dtype=np.int64)
             cand_key = np.zeros(len(idx), dtype=np.int64)
             cand_sim = np.full(len(idx), -np.inf, dtype=np.float32)
@@ -165,8 +167,14 @@ class Writer:
             verdict = self._gate.judge(rec.text, item.explicit_importance, item.hints)
             if not verdict.accepted:
                 results.append(
-                    WriteResult("", GateDecision.REJECTED, verdict.reason, verdict.importance,
-                                None, Tier.UNSPECIFIED)
+                    WriteResult(
+                        "",
+                        GateDecision.REJECTED,
+                        verdict.reason,
+                        verdict.importance,
+                        None,
+                        Tier.UNSPECIFIED,
+                    )
                 )
                 staged.append(None)
                 continue
@@ -179,16 +187,28 @@ class Writer:
                 created_at=created,
                 updated_at=now,
                 refreshed_at=created,
-                expires_at=expires if expires is not None else created + wp.expire_after_days * _DAY,
+                expires_at=expires
+                if expires is not None
+                else created + wp.expire_after_days * _DAY,
                 tier=Tier.HOT,
                 key=0,
             )
             if item.client_memory_id:
-                rec.key = self._store.key_of(rec.namespace, rec.memory_id, include_deleted=True) or 0
+                rec.key = (
+                    self._store.key_of(rec.namespace, rec.memory_id, include_deleted=True) or 0
+                )
             u = None if item.vector is None else unit(item.vector)
             staged.append(_Staged(rec, item.vector, u, item.client_memory_id, verdict.reason))
-            results.append(WriteResult(rec.memory_id, GateDecision.STORED, verdict.reason,
-                                       rec.importance, rec.expires_at, Tier.HOT))
+            results.append(
+                WriteResult(
+                    rec.memory_id,
+                    GateDecision.STORED,
+                    verdict.reason,
+                    rec.importance,
+                    rec.expires_at,
+                    Tier.HOT,
+                )
+            )
         dups = self._duplicates(staged)
         # Sequentially, so an item can merge into an earlier one that itself merged.
         entries: dict[int, _Pending] = {}  # by store key, for records already stored
@@ -206,8 +226,14 @@ class Writer:
                 if base is not None:
                     rec = _merge(base, st.record, now)
                     reason = f"near-duplicate of {base.memory_id} (cosine {sim:.3f}); {st.reason}"
-                    results[i] = WriteResult(rec.memory_id, GateDecision.MERGED, reason,
-                                             rec.importance, rec.expires_at, Tier.HOT)
+                    results[i] = WriteResult(
+                        rec.memory_id,
+                        GateDecision.MERGED,
+                        reason,
+                        rec.importance,
+                        rec.expires_at,
+                        Tier.HOT,
+                    )
                     if entry is None:
                         entry = _Pending(rec, st.vector, st.unit)
                         batch.append(entry)
@@ -227,11 +253,17 @@ class Writer:
         for p in batch:
             if p.unit is not None:
                 terms = self._keywords.analyze(p.record.text)
-                self._hot.put(p.record.namespace, p.record.key, int(p.record.kind), p.unit, terms, now)
+                self._hot.put(
+                    p.record.namespace, p.record.key, int(p.record.kind), p.unit, terms, now
+                )
         # A result names the final record (an entry may have absorbed later duplicates).
         return [
-            res if slot is None else msgspec.structs.replace(
-                res, memory_id=slot.record.memory_id, importance=slot.record.importance,
+            res
+            if slot is None
+            else msgspec.structs.replace(
+                res,
+                memory_id=slot.record.memory_id,
+                importance=slot.record.importance,
                 expires_at=slot.record.expires_at,
             )
             for res, slot in zip(results, slots, strict=True)

@@ -13,7 +13,7 @@ from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 
 
-class Flaky(spb_grpc.MemoryServiceServicer):
+class Flaky(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
     """Fails the first `failures` calls of each method with UNAVAILABLE; Get hangs."""
 
     def __init__(self, failures: int) -> None:

@@ -1,6 +1,8 @@
 """A runnable example.
 
-Start `make run` in another terminal, then: `.venv/bin/python clients/python/examples/quickstart.py`.
+Start `make run` in another terminal, then:
+
+    .venv/bin/python clients/python/examples/quickstart.py
 """
 
 from pocketd import Client
