@@ -8,6 +8,7 @@ VPY       := $(VENV)/bin/python
 EXPORT    := .venv-export
 MODEL_DIR := models/minilm
 STAMP     := $(VENV)/.installed
+PY_SRC    := server kernels bench tests tools clients/python/pocketd clients/python/examples
 LISTEN    ?= 127.0.0.1:50051
 DATA_DIR  ?= ./data
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
@@ -41,12 +42,12 @@ test: setup ## Run the whole test suite
 	$(VPY) -m pytest
 
 fmt: $(STAMP) ## Format the code
-	$(VENV)/bin/ruff format server kernels bench tests tools clients/python/pocketd
-	$(VENV)/bin/ruff check --fix server kernels bench tests tools clients/python/pocketd
+	$(VENV)/bin/ruff format $(PY_SRC)
+	$(VENV)/bin/ruff check --fix $(PY_SRC)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff format --check server kernels bench tests tools clients/python/pocketd
-	$(VENV)/bin/ruff check server kernels bench tests tools clients/python/pocketd
+	$(VENV)/bin/ruff format --check $(PY_SRC)
+	$(VENV)/bin/ruff check $(PY_SRC)
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

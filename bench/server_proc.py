@@ -21,26 +21,20 @@ ROOT = Path(__file__).resolve().parent.parent
 LISTEN_RE = re.compile(r"listening on [^ ]+:(\d+)")
 
 
+def serve_command(data: Path, listen: str = "127.0.0.1:0", config: Path | None = None) -> list[str]:
+    """The command line of `pocketd serve`, run with this interpreter."""
+    cmd = [sys.executable, "-m", "server", "serve", "--listen", listen, "--data-dir", str(data)]
+    return cmd if config is None else [*cmd, "--config", str(config)]
+
+
 class ServerProcess:
     """One `python -m server serve` child; its stderr log is collected in `log`."""
 
     def __init__(
         self, data: Path, env: dict[str, str] | None = None, config: Path | None = None
     ) -> None:
-        cmd = [
-            sys.executable,
-            "-m",
-            "server",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--data-dir",
-            str(data),
-        ]
-        if config is not None:
-            cmd += ["--config", str(config)]
         self.p = subprocess.Popen(
-            cmd,
+            serve_command(data, config=config),
             cwd=ROOT,
             env=dict(os.environ, **(env or {})),
             stdout=subprocess.DEVNULL,

@@ -139,36 +139,25 @@ class SqliteRecordStore:
                 raise
         return n
 
-    def get(self, keys: Sequence[int]) -> dict[int, Record]:
+    def _live_column(self, column: str, keys: Sequence[int]) -> list[tuple[int, bytes]]:
+        """(key, column) of the live rows among `keys`."""
         if not keys:
-            return {}
+            return []
         marks = ",".join("?" * len(keys))
-        rows = (
-            self._reader()
-            .execute(
-                f"SELECT key, payload FROM records WHERE deleted=0 AND key IN ({marks})", list(keys)
-            )
-            .fetchall()
-        )
+        sql = f"SELECT key, {column} FROM records WHERE deleted=0 AND key IN ({marks})"
+        rows: list[tuple[int, bytes]] = self._reader().execute(sql, list(keys)).fetchall()
+        return rows
+
+    def get(self, keys: Sequence[int]) -> dict[int, Record]:
         out: dict[int, Record] = {}
-        for key, payload in rows:
+        for key, payload in self._live_column("payload", keys):
             rec = _decoder.decode(payload)
             rec.key = key
             out[key] = rec
         return out
 
     def get_vectors(self, keys: Sequence[int]) -> dict[int, Vector]:
-        if not keys:
-            return {}
-        marks = ",".join("?" * len(keys))
-        rows = (
-            self._reader()
-            .execute(
-                f"SELECT key, vector FROM records WHERE deleted=0 AND key IN ({marks})", list(keys)
-            )
-            .fetchall()
-        )
-        return {k: v for k, b in rows if (v := _vec(b)) is not None}
+        return {k: v for k, b in self._live_column("vector", keys) if (v := _vec(b)) is not None}
 
     def key_of(self, namespace: str, memory_id: str, include_deleted: bool = False) -> int | None:
         sql = "SELECT key FROM records WHERE namespace=? AND memory_id=?"

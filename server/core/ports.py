@@ -79,9 +79,10 @@ class VectorIndex(Protocol):
         ...
 
     def search_batch(
-        self, queries: Vector, count: int
+        self, queries: Vector, count: int, expansion: int = 0
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """Search many queries: (keys, cosines), each (len(queries), count); missing: -1, -inf."""
+        """Search many queries with breadth `expansion` (0: the default): (keys, cosines), each
+        (len(queries), count); missing slots are -1 and -inf."""
         ...
 
     def get(self, keys: KeyArray) -> Vector:

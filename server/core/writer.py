@@ -128,7 +128,7 @@ class Writer:
             cand_sim = np.full(len(idx), -np.inf, dtype=np.float32)
             part = self._vectors.partition(ns, kind, False)
             if part is not None and len(part):
-                keys, sims = part.search_batch(units, 4)
+                keys, sims = part.search_batch(units, 4, self._s.index.dedup_expansion_search)
                 ok = keys >= 0
                 ok[ok] = self._cols.ns[keys[ok]] >= 0  # live
                 ok[ok] &= ~self._cols.obsolete[keys[ok]]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -15,7 +14,7 @@ import grpc
 import numpy as np
 import pytest
 
-from bench.server_proc import ServerProcess
+from bench.server_proc import ServerProcess, serve_command
 from pocketd import Client, MemoryInput
 from tests.conftest import MODEL_DIR, ROOT
 
@@ -135,16 +134,7 @@ def test_bad_config_exits_2_naming_the_key(tmp_path: Path) -> None:
     cfg = tmp_path / "bad.yaml"
     cfg.write_text("memory:\n  hybrid_search:\n    vector_weigth: 0.7\n")
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "server",
-            "serve",
-            "--config",
-            str(cfg),
-            "--data-dir",
-            str(tmp_path / "d"),
-        ],
+        [*serve_command(tmp_path / "d"), "--config", str(cfg)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -156,16 +146,7 @@ def test_bad_config_exits_2_naming_the_key(tmp_path: Path) -> None:
 def test_a_second_server_on_the_same_data_dir_is_refused(tmp_path: Path, procs: list[Proc]) -> None:
     spawn(procs, tmp_path / "data")
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "server",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--data-dir",
-            str(tmp_path / "data"),
-        ],
+        serve_command(tmp_path / "data"),
         cwd=ROOT,
         capture_output=True,
         text=True,
