@@ -88,14 +88,14 @@ class UsearchVectorIndex:
             if len(self._index) == 0 or m == 0:
                 return keys, sims
             # The breadth is an index-wide setting; the lock keeps every other search out while
-            # it is changed.
+            # it is changed. (usearch declares a setter; its stubs hide it from mypy.)
             default = self._index.expansion_search
             if expansion:
-                self._index.expansion_search = expansion
+                self._index.expansion_search = expansion  # type: ignore[misc]
             try:
                 res = self._index.search(queries, count, threads=1)
             finally:
-                self._index.expansion_search = default
+                self._index.expansion_search = default  # type: ignore[misc]
         got = np.asarray(res.keys).reshape(m, -1)[:, :count]
         dist = np.asarray(res.distances, dtype=np.float32).reshape(m, -1)[:, :count]
         # One query gives a flat `Matches` (all found); several give `BatchMatches` with counts.
