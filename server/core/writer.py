@@ -19,7 +19,7 @@ import msgspec
 import numpy as np
 
 from server.core.columns import Columns
-from server.core.errors import NotFoundError
+from server.core.errors import NotFoundError, UnavailableError
 from server.core.gate import ImportanceGate
 from server.core.hot import HotTier
 from server.core.model import GateDecision, NewMemory, Record, Tier, Vector, WriteResult
@@ -27,6 +27,7 @@ from server.core.ports import Clock, KeywordIndex, RecordStore, VectorIndexSet
 from server.core.settings import MemorySettings
 
 _DAY = 86_400.0
+BACKPRESSURE_TIMEOUT_S = 30.0
 
 
 def new_memory_id(now: float) -> str:
@@ -85,9 +86,19 @@ class Writer:
         self._lock = publish_lock
 
     def _wait_for_indexer(self) -> None:
-        """Backpressure: hold new writes while too many are unindexed (hot scans stay small)."""
+        """Backpressure: hold new writes while too many are unindexed (hot scans stay small).
+
+        If the indexer makes no room within `BACKPRESSURE_TIMEOUT_S` (it is failing, say on a
+        full disk), the write is refused as UNAVAILABLE rather than left hanging.
+        """
         limit = self._s.hot.max_pending_index
+        deadline = time.monotonic() + BACKPRESSURE_TIMEOUT_S
         while self._hot.pending() > limit:
+            if time.monotonic() > deadline:
+                raise UnavailableError(
+                    f"{self._hot.pending()} acknowledged records are still waiting for the indexer"
+                    f" (memory.hot.max_pending_index is {limit}); retry later"
+                )
             time.sleep(0.005)
 
     def write(self, items: list[NewMemory]) -> list[WriteResult]:

@@ -332,3 +332,19 @@ def test_restart_catches_the_indexes_up_from_the_store(
     assert got == {r.memory_id for r in done + pending}
     reopened.indexer.catch_up()
     assert reopened.stats("").pending_index == 0
+
+
+def test_writes_are_refused_not_hung_when_the_indexer_cannot_keep_up(
+    engine_factory: Callable[..., MemoryEngine], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import server.core.writer as writer_mod
+    from server.core.errors import UnavailableError
+
+    s = MemorySettings()
+    s = msgspec.structs.replace(s, hot=msgspec.structs.replace(s.hot, max_pending_index=1))
+    engine = engine_factory(s)
+    engine.indexer.stop()  # an indexer that makes no progress
+    monkeypatch.setattr(writer_mod, "BACKPRESSURE_TIMEOUT_S", 0.2)
+    engine.remember([mem("The first fact fits"), mem("So does the second one, about llamas")])
+    with pytest.raises(UnavailableError, match="waiting for the indexer"):
+        engine.remember([mem("A third fact has to wait for the indexer")])
