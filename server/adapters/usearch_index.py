@@ -194,9 +194,6 @@ class UsearchIndexSet:
                     self._parts[key] = part
         return part
 
-    def partitions(self) -> dict[tuple[str, int], UsearchVectorIndex]:
-        return dict(self._parts)
-
     def save(self, rev: int) -> None:
         with self._lock:
             parts = dict(self._parts)

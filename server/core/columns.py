@@ -101,9 +101,6 @@ class Columns:
                 self.ns[key] = -1
                 self.tags.pop(key, None)
 
-    def live(self, key: int) -> bool:
-        return key < len(self.ns) and self.ns[key] >= 0
-
     def mask(
         self,
         keys: KeyArray,

@@ -69,10 +69,6 @@ class MemoryEngine:
         )
         self.indexer = Indexer(settings.index, store, vectors, keywords, self.hot, clock, publish)
 
-    @property
-    def encoder(self) -> TextEncoder | None:
-        return self._encoder
-
     def load(self) -> dict[str, float]:
         """Load the metadata columns and the unindexed tail into the hot tier; start the indexer.
 

@@ -16,7 +16,6 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
 
 import numpy as np
 
@@ -49,12 +48,10 @@ class Indexer:
         self._clock = clock
         self._lock = publish_lock
         self.rev = min(vectors.saved_rev(), keywords.committed_rev())
-        self.indexed_total = 0
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_snapshot = time.monotonic()
-        self.on_error: Callable[[BaseException], None] = lambda exc: None
 
     def step(self) -> int:
         """Index one batch of changes; return how many rows it handled."""
@@ -93,7 +90,6 @@ class Indexer:
             self._hot.mark_indexed(r.key for r in live)
             self._hot.evict(self._clock.now())
         self.rev = rev
-        self.indexed_total += len(rows)
         if time.monotonic() - self._last_snapshot >= self._s.snapshot_seconds:
             self.snapshot()
         return len(rows)
@@ -119,9 +115,8 @@ class Indexer:
                     self._wake.clear()
                     with self._lock:
                         self._hot.evict(self._clock.now())
-            except Exception as exc:  # keep indexing alive; the store still has every record
+            except Exception:  # keep indexing alive; the store still has every record
                 log.exception("indexer step failed; retrying in 1 s")
-                self.on_error(exc)
                 self._stop.wait(1.0)
 
     def start(self) -> None:
