@@ -9,11 +9,15 @@ EXPORT    := .venv-export
 MODEL_DIR := models/minilm
 STAMP     := $(VENV)/.installed
 PY_SRC    := server kernels bench tests tools clients/python/pocketd clients/python/examples
-LISTEN    ?= 127.0.0.1:50051
-DATA_DIR  ?= ./data
+# `make run LISTEN=0.0.0.0:6000 DATA_DIR=/var/lib/pocketd`; unset, the configuration decides
+# (defaults, then POCKETD__SERVER__LISTEN / POCKETD__SERVER__DATA_DIR, then CONFIG=file.yaml).
+LISTEN    ?=
+DATA_DIR  ?=
+CONFIG    ?=
+RUN_FLAGS := $(if $(LISTEN),--listen $(LISTEN)) $(if $(DATA_DIR),--data-dir $(DATA_DIR)) $(if $(CONFIG),--config $(CONFIG))
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
-.PHONY: help setup models run test check fmt lint typecheck imports gen gen-check bench clean
+.PHONY: help setup models run test test-slow check fmt lint typecheck imports gen gen-check bench clean clean-export
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -35,11 +39,15 @@ setup: $(STAMP) $(MODEL_DIR)/model.onnx ## Create .venv with everything and buil
 
 models: $(MODEL_DIR)/model.onnx ## Export all-MiniLM-L6-v2 to ONNX (needs the export-only venv)
 
-run: setup ## Run the server on its embedded defaults (127.0.0.1:50051, data in ./data)
-	$(VENV)/bin/pocketd serve --listen $(LISTEN) --data-dir $(DATA_DIR)
+run: setup ## Run the server on its embedded defaults (127.0.0.1:50051, data in ./data; LISTEN=, DATA_DIR=, CONFIG=)
+	$(VENV)/bin/pocketd serve $(RUN_FLAGS)
 
-test: setup ## Run the whole test suite
+test: setup ## Run the test suite: unit, API, fuzz (a few hundred cases) and end-to-end (5 kill -9 cycles)
 	$(VPY) -m pytest
+
+test-slow: setup ## Run the heavy suites only: 10,000 fuzz cases, 20 kill -9 cycles (about 15 minutes)
+	POCKETD_FUZZ_EXAMPLES=$${POCKETD_FUZZ_EXAMPLES:-10000} POCKETD_KILL_CYCLES=$${POCKETD_KILL_CYCLES:-20} \
+		$(VPY) -m pytest -m slow
 
 fmt: $(STAMP) ## Format the code
 	$(VENV)/bin/ruff format $(PY_SRC)
@@ -65,6 +73,9 @@ check: lint typecheck imports gen-check ## Formatter, linter, mypy --strict, imp
 
 bench: setup ## Run the memory benchmark (see bench/RESULTS.md); SIZE=100000 by default
 	$(VPY) -m bench memory --size $${SIZE:-100000}
+
+clean-export: ## Remove the export-only venv (.venv-export, about 1.6 GB) once the models are built
+	rm -rf $(EXPORT)
 
 clean: ## Remove the venvs, models, caches and local data
 	rm -rf $(VENV) $(EXPORT) models .numba_cache .mypy_cache .ruff_cache .pytest_cache data

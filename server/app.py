@@ -1,14 +1,20 @@
 """The composition root: build the adapters and the engine from `Settings` and run the server.
 
 The only module that knows every layer. Start-up order: bind the port (health NOT_SERVING),
-compile the kernels and open the stores off the event loop, then report SERVING. On SIGTERM or
-SIGINT: NOT_SERVING, drain the calls in flight, stop the indexer, snapshot the indexes, close the
-stores, return.
+compile the kernels and open the stores off the event loop, let the indexer catch up until at most
+`memory.hot.serving_max_pending` records wait for it (so a SERVING server never makes a writer
+wait), then report SERVING. On SIGTERM or SIGINT: NOT_SERVING, drain the calls in flight, stop the
+indexer, snapshot the indexes, close the stores, return.
+
+Anything that stops start-up for a reason the operator can fix (a busy port, a locked data
+directory, a missing model, a model that does not fit the configuration) is a `StartupError`:
+the entry point prints its one-line message and exits 2.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import logging
 import os
@@ -19,11 +25,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from kernels.warmup import compile_all
-from server.adapters.onnx_encoder import OnnxTextEncoder
+from server.adapters.onnx_encoder import ModelMissingError, OnnxTextEncoder
 from server.adapters.sqlite_store import SqliteRecordStore
 from server.adapters.tantivy_index import TantivyKeywordIndex
 from server.adapters.usearch_index import UsearchIndexSet
-from server.api.server import GrpcServer
+from server.api.server import GrpcServer, ListenError
+from server.config import BUILTIN_MODEL_DIR, model_dir
 from server.core.engine import MemoryEngine
 from server.core.settings import Settings
 
@@ -37,7 +44,11 @@ class SystemClock:
         return time.time()
 
 
-class DataDirLockedError(Exception):
+class StartupError(Exception):
+    """Start-up cannot go on; the message is one line that says what to fix."""
+
+
+class DataDirLockedError(StartupError):
     """Another pocketd already serves this data directory."""
 
 
@@ -53,16 +64,36 @@ def lock_data_dir(data_dir: Path) -> IO[str]:
     return fh
 
 
+def build_encoder(settings: Settings) -> OnnxTextEncoder | None:
+    """The built-in text encoder, checked against the configuration; None when disabled."""
+    enc_s = settings.encoder
+    if enc_s.text != "minilm":
+        return None
+    where = model_dir(settings)
+    origin = (
+        f"encoder.model_dir is {enc_s.model_dir!r}"
+        if enc_s.model_dir
+        else f"encoder.model_dir is unset, so the built-in location {BUILTIN_MODEL_DIR} is used"
+    )
+    try:
+        encoder = OnnxTextEncoder(where, enc_s.threads, enc_s.batch_size, enc_s.max_tokens)
+    except ModelMissingError as exc:
+        raise StartupError(f"{exc} ({origin})") from exc
+    dim = settings.memory.embedding_dim
+    if encoder.dim != dim:
+        raise StartupError(
+            f"memory.embedding_dim is {dim}, but the built-in encoder in {where} makes"
+            f" {encoder.dim}-d vectors: set memory.embedding_dim: {encoder.dim}, or"
+            " encoder.text: none and send vectors of your own"
+        )
+    return encoder
+
+
 def build_engine(settings: Settings) -> MemoryEngine:
     """Open every store under `server.data_dir` and wire the engine."""
     data = Path(settings.server.data_dir)
     m = settings.memory
-    enc_s = settings.encoder
-    encoder = None
-    if enc_s.text == "minilm":
-        encoder = OnnxTextEncoder(
-            Path(enc_s.model_dir), enc_s.threads, enc_s.batch_size, enc_s.max_tokens
-        )
+    encoder = build_encoder(settings)
     return MemoryEngine(
         m,
         SqliteRecordStore(data / "records.sqlite3"),
@@ -96,6 +127,24 @@ def _open(settings: Settings) -> MemoryEngine:
     return engine
 
 
+async def _catch_up(engine: MemoryEngine, settings: Settings, stop: asyncio.Event) -> None:
+    """Wait, with progress lines, until few enough records wait for the indexer to serve."""
+    limit = settings.memory.hot.serving_max_pending
+    first = engine.index_state().pending
+    if first <= limit:
+        return
+    log.info("catching up: %d records wait for the indexer (serving at <= %d)", first, limit)
+    t0 = last = time.monotonic()
+    while not stop.is_set() and (pending := engine.index_state().pending) > limit:
+        if time.monotonic() - last >= 2.0:
+            last = time.monotonic()
+            rate = (first - pending) / (last - t0)
+            log.info("catching up: %d records left (%.0f records/s)", pending, rate)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 0.05)
+    log.info("caught up in %.2fs", time.monotonic() - t0)
+
+
 async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     """Run until `stop` is set or SIGTERM/SIGINT arrives, then shut down cleanly."""
     lock = lock_data_dir(Path(settings.server.data_dir))
@@ -107,7 +156,11 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
         settings.server.worker_threads, thread_name_prefix="pocketd-worker"
     )
     grpc_server = GrpcServer(settings, executor)
-    port = await grpc_server.start(settings.server.listen)
+    try:
+        port = await grpc_server.start(settings.server.listen)
+    except ListenError as exc:
+        lock.close()
+        raise StartupError(str(exc)) from exc
     host = settings.server.listen.rsplit(":", 1)[0]
     log.info("listening on %s:%d (NOT_SERVING until loaded), pid %d", host, port, os.getpid())
     engine: MemoryEngine | None = None
@@ -118,8 +171,10 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
         done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         if opening in done:
             engine = opening.result()
-            await grpc_server.mark_serving(engine)
-            log.info("SERVING on %s:%d", host, port)
+            await _catch_up(engine, settings, stop)
+            if not stop.is_set():
+                await grpc_server.mark_serving(engine)
+                log.info("SERVING on %s:%d", host, port)
             await stopped
         else:
             engine = await opening

@@ -217,3 +217,8 @@ class UsearchIndexSet:
 
     def saved_rev(self) -> int:
         return self._saved_rev
+
+    def size(self) -> int:
+        with self._lock:
+            parts = list(self._parts.values())
+        return sum(len(p) for p in parts)

@@ -3,12 +3,15 @@ requests that passed validation."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
-from server.api.validation import ts_seconds
+from server.api.fields import MAX_SECONDS, MIN_SECONDS
+from server.api.fields import seconds as ts_seconds
 from server.core.model import (
     Blob,
     GateDecision,
@@ -35,8 +38,12 @@ def _vec(values: object) -> Vector | None:
 
 
 def _ts(seconds: float, into: Timestamp) -> None:
-    into.seconds = int(seconds // 1)
-    into.nanos = round((seconds - into.seconds) * 1e9) % 1_000_000_000
+    """Write a time; validation keeps stored times in range, and one stored before it did (by an
+    older version) is clamped into the range rather than failing every read of the record."""
+    seconds = 0.0 if math.isnan(seconds) else min(max(seconds, MIN_SECONDS), MAX_SECONDS)
+    whole = int(seconds // 1)
+    into.seconds = whole
+    into.nanos = min(round((seconds - whole) * 1e9), 999_999_999)
 
 
 def new_memory(req: spb.RememberRequest) -> NewMemory:
@@ -53,7 +60,6 @@ def new_memory(req: spb.RememberRequest) -> NewMemory:
         else None,
         source=Source(r.source.tool, r.source.round, r.source.task_id),
         source_type=SourceType(r.source_type),
-        created_at=ts_seconds(r.created_at) if r.HasField("created_at") else 0.0,
         expires_at=ts_seconds(r.expires_at) if r.HasField("expires_at") else None,
         topic=r.topic,
         tags=tuple(r.tags),
@@ -66,6 +72,7 @@ def new_memory(req: spb.RememberRequest) -> NewMemory:
         hints=WriteHints(req.hints.remember, req.hints.error_resolved),
         supersedes=tuple(req.supersedes),
         client_memory_id=bool(r.memory_id),
+        created_at=ts_seconds(r.created_at) if r.HasField("created_at") else None,
     )
 
 
@@ -85,8 +92,8 @@ def write_result(res: WriteResult) -> spb.RememberResponse:
 def memory_filter(f: spb.MemoryFilter) -> MemoryFilter:
     return MemoryFilter(
         session_id=f.session_id,
-        kinds=tuple(Kind(k) for k in f.kinds),
-        modalities=tuple(Modality(m) for m in f.modalities),
+        kinds=tuple(Kind(k) for k in dict.fromkeys(f.kinds)),
+        modalities=tuple(Modality(m) for m in dict.fromkeys(f.modalities)),
         tags=tuple(f.tags),
         created_after=ts_seconds(f.created_after) if f.HasField("created_after") else None,
         created_before=ts_seconds(f.created_before) if f.HasField("created_before") else None,
@@ -105,6 +112,7 @@ def recall_query(req: spb.RecallRequest) -> RecallQuery:
         include_obsolete=req.include_obsolete,
         include_expired=req.include_expired,
         include_vectors=req.include_vectors,
+        min_score=req.min_score if req.HasField("min_score") else None,
     )
 
 
@@ -188,4 +196,12 @@ def stats_response(st: Stats) -> spb.StatsResponse:
             for n in st.namespaces
         ],
         pending_index=st.pending_index,
+        index=spb.IndexStats(
+            head_revision=st.index.head_rev,
+            indexed_revision=st.index.indexed_rev,
+            snapshot_revision=st.index.snapshot_rev,
+            pending=st.index.pending,
+            unsnapshotted=st.index.unsnapshotted,
+            catching_up=st.index.catching_up,
+        ),
     )

@@ -6,10 +6,13 @@
 | NotFoundError             | NOT_FOUND           | ResourceInfo, BadRequest (the field) |
 | FailedPreconditionError   | FAILED_PRECONDITION | ErrorInfo (reason)                   |
 | UnavailableError          | UNAVAILABLE         | -                                    |
+| ResourceExhaustedError    | RESOURCE_EXHAUSTED  | QuotaFailure (the setting)           |
+| DeadlineExceededError     | DEADLINE_EXCEEDED   | -                                    |
+| CallCancelledError        | CANCELLED           | -                                    |
 | anything else             | INTERNAL            | - (logged with its traceback)        |
 
 A message over `server.max_message_bytes` never reaches a handler: gRPC itself answers
-RESOURCE_EXHAUSTED.
+RESOURCE_EXHAUSTED. A message that cannot be decoded is answered by `server.api.guard`.
 """
 
 from __future__ import annotations
@@ -23,10 +26,13 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from server.core.errors import (
+    CallCancelledError,
+    DeadlineExceededError,
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
     PocketdError,
+    ResourceExhaustedError,
     UnavailableError,
 )
 
@@ -76,6 +82,17 @@ def to_status(exc: BaseException) -> status_pb2.Status:
         return _status(code_pb2.FAILED_PRECONDITION, str(exc), info2)
     if isinstance(exc, UnavailableError):
         return _status(code_pb2.UNAVAILABLE, str(exc) or "server is not serving")
+    if isinstance(exc, ResourceExhaustedError):
+        quota = error_details_pb2.QuotaFailure(
+            violations=[
+                error_details_pb2.QuotaFailure.Violation(subject=exc.limit, description=str(exc))
+            ]
+        )
+        return _status(code_pb2.RESOURCE_EXHAUSTED, str(exc), quota)
+    if isinstance(exc, DeadlineExceededError):
+        return _status(code_pb2.DEADLINE_EXCEEDED, str(exc))
+    if isinstance(exc, CallCancelledError):
+        return _status(code_pb2.CANCELLED, str(exc))
     if isinstance(exc, PocketdError):
         log.error("unmapped domain error %s", type(exc).__name__, exc_info=exc)
     else:

@@ -6,6 +6,8 @@ from the moment a drain begins, so load balancers stop sending work before calls
 
 from __future__ import annotations
 
+import errno
+import socket
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
@@ -14,11 +16,36 @@ from grpc_reflection.v1alpha import reflection
 
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
+from server.api.guard import DecodeGuard
 from server.api.servicer import MemoryServicer
 from server.core.engine import MemoryEngine
 from server.core.settings import Settings
 
 SERVICE_NAME = spb.DESCRIPTOR.services_by_name["MemoryService"].full_name
+
+
+class ListenError(Exception):
+    """The address cannot be listened on (in use, not local, not resolvable)."""
+
+
+def _probe(listen: str) -> None:
+    """Fail with a clear `ListenError` if `listen` is taken, before gRPC tries (its own failure
+    is a C-level log line and a bare RuntimeError)."""
+    host, _, port = listen.rpartition(":")
+    if int(port) == 0:
+        return
+    host = host.strip("[]")
+    try:
+        infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise ListenError(f"cannot listen on {listen}: {exc.strerror}") from exc
+    family, kind, proto, _, addr = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        try:
+            sock.bind(addr)
+        except OSError as exc:
+            why = "the port is in use" if exc.errno == errno.EADDRINUSE else exc.strerror
+            raise ListenError(f"cannot listen on {listen}: {why}") from exc
 
 
 class GrpcServer:
@@ -27,11 +54,12 @@ class GrpcServer:
     def __init__(self, settings: Settings, executor: ThreadPoolExecutor) -> None:
         limit = settings.server.max_message_bytes
         self.server = grpc.aio.server(
+            interceptors=[DecodeGuard()],
             options=[
                 ("grpc.max_receive_message_length", limit),
                 ("grpc.max_send_message_length", limit),
                 ("grpc.so_reuseport", 0),
-            ]
+            ],
         )
         self.servicer = MemoryServicer(settings, executor)
         spb_grpc.add_MemoryServiceServicer_to_server(self.servicer, self.server)
@@ -44,9 +72,13 @@ class GrpcServer:
 
     async def start(self, listen: str) -> int:
         """Bind and start (NOT_SERVING); return the bound port (useful with port 0)."""
-        self.port = self.server.add_insecure_port(listen)
+        _probe(listen)
+        try:
+            self.port = self.server.add_insecure_port(listen)
+        except RuntimeError as exc:
+            raise ListenError(f"cannot listen on {listen}") from exc
         if self.port == 0:
-            raise OSError(f"cannot listen on {listen}")
+            raise ListenError(f"cannot listen on {listen}")
         await self._set(health_pb2.HealthCheckResponse.NOT_SERVING)
         await self.server.start()
         return self.port

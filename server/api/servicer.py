@@ -1,22 +1,28 @@
 """MemoryService handlers: validate, convert, run the engine off the event loop, convert back.
 
-Handlers stay thin: all logic is in `server.core`. Blocking engine calls run in a bounded thread
-pool (usearch, tantivy, onnxruntime, numba and SQLite all release the GIL for their heavy work).
+Handlers stay thin: all logic is in `server.core`. Each call goes through `_call`: admission and
+the per-call log (`server.api.calls`), validation of the whole request, then the blocking engine
+call in the bounded worker pool with the call's `Deadline` (usearch, tantivy, onnxruntime, numba
+and SQLite all release the GIL for their heavy work).
 """
 
 from __future__ import annotations
 
-import asyncio
+import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from grpc_status import rpc_status
+
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 from server.api import convert
-from server.api.errors import abort
+from server.api.calls import CallRecord, CallRunner, code_name
+from server.api.errors import to_status
 from server.api.validation import Validator, Violations
+from server.core.deadline import Deadline
 from server.core.engine import MemoryEngine
 from server.core.errors import UnavailableError
 from server.core.settings import Settings
@@ -24,6 +30,7 @@ from server.core.settings import Settings
 T = TypeVar("T")
 # grpc.aio.ServicerContext: grpc ships no type hints, so it is Any to mypy either way.
 Ctx = Any
+log = logging.getLogger(__name__)
 
 
 class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
@@ -31,7 +38,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
 
     def __init__(self, settings: Settings, executor: ThreadPoolExecutor) -> None:
         self._validator = Validator(settings)
-        self._executor = executor
+        self._calls = CallRunner(settings.server, executor)
         self._engine: MemoryEngine | None = None
 
     def ready(self, engine: MemoryEngine) -> None:
@@ -39,75 +46,108 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
 
     def _eng(self) -> MemoryEngine:
         if self._engine is None:
-            raise UnavailableError("pocketd is starting: stores are still loading")
+            raise UnavailableError("pocketd is starting: stores are loading or catching up")
         return self._engine
 
     async def _call(
         self,
         context: Ctx,
+        rec: CallRecord,
         validate: Callable[[Violations], None],
-        work: Callable[[MemoryEngine], T],
+        work: Callable[[MemoryEngine, Deadline], T],
         rename: Callable[[Exception], Exception] = lambda e: e,
     ) -> T:
-        """Validate on the loop, then convert and run the engine call in the executor."""
+        """Admit, validate on the loop, then run `work` in the pool under the call's deadline."""
+        log.debug("%s ns=%s started", rec.method, rec.namespace or "-")
         try:
-            v = Violations()
-            validate(v)
-            v.raise_if_any()
-            eng = self._eng()
-            return await asyncio.get_running_loop().run_in_executor(self._executor, work, eng)
+            self._calls.admit()
+            try:
+                v = Violations()
+                validate(v)
+                v.raise_if_any()
+                eng = self._eng()
+                deadline = self._calls.deadline(context.time_remaining())
+            except BaseException:
+                self._calls.release()
+                raise
+            return await self._calls.run(lambda d: work(eng, d), deadline)
         except Exception as exc:
-            await abort(context, rename(exc))
+            status = to_status(rename(exc))
+            rec.status = code_name(status.code)
+            await context.abort_with_status(rpc_status.to_status(status))
             raise  # unreachable: abort raises
+        except BaseException:  # the client went away (asyncio cancelled the handler)
+            rec.status = "CANCELLED"
+            raise
+        finally:
+            self._calls.log(rec)
 
     async def Remember(self, request: spb.RememberRequest, context: Ctx) -> spb.RememberResponse:
         return await self._call(
             context,
+            CallRecord("Remember", request.record.namespace, 1),
             lambda v: self._validator.remember(v, "", request, time.time()),
-            lambda eng: convert.write_result(eng.remember([convert.new_memory(request)])[0]),
+            lambda eng, d: convert.write_result(eng.remember([convert.new_memory(request)], d)[0]),
             _single,
         )
 
     async def RememberBatch(
         self, request: spb.RememberBatchRequest, context: Ctx
     ) -> spb.RememberBatchResponse:
-        def work(eng: MemoryEngine) -> spb.RememberBatchResponse:
-            results = eng.remember([convert.new_memory(it) for it in request.items])
+        def work(eng: MemoryEngine, d: Deadline) -> spb.RememberBatchResponse:
+            results = eng.remember([convert.new_memory(it) for it in request.items], d)
             return spb.RememberBatchResponse(results=[convert.write_result(r) for r in results])
 
+        first = request.items[0].record.namespace if request.items else ""
         return await self._call(
-            context, lambda v: self._validator.remember_batch(v, request, time.time()), work
+            context,
+            CallRecord("RememberBatch", first, len(request.items)),
+            lambda v: self._validator.remember_batch(v, request, time.time()),
+            work,
         )
 
     async def Recall(self, request: spb.RecallRequest, context: Ctx) -> spb.RecallResponse:
-        return await self._call(
-            context,
-            lambda v: self._validator.recall(v, request),
-            lambda eng: convert.recall_response(eng.recall(convert.recall_query(request))),
-        )
+        rec = CallRecord("Recall", request.namespace, 0)
+
+        def work(eng: MemoryEngine, d: Deadline) -> spb.RecallResponse:
+            res = eng.recall(convert.recall_query(request), d)
+            rec.items = len(res.hits)
+            return convert.recall_response(res)
+
+        return await self._call(context, rec, lambda v: self._validator.recall(v, request), work)
 
     async def Get(self, request: spb.GetRequest, context: Ctx) -> spb.GetResponse:
-        def work(eng: MemoryEngine) -> spb.GetResponse:
+        def work(eng: MemoryEngine, d: Deadline) -> spb.GetResponse:
             rec, vec = eng.get(request.namespace, request.memory_id, request.include_vector)
             return spb.GetResponse(record=convert.record_pb(rec, vec))
 
-        return await self._call(context, lambda v: self._validator.get(v, request), work)
+        return await self._call(
+            context,
+            CallRecord("Get", request.namespace, 1),
+            lambda v: self._validator.get(v, request),
+            work,
+        )
 
     async def Forget(self, request: spb.ForgetRequest, context: Ctx) -> spb.ForgetResponse:
-        def work(eng: MemoryEngine) -> spb.ForgetResponse:
+        rec = CallRecord("Forget", request.namespace, 0)
+
+        def work(eng: MemoryEngine, d: Deadline) -> spb.ForgetResponse:
             if request.WhichOneof("target") == "memory_id":
-                n = eng.forget(request.namespace, request.memory_id, None)
+                n = eng.forget(request.namespace, request.memory_id, None, d)
             else:
-                n = eng.forget(request.namespace, None, convert.memory_filter(request.filter))
+                flt = convert.memory_filter(request.filter)
+                n = eng.forget(request.namespace, None, flt, d)
+            rec.items = n
             return spb.ForgetResponse(forgotten_count=n)
 
-        return await self._call(context, lambda v: self._validator.forget(v, request), work)
+        return await self._call(context, rec, lambda v: self._validator.forget(v, request), work)
 
     async def Stats(self, request: spb.StatsRequest, context: Ctx) -> spb.StatsResponse:
         return await self._call(
             context,
+            CallRecord("Stats", request.namespace, 0),
             lambda v: self._validator.stats(v, request),
-            lambda eng: convert.stats_response(eng.stats(request.namespace)),
+            lambda eng, d: convert.stats_response(eng.stats(request.namespace)),
         )
 
 

@@ -2,25 +2,30 @@
 
 Violations are collected (not raised at the first) so a client sees every problem at once, then
 raised as one `InvalidArgumentError`, which `server.api.errors` turns into INVALID_ARGUMENT with a
-`google.rpc.BadRequest` detail.
+`google.rpc.BadRequest` detail. A request is validated whole before anything is stored, and every
+repeated and string field has a cap (`limits.*`, or the fixed lengths of `server.api.fields`), so
+no request can cost more than its caps allow.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sized
+from collections.abc import Collection, Sized
 
-import numpy as np
+from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
+from server.api import fields as f
 from server.core.errors import FieldViolation, InvalidArgumentError
 from server.core.settings import Settings
 
-NAMESPACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$")
-MEMORY_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 MAX_FUTURE_SECONDS = 300.0
+MAX_ID_CHARS = 128
+MAX_TAG_CHARS = 64
+MAX_LABEL_CHARS = 128
+MAX_URI_CHARS = 2048
+MAX_SCORE = 10.0
 
 _KINDS = set(pb.MemoryKind.values()) - {pb.MEMORY_KIND_UNSPECIFIED}
 _MODALITIES = set(pb.Modality.values())
@@ -36,13 +41,13 @@ class Violations:
     def add(self, field: str, description: str) -> None:
         self.items.append(FieldViolation(field, description))
 
+    def add_if(self, field: str, problem: str | None) -> None:
+        if problem is not None:
+            self.add(field, problem)
+
     def raise_if_any(self) -> None:
         if self.items:
             raise InvalidArgumentError(self.items)
-
-
-def ts_seconds(ts: Timestamp) -> float:
-    return ts.seconds + ts.nanos / 1e9
 
 
 class Validator:
@@ -56,50 +61,65 @@ class Validator:
         if not value:
             if required:
                 v.add(field, "is required")
-        elif not NAMESPACE_RE.match(value):
-            v.add(
-                field,
-                "must be 1-128 characters of [A-Za-z0-9_.:/-], starting with a letter or digit",
-            )
+        elif not f.matches(f.NAMESPACE_RE, value):
+            v.add(field, f.NAMESPACE_RULE)
 
     def memory_id(self, v: Violations, field: str, value: str) -> None:
         if not value:
             v.add(field, "is required")
-        elif not MEMORY_ID_RE.match(value):
-            v.add(field, "must be 1-128 characters of [A-Za-z0-9_.:-]")
+        elif not f.matches(f.MEMORY_ID_RE, value):
+            v.add(field, f.MEMORY_ID_RULE)
+
+    def _session_id(self, v: Violations, field: str, value: str) -> None:
+        if value and not f.matches(f.SESSION_ID_RE, value):
+            v.add(field, f.SESSION_ID_RULE)
 
     def vector(self, v: Violations, field: str, values: Sized) -> None:
-        n = len(values)
-        if n == 0:
-            return
-        if n != self._dim:
-            v.add(field, f"has {n} values; memory.embedding_dim is {self._dim}")
-            return
-        arr = np.array(values, dtype=np.float32)  # ~2 µs: the repeated field exposes a buffer
-        if not np.isfinite(arr).all():
-            v.add(field, "contains NaN or Inf")
-        elif not np.any(arr):
-            v.add(field, "is the zero vector, which has no direction")
+        if len(values):
+            v.add_if(field, f.vector_problem(values, self._dim))
 
-    def _text(self, v: Violations, field: str, value: str) -> None:
-        if len(value) > self._lim.max_text_chars:
-            v.add(field, f"has {len(value)} characters; the maximum is {self._lim.max_text_chars}")
-
-    def _short(self, v: Violations, field: str, value: str, limit: int = 128) -> None:
+    def _chars(self, v: Violations, field: str, value: str, limit: int) -> None:
         if len(value) > limit:
             v.add(field, f"has {len(value)} characters; the maximum is {limit}")
+
+    def _label(self, v: Violations, field: str, value: str, limit: int = MAX_LABEL_CHARS) -> None:
+        if value:
+            v.add_if(field, f.label_problem(value, limit))
 
     def _enum(self, v: Violations, field: str, value: int, allowed: set[int], name: str) -> None:
         if value not in allowed:
             v.add(field, f"{value} is not a known {name} value")
 
-    def _tags(self, v: Violations, field: str, tags: Iterable[str]) -> None:
-        tags = list(tags)
-        if len(tags) > self._lim.max_tags:
-            v.add(field, f"has {len(tags)} tags; the maximum is {self._lim.max_tags}")
-        for i, t in enumerate(tags):
-            if not t or len(t) > 64:
-                v.add(f"{field}[{i}]", "must be 1-64 characters")
+    def _count(self, v: Violations, field: str, n: int, limit: int, what: str) -> bool:
+        """Check a repeated field's length; False (and nothing else checked) when over."""
+        if n > limit:
+            v.add(field, f"has {n} {what}; the maximum is {limit}")
+            return False
+        return True
+
+    def _tags(self, v: Violations, field: str, tags: Collection[str]) -> None:
+        if self._count(v, field, len(tags), self._lim.max_tags, "tags"):
+            for i, t in enumerate(tags):
+                v.add_if(f"{field}[{i}]", f.label_problem(t, MAX_TAG_CHARS))
+
+    def _time(self, v: Violations, field: str, msg: Message, name: str) -> float | None:
+        """Check the timestamp `msg.name` if set; its seconds, or None (unset or out of range)."""
+        if not msg.HasField(name):
+            return None
+        ts: Timestamp = getattr(msg, name)
+        problem = f.timestamp_problem(ts)
+        v.add_if(f"{field}.{name}", problem)
+        return None if problem else f.seconds(ts)
+
+    def _blob(self, v: Violations, p: str, b: pb.BlobRef) -> None:
+        if b.uri:
+            v.add_if(f"{p}.uri", f.uri_problem(b.uri, MAX_URI_CHARS))
+        elif b.mime_type or b.sha256 or b.size_bytes:
+            v.add(f"{p}.uri", "is required when any other blob field is set")
+        if b.mime_type and not f.matches(f.MIME_RE, b.mime_type):
+            v.add(f"{p}.mime_type", "must be a MIME type such as image/png (type/subtype)")
+        if b.sha256 and not f.matches(f.SHA256_RE, b.sha256):
+            v.add(f"{p}.sha256", "must be 64 lower-case hex digits")
 
     def record(self, v: Violations, p: str, r: pb.MemoryRecord, now: float) -> None:
         self.namespace(v, f"{p}.namespace", r.namespace)
@@ -113,23 +133,24 @@ class Validator:
         self._enum(v, f"{p}.source_type", r.source_type, _SOURCE_TYPES, "SourceType")
         if not r.text and not r.vector and not r.blob.uri:
             v.add(f"{p}", "needs at least one of text, vector or blob.uri")
-        self._text(v, f"{p}.text", r.text)
+        self._chars(v, f"{p}.text", r.text, self._lim.max_text_chars)
         self.vector(v, f"{p}.vector", r.vector)
         if r.HasField("importance") and not 1 <= r.importance <= 5:
             v.add(f"{p}.importance", f"{r.importance} is outside 1-5")
-        for name in ("session_id", "topic", "group_id"):
-            self._short(v, f"{p}.{name}", getattr(r, name))
-        self._short(v, f"{p}.source.tool", r.source.tool)
-        self._short(v, f"{p}.source.task_id", r.source.task_id)
-        self._short(v, f"{p}.blob.uri", r.blob.uri, 2048)
-        self._short(v, f"{p}.blob.mime_type", r.blob.mime_type)
+        self._session_id(v, f"{p}.session_id", r.session_id)
+        if r.group_id and not f.matches(f.MEMORY_ID_RE, r.group_id):
+            v.add(f"{p}.group_id", f.MEMORY_ID_RULE)
+        self._label(v, f"{p}.topic", r.topic)
+        self._label(v, f"{p}.source.tool", r.source.tool)
+        self._session_id(v, f"{p}.source.task_id", r.source.task_id)
+        self._blob(v, f"{p}.blob", r.blob)
         self._tags(v, f"{p}.tags", r.tags)
-        created = ts_seconds(r.created_at) if r.HasField("created_at") else now
-        if created > now + MAX_FUTURE_SECONDS:
-            v.add(f"{p}.created_at", "is more than 5 minutes in the future")
-        if created < 0:
-            v.add(f"{p}.created_at", "is before 1970")
-        if r.HasField("expires_at") and ts_seconds(r.expires_at) <= created:
+        created = self._time(v, p, r, "created_at")
+        if created is not None and created > now + MAX_FUTURE_SECONDS:
+            v.add(f"{p}.created_at", "is more than 5 minutes ahead of the server's clock")
+        expires = self._time(v, p, r, "expires_at")
+        base = created if r.HasField("created_at") else now
+        if expires is not None and base is not None and expires <= base:
             v.add(f"{p}.expires_at", "must be after created_at")
 
     def remember(self, v: Violations, p: str, req: spb.RememberRequest, now: float) -> None:
@@ -137,18 +158,16 @@ class Validator:
             v.add(f"{p}record", "is required")
             return
         self.record(v, f"{p}record", req.record, now)
-        if len(req.supersedes) > self._lim.max_supersedes:
-            v.add(
-                f"{p}supersedes",
-                f"has {len(req.supersedes)} ids; the maximum is {self._lim.max_supersedes}",
-            )
-        for i, mid in enumerate(req.supersedes):
-            self.memory_id(v, f"{p}supersedes[{i}]", mid)
+        n = len(req.supersedes)
+        if self._count(v, f"{p}supersedes", n, self._lim.max_supersedes, "ids"):
+            for i, mid in enumerate(req.supersedes):
+                self.memory_id(v, f"{p}supersedes[{i}]", mid)
 
     def remember_batch(self, v: Violations, req: spb.RememberBatchRequest, now: float) -> None:
         n = len(req.items)
         if not 1 <= n <= self._lim.max_batch_items:
             v.add("items", f"has {n} items; it must have 1-{self._lim.max_batch_items}")
+            return
         seen: dict[tuple[str, str], int] = {}
         for i, item in enumerate(req.items):
             self.remember(v, f"items[{i}].", item, now)
@@ -160,33 +179,35 @@ class Validator:
                         f"items[{i}].record.memory_id", f"repeats items[{first}].record.memory_id"
                     )
 
-    def filter(self, v: Violations, p: str, f: spb.MemoryFilter) -> None:
-        self._short(v, f"{p}.session_id", f.session_id)
-        for i, k in enumerate(f.kinds):
-            self._enum(v, f"{p}.kinds[{i}]", k, _KINDS, "MemoryKind")
-        for i, m in enumerate(f.modalities):
-            self._enum(
-                v, f"{p}.modalities[{i}]", m, _MODALITIES - {pb.MODALITY_UNSPECIFIED}, "Modality"
-            )
-        self._tags(v, f"{p}.tags", f.tags)
-        if f.min_importance > 5:
-            v.add(f"{p}.min_importance", f"{f.min_importance} is outside 0-5")
-        if (
-            f.HasField("created_after")
-            and f.HasField("created_before")
-            and ts_seconds(f.created_after) >= ts_seconds(f.created_before)
-        ):
+    def filter(self, v: Violations, p: str, flt: spb.MemoryFilter) -> None:
+        self._session_id(v, f"{p}.session_id", flt.session_id)
+        cap = self._lim.max_filter_values
+        if self._count(v, f"{p}.kinds", len(flt.kinds), cap, "entries"):
+            for i, k in enumerate(flt.kinds):
+                self._enum(v, f"{p}.kinds[{i}]", k, _KINDS, "MemoryKind")
+        if self._count(v, f"{p}.modalities", len(flt.modalities), cap, "entries"):
+            known = _MODALITIES - {pb.MODALITY_UNSPECIFIED}
+            for i, m in enumerate(flt.modalities):
+                self._enum(v, f"{p}.modalities[{i}]", m, known, "Modality")
+        self._tags(v, f"{p}.tags", flt.tags)
+        if flt.min_importance > 5:
+            v.add(f"{p}.min_importance", f"{flt.min_importance} is outside 0-5")
+        after = self._time(v, p, flt, "created_after")
+        before = self._time(v, p, flt, "created_before")
+        if after is not None and before is not None and after >= before:
             v.add(f"{p}.created_before", "must be after created_after")
 
     def recall(self, v: Violations, req: spb.RecallRequest) -> None:
         self.namespace(v, "namespace", req.namespace)
         if not req.query_text and not req.query_vector:
             v.add("query_text", "query_text or query_vector is required")
-        self._text(v, "query_text", req.query_text)
+        self._chars(v, "query_text", req.query_text, self._lim.max_query_chars)
         self.vector(v, "query_vector", req.query_vector)
         self._enum(v, "query_modality", req.query_modality, _MODALITIES, "Modality")
         if req.HasField("top_k") and not 1 <= req.top_k <= self._lim.max_top_k:
             v.add("top_k", f"{req.top_k} is outside 1-{self._lim.max_top_k}")
+        if req.HasField("min_score") and not 0.0 <= req.min_score <= MAX_SCORE:
+            v.add("min_score", f"{req.min_score} is outside 0-{MAX_SCORE:g}")
         self.filter(v, "filter", req.filter)
 
     def get(self, v: Violations, req: spb.GetRequest) -> None:

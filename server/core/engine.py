@@ -14,10 +14,12 @@ import time
 import numpy as np
 
 from server.core.columns import Columns
+from server.core.deadline import Deadline, no_deadline
 from server.core.errors import FailedPreconditionError, NotFoundError
 from server.core.hot import HotTier
 from server.core.indexer import Indexer
 from server.core.model import (
+    IndexState,
     MemoryFilter,
     NamespaceStats,
     NewMemory,
@@ -36,6 +38,8 @@ from server.core.settings import MemorySettings
 from server.core.writer import Writer, unit
 
 log = logging.getLogger(__name__)
+# Texts encoded between two deadline checks (a few encoder batches: ~0.1 s on two cores).
+ENCODE_CHUNK = 64
 
 
 class MemoryEngine:
@@ -112,7 +116,7 @@ class MemoryEngine:
         self._keywords.close()
         self._store.close()
 
-    def _encode(self, texts: list[str], what: str) -> Vector:
+    def _encode(self, texts: list[str], what: str, deadline: Deadline) -> Vector:
         if self._encoder is None:
             raise FailedPreconditionError(
                 f"{what} has no vector and the built-in encoder is disabled (encoder.text: none)",
@@ -125,25 +129,38 @@ class MemoryEngine:
                 f" but memory.embedding_dim is {self._s.embedding_dim}",
                 reason="ENCODER_DIM_MISMATCH",
             )
-        return self._encoder.encode(texts)
+        out = np.empty((len(texts), self._encoder.dim), dtype=np.float32)
+        for start in range(0, len(texts), ENCODE_CHUNK):
+            deadline.check("encoding")
+            out[start : start + ENCODE_CHUNK] = self._encoder.encode(
+                texts[start : start + ENCODE_CHUNK]
+            )
+        return out
 
-    def remember(self, items: list[NewMemory]) -> list[WriteResult]:
-        """Encode what has no vector (in one batch), then write through the gate."""
+    def remember(
+        self, items: list[NewMemory], deadline: Deadline | None = None
+    ) -> list[WriteResult]:
+        """Encode what has no vector (in chunks, checking the deadline between them), then write
+        through the gate."""
+        deadline = deadline or no_deadline()
         need = [i for i, it in enumerate(items) if it.vector is None]
         if need:
-            vecs = self._encode([items[i].record.text for i in need], f"items[{need[0]}].record")
+            vecs = self._encode(
+                [items[i].record.text for i in need], f"items[{need[0]}].record", deadline
+            )
             for row, i in enumerate(need):
                 items[i].vector = vecs[row]
-        results = self._writer.write(items)
+        results = self._writer.write(items, deadline)
         self.indexer.wake()
         return results
 
-    def recall(self, q: RecallQuery) -> RecallResult:
+    def recall(self, q: RecallQuery, deadline: Deadline | None = None) -> RecallResult:
+        deadline = deadline or no_deadline()
         if q.vector is None and q.text:
-            q.vector = self._encode([q.text], "the query")[0]
+            q.vector = self._encode([q.text], "the query", deadline)[0]
         elif q.vector is not None:
             q.vector = unit(q.vector)
-        return self.retriever.recall(q)
+        return self.retriever.recall(q, deadline)
 
     def get(
         self, namespace: str, memory_id: str, include_vector: bool
@@ -156,7 +173,13 @@ class MemoryEngine:
         vec = self._store.get_vectors([key]).get(key) if include_vector else None
         return rec, vec
 
-    def forget(self, namespace: str, memory_id: str | None, flt: MemoryFilter | None) -> int:
+    def forget(
+        self,
+        namespace: str,
+        memory_id: str | None,
+        flt: MemoryFilter | None,
+        deadline: Deadline | None = None,
+    ) -> int:
         if memory_id is not None:
             key = self._store.key_of(namespace, memory_id)
             if key is None:
@@ -169,6 +192,7 @@ class MemoryEngine:
             keys = self.columns.matching_keys(
                 ns_id, None, flt or MemoryFilter(), self._clock.now(), True, True
             ).tolist()
+        (deadline or no_deadline()).check("the delete")
         n = self._store.delete(keys)
         for key in keys:
             self.columns.drop(key)
@@ -192,4 +216,14 @@ class MemoryEngine:
                 TierCount(Tier.COLD, 0),
             )
             out.append(NamespaceStats(ns, total, obsolete, tiers))
-        return Stats(tuple(out), self.hot.pending())
+        return Stats(tuple(out), self.hot.pending(), self.index_state())
+
+    def index_state(self) -> IndexState:
+        """How far the warm indexes are behind the record store (for Stats and start-up)."""
+        return IndexState(
+            head_rev=self._store.head_rev(),
+            indexed_rev=self.indexer.rev,
+            snapshot_rev=self._vectors.saved_rev(),
+            pending=self.hot.pending(),
+            unsnapshotted=self.indexer.unsnapshotted,
+        )

@@ -46,3 +46,19 @@ class FailedPreconditionError(PocketdError):
 
 class UnavailableError(PocketdError):
     """The server is starting or shutting down; the call may be retried."""
+
+
+class DeadlineExceededError(PocketdError):
+    """The caller's deadline passed before the work was done; it was stopped."""
+
+
+class CallCancelledError(PocketdError):
+    """The caller cancelled the call; its work was stopped."""
+
+
+class ResourceExhaustedError(PocketdError):
+    """A server limit is reached; `limit` names the setting (for QuotaFailure)."""
+
+    def __init__(self, message: str, limit: str) -> None:
+        self.limit = limit
+        super().__init__(message)

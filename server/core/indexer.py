@@ -2,8 +2,10 @@
 
 Each step reads the rows changed since the last indexed revision, upserts live rows into their
 partition's HNSW index and into BM25, removes forgotten rows from both, commits BM25, then marks
-the rows indexed in the hot tier (which may then evict them). The vector indexes are snapshotted
-every `snapshot_seconds` and on stop.
+the rows indexed in the hot tier (which may then evict them). BM25 commits every step. The vector
+indexes are snapshotted by the amount of work a crash would redo as well as by time: once
+`snapshot_rows` rows (or `snapshot_fraction` of the index, if more) were indexed since the last
+snapshot, after `snapshot_seconds` with any, and on stop.
 
 On start it resumes from the older of the two indexes' saved revisions, so after a crash the
 indexes are caught up from the record store; replaying a row is harmless since every index
@@ -48,6 +50,8 @@ class Indexer:
         self._clock = clock
         self._lock = publish_lock
         self.rev = min(vectors.saved_rev(), keywords.committed_rev())
+        # Rows indexed since the vector snapshot (replayed rows included).
+        self.unsnapshotted = 0
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -90,13 +94,29 @@ class Indexer:
             self._hot.mark_indexed(r.key for r in live)
             self._hot.evict(self._clock.now())
         self.rev = rev
-        if time.monotonic() - self._last_snapshot >= self._s.snapshot_seconds:
+        self.unsnapshotted += len(rows)
+        if self._snapshot_due():
             self.snapshot()
         return len(rows)
 
+    def _snapshot_due(self) -> bool:
+        if not self.unsnapshotted:
+            return False
+        rows = max(self._s.snapshot_rows, self._s.snapshot_fraction * self._vectors.size())
+        late = time.monotonic() - self._last_snapshot >= self._s.snapshot_seconds
+        return self.unsnapshotted >= rows or late
+
     def snapshot(self) -> None:
         """Persist the vector indexes at the current revision."""
+        t0 = time.monotonic()
         self._vectors.save(self.rev)
+        log.debug(
+            "vector snapshot at rev %d (%d rows since the last) in %.3fs",
+            self.rev,
+            self.unsnapshotted,
+            time.monotonic() - t0,
+        )
+        self.unsnapshotted = 0
         self._last_snapshot = time.monotonic()
 
     def catch_up(self) -> None:

@@ -112,6 +112,8 @@ class NewMemory(msgspec.Struct):
     hints: WriteHints = msgspec.field(default_factory=WriteHints)
     supersedes: tuple[str, ...] = ()
     client_memory_id: bool = False
+    # When it happened, as the client said; None: now. (1970-01-01 is a valid time, not "unset".)
+    created_at: float | None = None
 
 
 class WriteResult(msgspec.Struct, frozen=True):
@@ -146,6 +148,8 @@ class RecallQuery(msgspec.Struct):
     include_obsolete: bool = False
     include_expired: bool = False
     include_vectors: bool = False
+    # The relevance floor on the fused score; None: `hybrid_search.min_score`.
+    min_score: float | None = None
 
 
 class Score(msgspec.Struct, frozen=True):
@@ -185,6 +189,23 @@ class NamespaceStats(msgspec.Struct, frozen=True):
     tiers: tuple[TierCount, ...]
 
 
+class IndexState(msgspec.Struct, frozen=True):
+    """How far the warm indexes are behind the record store."""
+
+    head_rev: int
+    indexed_rev: int
+    snapshot_rev: int
+    # Acknowledged records not yet in the warm indexes.
+    pending: int
+    # Indexed rows not yet in a vector snapshot: what a crash would re-index on restart.
+    unsnapshotted: int
+
+    @property
+    def catching_up(self) -> bool:
+        return self.indexed_rev < self.head_rev
+
+
 class Stats(msgspec.Struct, frozen=True):
     namespaces: tuple[NamespaceStats, ...]
     pending_index: int
+    index: IndexState

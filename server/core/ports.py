@@ -103,6 +103,10 @@ class VectorIndexSet(Protocol):
 
     def saved_rev(self) -> int: ...
 
+    def size(self) -> int:
+        """Vectors in every partition."""
+        ...
+
 
 class KeywordIndex(Protocol):
     """A BM25 index over memory text, filtered by namespace."""

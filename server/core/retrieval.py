@@ -27,6 +27,7 @@ from kernels.fusion import fuse, normalise_by_max
 from kernels.rank import rank_final
 from kernels.scan import exact_topk
 from server.core.columns import Columns
+from server.core.deadline import Deadline
 from server.core.hot import HotTier
 from server.core.model import (
     Hit,
@@ -78,7 +79,7 @@ class Retriever:
             return self._s.image_vector_weight, self._s.image_keyword_weight
         return self._s.vector_weight, self._s.keyword_weight
 
-    def recall(self, q: RecallQuery) -> RecallResult:
+    def recall(self, q: RecallQuery, deadline: Deadline) -> RecallResult:
         t0 = time.perf_counter()
         now = self._clock.now()
         w_vec, w_kw = self.weights(q)
@@ -94,9 +95,11 @@ class Retriever:
                 )
 
             if q.vector is not None:
-                vec = self._vector_channel(q, q.vector, ns_id, now, mask_fn)
+                vec = self._vector_channel(q, q.vector, ns_id, now, mask_fn, deadline)
             if q.text:
+                deadline.check("the keyword channel")
                 kw = self._keyword_channel(q, mask_fn)
+        deadline.check("ranking")
         hits = self._rank(q, vec, kw, w_vec, w_kw, top_k, now)
         return RecallResult(
             hits=hits,
@@ -107,12 +110,15 @@ class Retriever:
             took_micros=int((time.perf_counter() - t0) * 1e6),
         )
 
-    def _vector_channel(self, q: RecallQuery, query: Vector, ns_id: int, now: float, mask_fn):  # type: ignore[no-untyped-def]
+    def _vector_channel(  # type: ignore[no-untyped-def]
+        self, q: RecallQuery, query: Vector, ns_id: int, now: float, mask_fn, deadline: Deadline
+    ):
         depth = self._s.candidates_per_channel
         out: dict[int, float] = {}
         kinds = q.filter.kinds or tuple(_KINDS)
         selective = q.filter != MemoryFilter(kinds=q.filter.kinds)
         for kind in kinds:
+            deadline.check("a vector partition")
             part = self._vectors.partition(q.namespace, int(kind), False)
             if part is None or len(part) == 0:
                 continue
@@ -173,6 +179,13 @@ class Retriever:
         vh = np.array([k in vec for k in keys.tolist()], dtype=np.bool_)
         kh = np.array([k in kw for k in keys.tolist()], dtype=np.bool_)
         fused = fuse(v, b, vh, kh, w_vec, w_kw, self._s.both_boost)
+        floor = self._s.min_score if q.min_score is None else q.min_score
+        relevant = fused >= floor
+        if not relevant.all():
+            keys, fused = keys[relevant], fused[relevant]
+            v, b, vh, kh = v[relevant], b[relevant], vh[relevant], kh[relevant]
+            if len(keys) == 0:
+                return []
         c = self._cols
         decays = np.isin(c.kind[keys], self._decay_kinds)
         decay = step_decay(now - c.refreshed[keys], decays, self._thresholds, self._factors)

@@ -7,7 +7,22 @@ embedded defaults. The memory defaults are those of the design documents (seed 0
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
+from msgspec import Meta
+
+# Every numeric key has a range; a value outside it stops start-up (exit 2) naming the key.
+Port = Annotated[int, Meta(ge=0, le=65_535)]
+Importance = Annotated[int, Meta(ge=1, le=5)]
+Ratio = Annotated[float, Meta(ge=0.0, le=1.0)]
+Seconds = Annotated[float, Meta(gt=0.0, le=10 * 365 * 86_400.0)]
+Threads = Annotated[int, Meta(ge=1, le=256)]
+
+
+def between(lo: float, hi: float) -> Meta:
+    """A closed range, for the keys whose bounds are their own."""
+    return Meta(ge=lo, le=hi)
 
 
 class ServerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -16,31 +31,43 @@ class ServerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     listen: str = "127.0.0.1:50051"
     data_dir: str = "./data"
     # Larger messages are refused with RESOURCE_EXHAUSTED before they are parsed.
-    max_message_bytes: int = 16 * 1024 * 1024
+    max_message_bytes: Annotated[int, between(1024, 1 << 30)] = 16 * 1024 * 1024
     # Seconds that SIGTERM waits for calls in flight before cancelling them.
-    drain_seconds: float = 10.0
+    drain_seconds: Annotated[float, between(0.0, 3600.0)] = 10.0
     # Threads for blocking native calls (usearch, tantivy, onnxruntime, SQLite reads).
-    worker_threads: int = 4
+    worker_threads: Threads = 4
+    # MemoryService calls in flight (running or queued for a worker) beyond this get
+    # RESOURCE_EXHAUSTED at once instead of queueing without end.
+    max_concurrent_calls: Annotated[int, between(1, 100_000)] = 64
+    # The longest a call may run when the client sets no deadline (or a longer one): its work
+    # is stopped at this point with DEADLINE_EXCEEDED.
+    max_call_seconds: Annotated[float, Meta(gt=0.0, le=3600.0)] = 60.0
+    # A call slower than this is logged at WARNING (every call is logged at INFO).
+    slow_call_ms: Annotated[float, Meta(gt=0.0, le=3_600_000.0)] = 500.0
 
 
 class LimitSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Input limits enforced at the edge."""
 
-    max_text_chars: int = 32_768
-    max_top_k: int = 100
-    max_batch_items: int = 1024
-    max_tags: int = 32
-    max_supersedes: int = 64
+    max_text_chars: Annotated[int, between(1, 1 << 22)] = 32_768
+    # Recall's query_text (the keyword channel turns every distinct word into a query term).
+    max_query_chars: Annotated[int, between(1, 1 << 20)] = 4096
+    # Entries of filter.kinds and filter.modalities (duplicates are dropped after the check).
+    max_filter_values: Annotated[int, between(1, 1024)] = 16
+    max_top_k: Annotated[int, between(1, 10_000)] = 100
+    max_batch_items: Annotated[int, between(1, 65_536)] = 1024
+    max_tags: Annotated[int, between(0, 1024)] = 32
+    max_supersedes: Annotated[int, between(0, 4096)] = 64
 
 
 class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Fusion of the vector and keyword channels (seed 000 §2.3, §4.2)."""
 
-    vector_weight: float = 0.5
-    keyword_weight: float = 0.5
+    vector_weight: Ratio = 0.5
+    keyword_weight: Ratio = 0.5
     # Weights when the query carries an image or an image cue.
-    image_vector_weight: float = 0.75
-    image_keyword_weight: float = 0.25
+    image_vector_weight: Ratio = 0.75
+    image_keyword_weight: Ratio = 0.25
     image_cues: tuple[str, ...] = (
         "截图",
         "照片",
@@ -52,17 +79,20 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
         "picture",
     )
     # Multiplier for a hit found by both channels.
-    both_boost: float = 1.2
-    top_k: int = 5
+    both_boost: Annotated[float, between(1.0, 10.0)] = 1.2
+    top_k: Annotated[int, between(1, 10_000)] = 5
     # Candidates taken from each channel before fusion; deep enough that a strong hit of one
     # channel is not lost.
-    candidates_per_channel: int = 64
+    candidates_per_channel: Annotated[int, between(50, 10_000)] = 64
     # Over-fetch factor for ANN search when filters may drop candidates.
-    overfetch: float = 2.0
+    overfetch: Annotated[float, between(1.0, 100.0)] = 2.0
     # A filtered search whose matching rows are at most this many is scanned exactly instead.
-    exact_scan_max_rows: int = 4096
+    exact_scan_max_rows: Annotated[int, between(0, 1 << 24)] = 4096
     # HNSW search breadth (usearch expansion_search).
-    expansion_search: int = 128
+    expansion_search: Annotated[int, between(1, 1 << 16)] = 128
+    # The relevance floor: hits whose fused score (before time decay) is below it are not
+    # returned. A request's `min_score` overrides it.
+    min_score: Annotated[float, between(0.0, 10.0)] = 0.1
 
 
 class DecaySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -70,22 +100,22 @@ class DecaySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     kinds: tuple[str, ...] = ("fact", "preference")
     # Ascending age thresholds in days and the factor applied past each.
-    after_days: tuple[float, ...] = (7.0, 30.0)
+    after_days: tuple[Annotated[float, between(0.0, 36_500.0)], ...] = (7.0, 30.0)
     factors: tuple[float, ...] = (0.6, 0.4)
 
 
 class WritePolicySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The write gate (seed 000 §2.2, 001 §2.3, §5.1)."""
 
-    min_importance: int = 3
-    expire_after_days: float = 90.0
-    dedup_cosine: float = 0.95
-    base_importance: int = 3
+    min_importance: Importance = 3
+    expire_after_days: Annotated[float, Meta(gt=0.0, le=36_500.0)] = 90.0
+    dedup_cosine: Annotated[float, Meta(gt=0.0, le=1.0)] = 0.95
+    base_importance: Importance = 3
     # A client-given importance is clamped into these bounds.
-    client_importance_min: int = 1
-    client_importance_max: int = 5
+    client_importance_min: Importance = 1
+    client_importance_max: Importance = 5
     # The importance floor for the `remember` flag and for "error, then fix" experiences.
-    flag_importance: int = 4
+    flag_importance: Importance = 4
     # Keyword lists (case-insensitive substrings). Each matching list adjusts importance once.
     boost_keywords: dict[str, tuple[str, ...]] = msgspec.field(
         default_factory=lambda: {
@@ -149,7 +179,7 @@ class WritePolicySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
             ),
         }
     )
-    boost_amount: int = 1
+    boost_amount: Annotated[int, between(0, 4)] = 1
     small_talk: tuple[str, ...] = (
         "hello",
         "hi ",
@@ -168,9 +198,9 @@ class WritePolicySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
         "嗯",
     )
     # Importance of text that is small talk and nothing else.
-    small_talk_importance: int = 1
+    small_talk_importance: Importance = 1
     # Text at most this long that matches small talk counts as small talk.
-    small_talk_max_chars: int = 40
+    small_talk_max_chars: Annotated[int, between(0, 10_000)] = 40
     error_keywords: tuple[str, ...] = (
         "error",
         "exception",
@@ -186,11 +216,14 @@ class WritePolicySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
 class HotSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The hot tier: recent memories, scanned exactly."""
 
-    ttl_seconds: float = 1800.0
+    ttl_seconds: Seconds = 1800.0
     # Indexed hot memories per namespace beyond this are evicted oldest first.
-    max_records_per_namespace: int = 4096
+    max_records_per_namespace: Annotated[int, between(0, 1 << 24)] = 4096
     # Writers wait while this many acknowledged records are not yet indexed (backpressure).
-    max_pending_index: int = 8192
+    max_pending_index: Annotated[int, between(1, 1 << 24)] = 8192
+    # After a restart, health stays NOT_SERVING until the indexer has caught up to at most this
+    # many unindexed records, so that a SERVING server never makes writers wait for it.
+    serving_max_pending: Annotated[int, between(0, 1 << 24)] = 2048
 
 
 class IndexSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -198,18 +231,23 @@ class IndexSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     # usearch scalar type: f16 halves memory and adds faster than f32 at ~no recall cost.
     vector_dtype: str = "f16"
-    connectivity: int = 16
+    connectivity: Annotated[int, between(2, 256)] = 16
     # HNSW build breadth. 64 adds about 2x faster than 128 at 100k with the same recall@5 (0.995
     # on clustered data, bench/RESULTS.md).
-    expansion_add: int = 64
+    expansion_add: Annotated[int, between(1, 1 << 16)] = 64
     # Search breadth of the write gate's near-duplicate probe: a duplicate (cosine >= 0.95) is so
     # close that a narrow search finds it, at a fraction of the cost of a Recall search.
-    dedup_expansion_search: int = 16
+    dedup_expansion_search: Annotated[int, between(1, 1 << 16)] = 16
     # Records moved from the store into the indexes per step of the background indexer.
-    batch_size: int = 512
+    batch_size: Annotated[int, between(1, 65_536)] = 512
     # Seconds between snapshots of the vector indexes to disk (they also snapshot on shutdown).
-    snapshot_seconds: float = 60.0
-    keyword_heap_bytes: int = 64_000_000
+    snapshot_seconds: Seconds = 60.0
+    # Also snapshot once this many rows were indexed since the last snapshot, or this share of
+    # the indexed rows if that is more (a snapshot rewrites the whole index, so its interval
+    # grows with the index). A crash re-indexes at most this much on restart.
+    snapshot_rows: Annotated[int, between(1, 1 << 30)] = 4096
+    snapshot_fraction: Annotated[float, between(0.0, 10.0)] = 0.1
+    keyword_heap_bytes: Annotated[int, between(15_000_000, 1 << 32)] = 64_000_000
 
 
 class EncoderSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -217,16 +255,17 @@ class EncoderSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     # "minilm" or "none" (clients then always send vectors).
     text: str = "minilm"
-    model_dir: str = "./models/minilm"
-    batch_size: int = 32
-    threads: int = 2
-    max_tokens: int = 256
+    # Empty: the built-in location, models/minilm in the checkout (`make models` writes it).
+    model_dir: str = ""
+    batch_size: Annotated[int, between(1, 4096)] = 32
+    threads: Threads = 2
+    max_tokens: Annotated[int, between(8, 512)] = 256
 
 
 class MemorySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Memory settings (seed 000 §4.5)."""
 
-    embedding_dim: int = 384
+    embedding_dim: Annotated[int, between(1, 8192)] = 384
     hybrid_search: HybridSearchSettings = msgspec.field(default_factory=HybridSearchSettings)
     write_policy: WritePolicySettings = msgspec.field(default_factory=WritePolicySettings)
     retrieval: DecaySettings = msgspec.field(default_factory=DecaySettings)

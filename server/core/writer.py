@@ -9,6 +9,7 @@ mark rows indexed, so it can never mark a row before the writer has put it into 
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -19,6 +20,7 @@ import msgspec
 import numpy as np
 
 from server.core.columns import Columns
+from server.core.deadline import Deadline
 from server.core.errors import NotFoundError, UnavailableError
 from server.core.gate import ImportanceGate
 from server.core.hot import HotTier
@@ -36,9 +38,11 @@ def new_memory_id(now: float) -> str:
 
 
 def unit(v: Vector) -> Vector:
-    """`v` scaled to length 1 (validation has already rejected zero vectors)."""
-    n = float(np.linalg.norm(v))
-    return (v / n).astype(np.float32) if n > 0 else v.astype(np.float32)
+    """`v` scaled to length 1, computed in float64 so that a vector scaled by 1e20 or 1e-30
+    neither overflows nor underflows (validation has refused vectors with no direction)."""
+    w = np.asarray(v, dtype=np.float64)
+    n = float(np.linalg.norm(w))
+    return (w / n).astype(np.float32) if n > 0 and math.isfinite(n) else w.astype(np.float32)
 
 
 @dataclass
@@ -85,26 +89,28 @@ class Writer:
         self._clock = clock
         self._lock = publish_lock
 
-    def _wait_for_indexer(self) -> None:
+    def _wait_for_indexer(self, deadline: Deadline) -> None:
         """Backpressure: hold new writes while too many are unindexed (hot scans stay small).
 
         If the indexer makes no room within `BACKPRESSURE_TIMEOUT_S` (it is failing, say on a
-        full disk), the write is refused as UNAVAILABLE rather than left hanging.
+        full disk), the write is refused as UNAVAILABLE rather than left hanging; it also stops
+        waiting when its caller does.
         """
         limit = self._s.hot.max_pending_index
-        deadline = time.monotonic() + BACKPRESSURE_TIMEOUT_S
+        give_up = time.monotonic() + BACKPRESSURE_TIMEOUT_S
         while self._hot.pending() > limit:
-            if time.monotonic() > deadline:
+            deadline.check("the write (waiting for the indexer)")
+            if time.monotonic() > give_up:
                 raise UnavailableError(
                     f"{self._hot.pending()} acknowledged records are still waiting for the indexer"
                     f" (memory.hot.max_pending_index is {limit}); retry later"
                 )
             time.sleep(0.005)
 
-    def write(self, items: list[NewMemory]) -> list[WriteResult]:
-        self._wait_for_indexer()
+    def write(self, items: list[NewMemory], deadline: Deadline) -> list[WriteResult]:
+        self._wait_for_indexer(deadline)
         with self._lock:
-            return self._write_locked(items)
+            return self._write_locked(items, deadline)
 
     def _supersede_targets(self, items: list[NewMemory]) -> list[list[int]]:
         targets: list[list[int]] = []
@@ -167,7 +173,7 @@ class Writer:
                 best[i] = (int(cand_item[n]), int(cand_key[n]), float(cand_sim[n]))
         return best
 
-    def _write_locked(self, items: list[NewMemory]) -> list[WriteResult]:
+    def _write_locked(self, items: list[NewMemory], deadline: Deadline) -> list[WriteResult]:
         now = self._clock.now()
         wp = self._s.write_policy
         targets = self._supersede_targets(items)
@@ -189,7 +195,7 @@ class Writer:
                 )
                 staged.append(None)
                 continue
-            created = rec.created_at or now
+            created = now if item.created_at is None else item.created_at
             expires = rec.expires_at
             rec = msgspec.structs.replace(
                 rec,
@@ -257,6 +263,7 @@ class Writer:
             slots.append(entry)
         superseded = self._mark_superseded(targets, slots, now)
         records = [p.record for p in batch] + superseded
+        deadline.check("the commit")  # the last point at which the write can still be dropped
         keys = self._store.write(records, [p.vector for p in batch] + [None] * len(superseded))
         for rec, key in zip(records, keys, strict=True):
             rec.key = key

@@ -18,7 +18,7 @@ from bench.server_proc import ServerProcess, serve_command
 from pocketd import Client, MemoryInput
 from tests.conftest import MODEL_DIR, ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 
 class Proc(ServerProcess):

@@ -33,6 +33,7 @@ def mem(
     hints = kw.pop("hints", WriteHints())
     supersedes = kw.pop("supersedes", ())
     importance = kw.pop("importance", None)
+    created_at = kw.pop("created_at", None)
     rec = Record(
         memory_id=str(kw.pop("memory_id", "")),
         namespace=str(kw.pop("namespace", NS)),
@@ -47,6 +48,7 @@ def mem(
         hints=hints,
         supersedes=supersedes,
         client_memory_id=bool(rec.memory_id),
+        created_at=created_at,
     )  # type: ignore[arg-type]
 
 
@@ -201,7 +203,7 @@ def test_an_obsolete_record_never_comes_back(engine: MemoryEngine) -> None:
     rec, _ = engine.get(NS, old.memory_id, False)
     assert rec.obsolete and rec.superseded_by == new.memory_id
     # Asked for, it comes back, but below the current one even where it matches better.
-    got = ids(engine, text="hunter2", top_k=10, include_obsolete=True)
+    got = ids(engine, text="hunter2", top_k=10, include_obsolete=True, min_score=0.0)
     assert got.index(new.memory_id) < got.index(old.memory_id)
     with pytest.raises(NotFoundError):
         engine.remember([mem("x", supersedes=("no-such-id",))])
@@ -249,7 +251,7 @@ def test_metadata_filters_apply_before_ranking(engine: MemoryEngine, clock: Fake
     q = near(topic, rng, 0.1)
 
     def only(**f: object) -> list[str]:
-        return ids(engine, vector=q, filter=MemoryFilter(**f))  # type: ignore[arg-type]
+        return ids(engine, vector=q, filter=MemoryFilter(**f), min_score=0.0)  # type: ignore[arg-type]
 
     assert only(session_id="s1") == [a.memory_id]
     assert only(kinds=(Kind.EPISODE,)) == [b.memory_id]

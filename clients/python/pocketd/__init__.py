@@ -9,12 +9,22 @@ with Client("127.0.0.1:50051") as c:
 
 from pocketd.client import AsyncClient, Client
 from pocketd.requests import MemoryInput
-from pocketd.types import Hit, Memory, NamespaceStats, RecallResult, RememberResult, Score, Stats
+from pocketd.types import (
+    Hit,
+    IndexStats,
+    Memory,
+    NamespaceStats,
+    RecallResult,
+    RememberResult,
+    Score,
+    Stats,
+)
 
 __all__ = [
     "AsyncClient",
     "Client",
     "Hit",
+    "IndexStats",
     "Memory",
     "MemoryInput",
     "NamespaceStats",

@@ -62,9 +62,11 @@ class Client:
         image: bool = False,
         include_obsolete: bool = False,
         include_expired: bool = False,
+        min_score: float | None = None,
         **filter_fields: Any,
     ) -> RecallResult:
-        """Hybrid search; `filter_fields` are those of `requests.memory_filter`."""
+        """Hybrid search; `filter_fields` are those of `requests.memory_filter`. `min_score` is
+        the relevance floor on the fused score (None: the server's default, 0.1)."""
         req = recall_request(
             namespace,
             text,
@@ -74,6 +76,7 @@ class Client:
             include_obsolete,
             include_expired,
             memory_filter(**filter_fields),
+            min_score,
         )
         return RecallResult.from_pb(self._stub.Recall(req, timeout=self.timeout))
 
@@ -147,6 +150,7 @@ class AsyncClient:
         image: bool = False,
         include_obsolete: bool = False,
         include_expired: bool = False,
+        min_score: float | None = None,
         **filter_fields: Any,
     ) -> RecallResult:
         req = recall_request(
@@ -158,6 +162,7 @@ class AsyncClient:
             include_obsolete,
             include_expired,
             memory_filter(**filter_fields),
+            min_score,
         )
         return RecallResult.from_pb(await self._stub.Recall(req, timeout=self.timeout))
 

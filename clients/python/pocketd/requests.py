@@ -140,6 +140,7 @@ def recall_request(
     include_obsolete: bool = False,
     include_expired: bool = False,
     flt: spb.MemoryFilter | None = None,
+    min_score: float | None = None,
 ) -> spb.RecallRequest:
     req = spb.RecallRequest(
         namespace=namespace,
@@ -154,6 +155,8 @@ def recall_request(
         req.top_k = top_k
     if flt is not None:
         req.filter.CopyFrom(flt)
+    if min_score is not None:
+        req.min_score = min_score
     return req
 
 

@@ -152,9 +152,22 @@ class NamespaceStats:
 
 
 @dataclass(frozen=True)
+class IndexStats:
+    """How far the warm indexes are behind the record store."""
+
+    head_revision: int
+    indexed_revision: int
+    snapshot_revision: int
+    pending: int
+    unsnapshotted: int
+    catching_up: bool
+
+
+@dataclass(frozen=True)
 class Stats:
     namespaces: tuple[NamespaceStats, ...]
     pending_index: int
+    index: IndexStats
 
     @classmethod
     def from_pb(cls, r: spb.StatsResponse) -> Stats:
@@ -169,4 +182,12 @@ class Stats:
                 for n in r.namespaces
             ),
             pending_index=r.pending_index,
+            index=IndexStats(
+                r.index.head_revision,
+                r.index.indexed_revision,
+                r.index.snapshot_revision,
+                r.index.pending,
+                r.index.unsnapshotted,
+                r.index.catching_up,
+            ),
         )

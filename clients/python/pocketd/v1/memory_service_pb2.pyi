@@ -87,7 +87,7 @@ class MemoryFilter(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., kinds: _Optional[_Iterable[_Union[_memory_pb2.MemoryKind, str]]] = ..., modalities: _Optional[_Iterable[_Union[_memory_pb2.Modality, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., min_importance: _Optional[int] = ...) -> None: ...
 
 class RecallRequest(_message.Message):
-    __slots__ = ("namespace", "query_text", "query_vector", "query_modality", "top_k", "filter", "include_obsolete", "include_expired", "include_vectors")
+    __slots__ = ("namespace", "query_text", "query_vector", "query_modality", "top_k", "filter", "include_obsolete", "include_expired", "include_vectors", "min_score")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     QUERY_TEXT_FIELD_NUMBER: _ClassVar[int]
     QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -97,6 +97,7 @@ class RecallRequest(_message.Message):
     INCLUDE_OBSOLETE_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_EXPIRED_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_VECTORS_FIELD_NUMBER: _ClassVar[int]
+    MIN_SCORE_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     query_text: str
     query_vector: _containers.RepeatedScalarFieldContainer[float]
@@ -106,7 +107,8 @@ class RecallRequest(_message.Message):
     include_obsolete: bool
     include_expired: bool
     include_vectors: bool
-    def __init__(self, namespace: _Optional[str] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., query_modality: _Optional[_Union[_memory_pb2.Modality, str]] = ..., top_k: _Optional[int] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., include_obsolete: _Optional[bool] = ..., include_expired: _Optional[bool] = ..., include_vectors: _Optional[bool] = ...) -> None: ...
+    min_score: float
+    def __init__(self, namespace: _Optional[str] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., query_modality: _Optional[_Union[_memory_pb2.Modality, str]] = ..., top_k: _Optional[int] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., include_obsolete: _Optional[bool] = ..., include_expired: _Optional[bool] = ..., include_vectors: _Optional[bool] = ..., min_score: _Optional[float] = ...) -> None: ...
 
 class RecallHit(_message.Message):
     __slots__ = ("record", "score")
@@ -192,10 +194,28 @@ class NamespaceStats(_message.Message):
     tiers: _containers.RepeatedCompositeFieldContainer[TierStats]
     def __init__(self, namespace: _Optional[str] = ..., record_count: _Optional[int] = ..., obsolete_count: _Optional[int] = ..., tiers: _Optional[_Iterable[_Union[TierStats, _Mapping]]] = ...) -> None: ...
 
+class IndexStats(_message.Message):
+    __slots__ = ("head_revision", "indexed_revision", "snapshot_revision", "pending", "unsnapshotted", "catching_up")
+    HEAD_REVISION_FIELD_NUMBER: _ClassVar[int]
+    INDEXED_REVISION_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_REVISION_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    UNSNAPSHOTTED_FIELD_NUMBER: _ClassVar[int]
+    CATCHING_UP_FIELD_NUMBER: _ClassVar[int]
+    head_revision: int
+    indexed_revision: int
+    snapshot_revision: int
+    pending: int
+    unsnapshotted: int
+    catching_up: bool
+    def __init__(self, head_revision: _Optional[int] = ..., indexed_revision: _Optional[int] = ..., snapshot_revision: _Optional[int] = ..., pending: _Optional[int] = ..., unsnapshotted: _Optional[int] = ..., catching_up: _Optional[bool] = ...) -> None: ...
+
 class StatsResponse(_message.Message):
-    __slots__ = ("namespaces", "pending_index")
+    __slots__ = ("namespaces", "pending_index", "index")
     NAMESPACES_FIELD_NUMBER: _ClassVar[int]
     PENDING_INDEX_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
     namespaces: _containers.RepeatedCompositeFieldContainer[NamespaceStats]
     pending_index: int
-    def __init__(self, namespaces: _Optional[_Iterable[_Union[NamespaceStats, _Mapping]]] = ..., pending_index: _Optional[int] = ...) -> None: ...
+    index: IndexStats
+    def __init__(self, namespaces: _Optional[_Iterable[_Union[NamespaceStats, _Mapping]]] = ..., pending_index: _Optional[int] = ..., index: _Optional[_Union[IndexStats, _Mapping]] = ...) -> None: ...

@@ -1,0 +1,128 @@
+"""How one MemoryService call is run: admission, its deadline, the worker pool, and its log line.
+
+- **Admission**: at most `server.max_concurrent_calls` calls are in flight (validating, queued
+  for a worker, or running). One more gets RESOURCE_EXHAUSTED at once, with a QuotaFailure naming
+  the setting, instead of queueing without end. A call counts until its work has really stopped,
+  not merely until its client has gone.
+- **Deadline**: each call's work gets a `Deadline` from the client's deadline, capped by
+  `server.max_call_seconds`. If the client cancels (or the deadline passes) the deadline is
+  cancelled, and the engine stops at its next check; work still queued never starts.
+- **Log**: one line per call at INFO (WARNING above `server.slow_call_ms`): method, namespace,
+  status, duration and item count, never texts or vectors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import grpc
+
+from server.core.deadline import Deadline
+from server.core.errors import ResourceExhaustedError
+from server.core.settings import ServerSettings
+
+T = TypeVar("T")
+log = logging.getLogger("pocketd.calls")
+_CODE_NAMES: dict[int, str] = {code.value[0]: code.name for code in grpc.StatusCode}
+
+
+class CallRecord:
+    """What the log line says about one call; filled in as the call goes."""
+
+    def __init__(self, method: str, namespace: str, items: int) -> None:
+        self.method = method
+        self.namespace = namespace
+        self.items = items
+        self.status = "OK"
+        self.t0 = time.perf_counter()
+
+
+class CallRunner:
+    """Runs calls' blocking work in the worker pool under the admission bound."""
+
+    def __init__(self, settings: ServerSettings, executor: ThreadPoolExecutor) -> None:
+        self._executor = executor
+        self._limit = settings.max_concurrent_calls
+        self._max_seconds = settings.max_call_seconds
+        self._slow_s = settings.slow_call_ms / 1000.0
+        self._in_flight = 0
+        self._lock = threading.Lock()
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    def admit(self) -> None:
+        """Count a new call in, or refuse it (RESOURCE_EXHAUSTED) when the bound is reached."""
+        with self._lock:
+            if self._in_flight >= self._limit:
+                raise ResourceExhaustedError(
+                    f"{self._in_flight} calls are in flight; server.max_concurrent_calls is"
+                    f" {self._limit}: retry with backoff",
+                    limit="server.max_concurrent_calls",
+                )
+            self._in_flight += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def deadline(self, time_remaining: float | None) -> Deadline:
+        """The work's deadline: the client's, capped by `server.max_call_seconds`."""
+        client = math.inf if time_remaining is None else max(time_remaining, 0.0)
+        return Deadline(min(client, self._max_seconds))
+
+    async def run(self, work: Callable[[Deadline], T], deadline: Deadline) -> T:
+        """Run `work(deadline)` in the pool; the caller has been admitted, and this releases it
+        once the work has stopped (or, if it never started, at once)."""
+
+        def guarded() -> T:
+            try:
+                deadline.check("the work started")
+                return work(deadline)
+            finally:
+                self.release()
+
+        fut = self._executor.submit(guarded)
+        try:
+            return await asyncio.wrap_future(fut)
+        except asyncio.CancelledError:
+            deadline.cancel()
+            if fut.cancel():  # still queued: it will never run, so release it here
+                self.release()
+            raise
+
+    def log(self, rec: CallRecord) -> None:
+        took = time.perf_counter() - rec.t0
+        fields: dict[str, Any] = {
+            "method": rec.method,
+            "namespace": rec.namespace,
+            "status": rec.status,
+            "ms": round(took * 1000.0, 3),
+            "items": rec.items,
+        }
+        level = logging.WARNING if took >= self._slow_s else logging.INFO
+        if log.isEnabledFor(level):
+            log.log(
+                level,
+                "%s ns=%s status=%s ms=%.2f items=%d%s",
+                rec.method,
+                rec.namespace or "-",
+                rec.status,
+                took * 1000.0,
+                rec.items,
+                " (slow)" if level == logging.WARNING else "",
+                extra={"fields": fields},
+            )
+
+
+def code_name(code: int) -> str:
+    """`3` → "INVALID_ARGUMENT"."""
+    return _CODE_NAMES.get(code, str(code))
