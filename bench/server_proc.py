@@ -31,10 +31,14 @@ class ServerProcess:
     """One `python -m server serve` child; its stderr log is collected in `log`."""
 
     def __init__(
-        self, data: Path, env: dict[str, str] | None = None, config: Path | None = None
+        self,
+        data: Path,
+        env: dict[str, str] | None = None,
+        config: Path | None = None,
+        extra_args: list[str] | None = None,
     ) -> None:
         self.p = subprocess.Popen(
-            serve_command(data, config=config),
+            [*serve_command(data, config=config), *(extra_args or [])],
             cwd=ROOT,
             env=dict(os.environ, **(env or {})),
             stdout=subprocess.DEVNULL,

@@ -89,11 +89,10 @@ def build_encoder(settings: Settings) -> OnnxTextEncoder | None:
     return encoder
 
 
-def build_engine(settings: Settings) -> MemoryEngine:
+def build_engine(settings: Settings, encoder: OnnxTextEncoder | None) -> MemoryEngine:
     """Open every store under `server.data_dir` and wire the engine."""
     data = Path(settings.server.data_dir)
     m = settings.memory
-    encoder = build_encoder(settings)
     return MemoryEngine(
         m,
         SqliteRecordStore(data / "records.sqlite3"),
@@ -111,10 +110,10 @@ def build_engine(settings: Settings) -> MemoryEngine:
     )
 
 
-def _open(settings: Settings) -> MemoryEngine:
+def _open(settings: Settings, encoder: OnnxTextEncoder | None) -> MemoryEngine:
     t0 = time.perf_counter()
     jit = compile_all()
-    engine = build_engine(settings)
+    engine = build_engine(settings, encoder)
     timings = engine.load()
     log.info(
         "ready in %.2fs (kernels %.2fs, metadata %.2fs for %d records, tail %d)",
@@ -148,6 +147,11 @@ async def _catch_up(engine: MemoryEngine, settings: Settings, stop: asyncio.Even
 async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     """Run until `stop` is set or SIGTERM/SIGINT arrives, then shut down cleanly."""
     lock = lock_data_dir(Path(settings.server.data_dir))
+    try:  # before binding: a missing or mismatched model is one line and exit 2, nothing more
+        encoder = build_encoder(settings)
+    except StartupError:
+        lock.close()
+        raise
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -165,7 +169,9 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     log.info("listening on %s:%d (NOT_SERVING until loaded), pid %d", host, port, os.getpid())
     engine: MemoryEngine | None = None
     try:
-        opening: asyncio.Future[MemoryEngine] = loop.run_in_executor(executor, _open, settings)
+        opening: asyncio.Future[MemoryEngine] = loop.run_in_executor(
+            executor, _open, settings, encoder
+        )
         stopped: asyncio.Future[bool] = asyncio.ensure_future(stop.wait())
         waiting: set[asyncio.Future[Any]] = {opening, stopped}
         done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)

@@ -15,11 +15,14 @@ from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 from server.api.errors import to_status
 from server.api.server import GrpcServer
 from server.core.errors import (
+    CallCancelledError,
+    DeadlineExceededError,
     FailedPreconditionError,
     FieldViolation,
     InvalidArgumentError,
     NotFoundError,
     PocketdError,
+    ResourceExhaustedError,
     UnavailableError,
 )
 from tests.conftest import make_settings
@@ -44,6 +47,13 @@ from tests.conftest import make_settings
             error_details_pb2.ErrorInfo,
         ),
         (UnavailableError("starting"), code_pb2.UNAVAILABLE, None),
+        (
+            ResourceExhaustedError("busy", "server.max_concurrent_calls"),
+            code_pb2.RESOURCE_EXHAUSTED,
+            error_details_pb2.QuotaFailure,
+        ),
+        (DeadlineExceededError("late"), code_pb2.DEADLINE_EXCEEDED, None),
+        (CallCancelledError("gone"), code_pb2.CANCELLED, None),
         (PocketdError("unmapped"), code_pb2.INTERNAL, None),
         (RuntimeError("secret path /etc/x"), code_pb2.INTERNAL, None),
     ],

@@ -56,6 +56,18 @@ def test_the_example_config_loads() -> None:
             {"POCKETD__MEMORY__HYBRID_SEARCH__CANDIDATES_PER_CHANNEL": "10"},
             "candidates_per_channel",
         ),
+        ("", {"POCKETD__MEMORY__INDEX__BATCH_SIZE": "0"}, "memory.index.batch_size"),
+        ("", {"POCKETD__ENCODER__BATCH_SIZE": "0"}, "encoder.batch_size"),
+        ("", {"POCKETD__MEMORY__HOT__TTL_SECONDS": "-5"}, "memory.hot.ttl_seconds"),
+        ("", {"POCKETD__SERVER__DRAIN_SECONDS": "-1"}, "server.drain_seconds"),
+        ("", {"POCKETD__LIMITS__MAX_BATCH_ITEMS": "0"}, "limits.max_batch_items"),
+        ("", {"POCKETD__MEMORY__WRITE_POLICY__BASE_IMPORTANCE": "9"}, "base_importance"),
+        ("", {"POCKETD__MEMORY__INDEX__SNAPSHOT_SECONDS": "0"}, "snapshot_seconds"),
+        ("", {"POCKETD__MEMORY__RETRIEVAL__AFTER_DAYS": "[-1, 30]"}, r"after_days\[0\]"),
+        ("", {"POCKETD__SERVER__MAX_CONCURRENT_CALLS": "0"}, "max_concurrent_calls"),
+        ("", {"POCKETD__SERVER__LISTEN": "127.0.0.1:99999"}, "server.listen"),
+        ("", {"POCKETD__SERVER__LISTEN": "localhost"}, "server.listen"),
+        ("", {"POCKETD__MEMORY__HOT__SERVING_MAX_PENDING": "9000"}, "serving_max_pending"),
         ("- a list\n", {}, "top level"),
         ("memory: [unclosed\n", {}, "not valid YAML"),
     ],
@@ -72,3 +84,49 @@ def test_bad_values_fail_naming_the_key(
 def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
         load_settings(tmp_path / "nope.yaml")
+
+
+def test_every_numeric_key_has_a_range() -> None:
+    """A numeric setting without bounds is how `batch_size: 0` stalled the server."""
+    import typing
+
+    import msgspec
+
+    from server.core.settings import Settings
+
+    unbounded: list[str] = []
+
+    def walk(struct: type, prefix: str) -> None:
+        hints = typing.get_type_hints(struct, include_extras=True)
+        for name in struct.__struct_fields__:  # type: ignore[attr-defined]
+            hint = hints[name]
+            if isinstance(hint, type) and issubclass(hint, msgspec.Struct):
+                walk(hint, f"{prefix}{name}.")
+                continue
+            base = typing.get_origin(hint)
+            args = typing.get_args(hint)
+            if base is tuple and args and typing.get_origin(args[0]) is typing.Annotated:
+                continue
+            if hint in (int, float) or (base is tuple and args and args[0] in (int, float)):
+                unbounded.append(prefix + name)
+
+    walk(Settings, "")
+    assert unbounded == ["memory.retrieval.factors"], unbounded  # factors: checked in check()
+
+
+def test_a_relative_model_dir_in_a_config_file_is_relative_to_that_file(tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    cfg = tmp_path / "conf" / "c.yaml"
+    cfg.write_text("encoder:\n  model_dir: ../models/minilm\n")
+    s = load_settings(cfg, {}, None, cwd=Path("/somewhere/else"))
+    assert Path(s.encoder.model_dir) == tmp_path / "conf" / ".." / "models" / "minilm"
+    env = {"POCKETD__ENCODER__MODEL_DIR": "m"}
+    assert load_settings(None, env, None, cwd=tmp_path).encoder.model_dir == str(tmp_path / "m")
+
+
+def test_unset_model_dir_means_the_built_in_location() -> None:
+    from server.config import BUILTIN_MODEL_DIR, model_dir
+
+    s = load_settings()
+    assert s.encoder.model_dir == "" and model_dir(s) == BUILTIN_MODEL_DIR
+    assert BUILTIN_MODEL_DIR == ROOT / "models" / "minilm"
