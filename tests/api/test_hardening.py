@@ -53,9 +53,9 @@ class SlowEncoder:
         return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-async def until(cond: Callable[[], bool], timeout: float = 60.0) -> None:
+async def until(cond: Callable[[], bool], within: float = 60.0) -> None:
     """Wait for a condition, with a deadline generous enough for a loaded machine."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + within
     while not cond():
         assert time.monotonic() < deadline, "condition not met in time"
         await asyncio.sleep(0.01)

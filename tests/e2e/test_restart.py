@@ -10,6 +10,7 @@ import re
 import signal
 import threading
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import grpc
@@ -87,9 +88,9 @@ class Writer:
                     assert r.stored, r
                     self.acked[r.memory_id] = v
 
-    @property
-    def alive(self) -> bool:
-        return self._thread.is_alive()
+    def wait_for(self, n: int) -> None:
+        """Until `n` records are acknowledged, or the writer stopped."""
+        wait_for(lambda: len(self.acked) >= n or not self._thread.is_alive(), timeout=300)
 
     def stop(self) -> None:
         self._stop.set()
@@ -98,7 +99,7 @@ class Writer:
 
 def write_and_wait(p: Proc, n: int, seed: int = 1) -> dict[str, np.ndarray]:
     w = Writer(p.target, "crash", seed, batch=500)
-    wait_for(lambda: len(w.acked) >= n or not w.alive, timeout=300)
+    w.wait_for(n)
     w.stop()
     return w.acked
 
@@ -164,8 +165,9 @@ def kill_cycles(tmp_path: Path, procs: list[Proc], cycles: int) -> None:
     for cycle in range(cycles + 1):
         p = start(procs, data)
         with Client(p.target, timeout=30) as c:
-            wait_for(lambda c=c: caught_up(c), timeout=300)
-            assert c.stats("kill").namespaces[0].record_count >= len(acked) if acked else True
+            wait_for(partial(caught_up, c), timeout=300)
+            if acked:
+                assert c.stats("kill").namespaces[0].record_count >= len(acked)
             for mid in acked:
                 assert c.get("kill", mid).memory_id == mid, f"cycle {cycle}: lost {mid}"
             recall_check(c, cycle, recent if cycle < cycles else acked)
@@ -173,8 +175,7 @@ def kill_cycles(tmp_path: Path, procs: list[Proc], cycles: int) -> None:
             assert p.stop() == 0
             break
         w = Writer(p.target, "kill", seed=cycle, session=f"c{cycle}")
-        goal = int(rng.integers(100, 700))
-        wait_for(lambda w=w, goal=goal: len(w.acked) >= goal or not w.alive, timeout=300)
+        w.wait_for(int(rng.integers(100, 700)))
         p.stop(signal.SIGKILL)
         w.stop()
         recent = {mid: (cycle, v) for mid, v in w.acked.items()}

@@ -9,6 +9,7 @@ integer type; timestamps far outside the calendar; huge repeated fields; and raw
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -250,7 +251,13 @@ CALLS: list[tuple[str, st.SearchStrategy[Message]]] = [
 METHODS = [m for m, _ in CALLS] + ["/grpc.health.v1.Health/Check"]
 
 # One call: (method path, serialised request bytes). Raw garbage goes to every method path.
+
+
+def _on(path: str) -> Callable[[Message], tuple[str, bytes]]:
+    return lambda m: (path, m.SerializeToString())
+
+
 calls = st.one_of(
-    *[s.map(lambda m, path=path: (path, m.SerializeToString())) for path, s in CALLS],
+    *[s.map(_on(path)) for path, s in CALLS],
     st.tuples(st.sampled_from(METHODS), st.binary(min_size=1, max_size=512)),
 )
