@@ -4,7 +4,8 @@ Measures, on one synthetic clustered dataset (client vectors, 384-d, plus text):
 - acknowledged ingest per second (RememberBatch of 256) and the index catch-up rate;
 - Recall latency p50/p99, server-side (took_micros) and end-to-end over gRPC;
 - recall@5 of the vector channel against an exact scan;
-- the server's RSS; the time to SERVING after a restart;
+- the server's RSS; the time to SERVING after a clean restart, and after a kill -9 during a burst
+  of writes: the rows re-indexed, the time to SERVING and the latency of the first write;
 - the built-in encoder's throughput;
 - the baseline (numpy brute force + bm25s, in-process) on the same data and queries.
 """
@@ -13,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -26,6 +29,8 @@ from bench.stats import environment, rss_mb, summary_ms
 from pocketd import Client, MemoryInput
 
 NS = "bench"
+CRASH_NS = "bench-crash"
+TAIL_RE = re.compile(r"loaded \d+ records, (\d+) awaiting the indexer")
 
 
 def log(msg: str) -> None:
@@ -90,7 +95,8 @@ def vector_recall_at_k(c: Client, data: Dataset, base: BruteForceHybrid, k: int)
     for q in data.queries:
         exact = {f"E{i:05d}" for i in base.vector_topk(q, k).tolist()}
         got = {
-            h.memory.text.rsplit(" ", 1)[1] for h in c.recall(NS, vector=q.tolist(), top_k=k).hits
+            h.memory.text.rsplit(" ", 1)[1]
+            for h in c.recall(NS, vector=q.tolist(), top_k=k, min_score=0.0).hits
         }
         found += len(exact & got)
     return found / (k * len(data.queries))
@@ -121,6 +127,51 @@ def encoder_throughput(texts: list[str]) -> dict[str, float]:
     t0 = time.perf_counter()
     enc.encode(texts)
     return {"texts": len(texts), "texts_per_second": len(texts) / (time.perf_counter() - t0)}
+
+
+def crash_restart(
+    work: Path, env: dict[str, str], data: Dataset, burst: int, batch: int
+) -> dict[str, float]:
+    """Write `burst` records as fast as possible, kill -9 at once, restart: how much is
+    re-indexed, how long until SERVING, and how long the first write then takes."""
+    srv = ServerProcess(work / "data", env=env)
+    srv.wait_serving()
+    with Client(srv.target, timeout=120) as c:
+        for start in range(0, burst, batch):
+            idx = range(start, min(start + batch, burst))
+            c.remember_batch(
+                [
+                    MemoryInput(
+                        CRASH_NS,
+                        data.texts[i],
+                        kind="episode",
+                        importance=3,
+                        vector=data.vectors[i].tolist(),
+                    )
+                    for i in idx
+                ]
+            )
+        pending = c.stats().index.pending
+    srv.stop(signal.SIGKILL)
+    srv2 = ServerProcess(work / "data", env=env)
+    serving = srv2.wait_serving(timeout=600)
+    tail = next((int(m.group(1)) for line in srv2.log if (m := TAIL_RE.search(line))), -1)
+    with Client(srv2.target, timeout=5) as c:  # the client's default deadline
+        t0 = time.perf_counter()
+        c.remember(
+            CRASH_NS, "first write after the crash", kind="fact", vector=data.vectors[0].tolist()
+        )
+        first_write = time.perf_counter() - t0
+        pending_at_serving = c.stats().index.pending
+    srv2.stop()
+    return {
+        "burst": float(burst),
+        "pending_at_kill": float(pending),
+        "rows_reindexed": float(tail),
+        "serving_seconds": serving,
+        "pending_at_serving": float(pending_at_serving),
+        "first_write_ms": first_write * 1000.0,
+    }
 
 
 def run(size: int, queries: int, batch: int, k: int, out: Path, keep: bool) -> dict[str, object]:
@@ -156,6 +207,9 @@ def run(size: int, queries: int, batch: int, k: int, out: Path, keep: bool) -> d
         with Client(srv2.target, timeout=60) as c:
             result["records_after_restart"] = c.stats(NS).namespaces[0].record_count
         srv2.stop()
+        log("kill -9 during a burst of writes")
+        result["crash"] = crash_restart(work, env, data, min(20_000, size // 5), batch)
+        log(f"crash: {result['crash']}")
         result["encoder"] = encoder_throughput(data.texts[:2048])
     finally:
         if not keep:
@@ -175,7 +229,8 @@ def report(r: dict[str, object]) -> str:
     e2e, srv, bl = rec["end_to_end"], rec["server_side"], base["in_process"]
     enc = r["encoder"]
     mem = r["server_memory"]
-    assert isinstance(enc, dict) and isinstance(mem, dict)
+    crash = r["crash"]
+    assert isinstance(enc, dict) and isinstance(mem, dict) and isinstance(crash, dict)
     k = r["top_k"]
     lines = [
         f"memories: {r['size']}, queries: {r['queries']}, batch: {r['batch']}, top_k: {k}",
@@ -195,6 +250,10 @@ def report(r: dict[str, object]) -> str:
         f"SERVING after restart with {r['records_after_restart']} memories:"
         f" {r['restart_serving_seconds']:.2f} s (cold first start"
         f" {r['cold_start_serving_seconds']:.2f} s)",
+        f"kill -9 right after a burst of {crash['burst']:.0f} writes"
+        f" ({crash['pending_at_kill']:.0f} unindexed): {crash['rows_reindexed']:.0f} rows"
+        f" re-indexed, SERVING after {crash['serving_seconds']:.2f} s with"
+        f" {crash['pending_at_serving']:.0f} unindexed, first write {crash['first_write_ms']:.1f} ms",
         f"built-in encoder: {enc['texts_per_second']:.0f} texts/s (batch 32, 2 threads)",
     ]
     return "\n".join(lines)
