@@ -253,7 +253,8 @@ def report(r: dict[str, object]) -> str:
         f"kill -9 right after a burst of {crash['burst']:.0f} writes"
         f" ({crash['pending_at_kill']:.0f} unindexed): {crash['rows_reindexed']:.0f} rows"
         f" re-indexed, SERVING after {crash['serving_seconds']:.2f} s with"
-        f" {crash['pending_at_serving']:.0f} unindexed, first write {crash['first_write_ms']:.1f} ms",
+        f" {crash['pending_at_serving']:.0f} unindexed,"
+        f" first write {crash['first_write_ms']:.1f} ms",
         f"built-in encoder: {enc['texts_per_second']:.0f} texts/s (batch 32, 2 threads)",
     ]
     return "\n".join(lines)
