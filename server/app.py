@@ -1,7 +1,8 @@
 """The composition root: build the adapters and the engine from `Settings` and run the server.
 
-The only module that knows every layer. Start-up order: bind the port (health NOT_SERVING),
-compile the kernels and open the stores off the event loop, let the indexer catch up until at most
+The only module that knows every layer. Start-up order: lock the data directory, load and check
+the encoder's model, bind the port (health NOT_SERVING), compile the kernels and open the stores
+off the event loop, let the indexer catch up until at most
 `memory.hot.serving_max_pending` records wait for it (so a SERVING server never makes a writer
 wait), then report SERVING. On SIGTERM or SIGINT: NOT_SERVING, drain the calls in flight, stop the
 indexer, snapshot the indexes, close the stores, return.

@@ -4,9 +4,10 @@ A pure function of its inputs: the environment mapping and the working directory
 by the entry point, never read here. Any unknown key or bad value raises `ConfigError` naming the
 key: every numeric key has a range (see `server.core.settings`), checked here.
 
-Relative paths: `encoder.model_dir` in a config file is relative to that file's directory; from
-the environment or a flag it is relative to the working directory. Unset, it is the built-in
-encoder's location (`BUILTIN_MODEL_DIR`, where `make models` writes it).
+Relative paths (`server.data_dir`, `encoder.model_dir`): in a config file they are relative to that
+file's directory; from the environment or a flag, to the working directory. An unset
+`encoder.model_dir` is the built-in encoder's location (`BUILTIN_MODEL_DIR`, where `make models`
+writes it); the default `server.data_dir` is `./data` in the working directory.
 """
 
 from __future__ import annotations
@@ -67,6 +68,11 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
     return layer
 
 
+def _copy(layer: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy deep enough that resolving paths never changes the caller's mapping."""
+    return {k: _copy(v) if isinstance(v, Mapping) else v for k, v in layer.items()}
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -81,11 +87,17 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def _resolve_model_dir(layer: dict[str, Any], base: Path) -> None:
-    """Make a relative `encoder.model_dir` of one source absolute against `base`."""
-    enc = layer.get("encoder")
-    if isinstance(enc, dict) and isinstance(enc.get("model_dir"), str) and enc["model_dir"]:
-        enc["model_dir"] = str(base / Path(enc["model_dir"]).expanduser())
+PATH_KEYS = (("server", "data_dir"), ("encoder", "model_dir"))
+
+
+def _resolve_paths(layer: dict[str, Any], base: Path | None) -> None:
+    """Make the relative paths of one source absolute against `base` (None: leave them)."""
+    if base is None:
+        return
+    for section, key in PATH_KEYS:
+        node = layer.get(section)
+        if isinstance(node, dict) and isinstance(node.get(key), str) and node[key]:
+            node[key] = str(base / Path(node[key]).expanduser())
 
 
 def _describe(exc: msgspec.ValidationError) -> str:
@@ -103,15 +115,15 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
     cwd: Path | None = None,
 ) -> Settings:
-    """Layer the sources and validate the result."""
-    base = cwd or Path("/")
+    """Layer the sources and validate the result. `cwd` anchors the relative paths of the
+    environment and the flags (None: they stay relative to the process's working directory)."""
     merged: dict[str, Any] = {}
     if config_file is not None:
         layer = _read_yaml(config_file)
-        _resolve_model_dir(layer, (base / config_file).parent)
+        _resolve_paths(layer, (cwd / config_file if cwd else config_file).parent)
         merged = _merge(merged, layer)
-    for later in (_env_layer(env or {}), dict(overrides or {})):
-        _resolve_model_dir(later, base)
+    for later in (_env_layer(env or {}), _copy(overrides or {})):
+        _resolve_paths(later, cwd)
         merged = _merge(merged, later)
     try:
         settings = msgspec.convert(merged, Settings, strict=False)

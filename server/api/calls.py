@@ -90,7 +90,11 @@ class CallRunner:
             finally:
                 self.release()
 
-        fut = self._executor.submit(guarded)
+        try:
+            fut = self._executor.submit(guarded)
+        except BaseException:  # the pool is shut down: the work will never run
+            self.release()
+            raise
         try:
             return await asyncio.wrap_future(fut)
         except asyncio.CancelledError:

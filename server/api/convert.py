@@ -40,7 +40,7 @@ def _vec(values: object) -> Vector | None:
 def _ts(seconds: float, into: Timestamp) -> None:
     """Write a time; validation keeps stored times in range, and one stored before it did (by an
     older version) is clamped into the range rather than failing every read of the record."""
-    seconds = 0.0 if math.isnan(seconds) else min(max(seconds, MIN_SECONDS), MAX_SECONDS)
+    seconds = 0.0 if math.isnan(seconds) else min(max(seconds, MIN_SECONDS), MAX_SECONDS + 0.999)
     whole = int(seconds // 1)
     into.seconds = whole
     into.nanos = min(round((seconds - whole) * 1e9), 999_999_999)

@@ -9,8 +9,8 @@ Each rule is a pure function returning a problem description, or None when the v
 - Labels (tags, topic, source tool) are Unicode, so Chinese labels work, but printable: no control,
   format, private-use, unassigned or surrogate characters, no separator but the plain space, and no
   leading or trailing space.
-- Timestamps lie in [1970-01-01T00:00:00Z, 9999-12-31T23:59:59.999999999Z] with nanos in
-  0..999,999,999: the range every client library's date type can hold.
+- Timestamps lie in [1970-01-01T00:00:00Z, 9999-12-31T23:59:59.999999999Z]: seconds in
+  0..253402300799 and nanos in 0..999,999,999, the range every client library's date type holds.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ SESSION_ID_RULE = "must be 1-128 characters of [A-Za-z0-9_.:/@+=-]"
 # 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z, in seconds since the epoch.
 MIN_SECONDS = 0
 MAX_SECONDS = 253_402_300_799
-TIME_RULE = "must lie between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z"
+TIME_RULE = "must lie between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59.999999999Z"
 
 
 def matches(pattern: re.Pattern[str], value: str) -> bool:

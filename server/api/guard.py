@@ -34,24 +34,22 @@ class Undecodable:
 class RateLimitedLog:
     """At most one WARNING per interval; the next one says how many were held back."""
 
-    def __init__(self, interval_s: float) -> None:
+    def __init__(self, interval_s: float, clock: Callable[[], float] = time.monotonic) -> None:
         self._interval = interval_s
+        self._clock = clock
         self._last = -float("inf")
         self._held = 0
         self._lock = threading.Lock()
 
     def warn(self, message: str, *args: object) -> None:
         with self._lock:
-            now = time.monotonic()
+            now = self._clock()
             if now - self._last < self._interval:
                 self._held += 1
                 return
             held, self._held, self._last = self._held, 0, now
         suffix = f" ({held} more like it in the last {self._interval:.0f}s)" if held else ""
         log.warning(message + suffix, *args)
-
-
-_LOG = RateLimitedLog(LOG_INTERVAL_S)
 
 
 def _safe(deserialize: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
@@ -67,27 +65,31 @@ def _safe(deserialize: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] 
     return parse
 
 
-async def _refuse(method: str, request: Undecodable, context: Any) -> None:
-    _LOG.warn("undecodable request on %s (%d bytes): INVALID_ARGUMENT", method, request.size)
+async def _refuse(method: str, request: Undecodable, context: Any, log: RateLimitedLog) -> None:
+    log.warn("undecodable request on %s (%d bytes): INVALID_ARGUMENT", method, request.size)
     await context.abort(
         grpc.StatusCode.INVALID_ARGUMENT,
         f"the request is not a valid message for {method}: its bytes do not parse",
     )
 
 
-async def _checked(method: str, requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
+async def _checked(
+    method: str, requests: AsyncIterator[Any], context: Any, log: RateLimitedLog
+) -> AsyncIterator[Any]:
     async for r in requests:
         if isinstance(r, Undecodable):
-            await _refuse(method, r, context)
+            await _refuse(method, r, context, log)
         yield r
 
 
-def _unary_request(method: str, behaviour: Callable[..., Any]) -> Callable[..., Any]:
+def _unary_request(
+    method: str, behaviour: Callable[..., Any], log: RateLimitedLog
+) -> Callable[..., Any]:
     if inspect.isasyncgenfunction(behaviour):
 
         async def stream_out(request: Any, context: Any) -> AsyncIterator[Any]:
             if isinstance(request, Undecodable):
-                await _refuse(method, request, context)
+                await _refuse(method, request, context, log)
             async for r in behaviour(request, context):
                 yield r
 
@@ -95,24 +97,26 @@ def _unary_request(method: str, behaviour: Callable[..., Any]) -> Callable[..., 
 
     async def unary_out(request: Any, context: Any) -> Any:
         if isinstance(request, Undecodable):
-            await _refuse(method, request, context)
+            await _refuse(method, request, context, log)
         out = behaviour(request, context)
         return await out if inspect.isawaitable(out) else out
 
     return unary_out
 
 
-def _stream_request(method: str, behaviour: Callable[..., Any]) -> Callable[..., Any]:
+def _stream_request(
+    method: str, behaviour: Callable[..., Any], log: RateLimitedLog
+) -> Callable[..., Any]:
     if inspect.isasyncgenfunction(behaviour):
 
         async def stream_out(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
-            async for r in behaviour(_checked(method, requests, context), context):
+            async for r in behaviour(_checked(method, requests, context, log), context):
                 yield r
 
         return stream_out
 
     async def unary_out(requests: AsyncIterator[Any], context: Any) -> Any:
-        out = behaviour(_checked(method, requests, context), context)
+        out = behaviour(_checked(method, requests, context, log), context)
         return await out if inspect.isawaitable(out) else out
 
     return unary_out
@@ -120,6 +124,9 @@ def _stream_request(method: str, behaviour: Callable[..., Any]) -> Callable[...,
 
 class DecodeGuard(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Wraps every handler so that an undecodable request is INVALID_ARGUMENT."""
+
+    def __init__(self, log: RateLimitedLog | None = None) -> None:
+        self._log = log or RateLimitedLog(LOG_INTERVAL_S)
 
     async def intercept_service(
         self,
@@ -140,5 +147,5 @@ class DecodeGuard(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         wrap = _stream_request if handler.request_streaming else _unary_request
         return handler._replace(
             request_deserializer=_safe(handler.request_deserializer),
-            **{slot: wrap(method, getattr(handler, slot))},
+            **{slot: wrap(method, getattr(handler, slot), self._log)},
         )

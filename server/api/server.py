@@ -41,6 +41,9 @@ def _probe(listen: str) -> None:
         raise ListenError(f"cannot listen on {listen}: {exc.strerror}") from exc
     family, kind, proto, _, addr = infos[0]
     with socket.socket(family, kind, proto) as sock:
+        # As gRPC does: a port whose old connections linger in TIME_WAIT (a restart) is free;
+        # only a listening socket makes the bind fail.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(addr)
         except OSError as exc:

@@ -93,10 +93,10 @@ class Indexer:
         with self._lock:
             self._hot.mark_indexed(r.key for r in live)
             self._hot.evict(self._clock.now())
-        self.rev = rev
         self.unsnapshotted += len(rows)
         if self._snapshot_due():
-            self.snapshot()
+            self._snapshot(rev)
+        self.rev = rev  # last: once a reader sees it, the snapshot counters are current
         return len(rows)
 
     def _snapshot_due(self) -> bool:
@@ -108,11 +108,14 @@ class Indexer:
 
     def snapshot(self) -> None:
         """Persist the vector indexes at the current revision."""
+        self._snapshot(self.rev)
+
+    def _snapshot(self, rev: int) -> None:
         t0 = time.monotonic()
-        self._vectors.save(self.rev)
+        self._vectors.save(rev)
         log.debug(
             "vector snapshot at rev %d (%d rows since the last) in %.3fs",
-            self.rev,
+            rev,
             self.unsnapshotted,
             time.monotonic() - t0,
         )
@@ -131,6 +134,8 @@ class Indexer:
         while not self._stop.is_set():
             try:
                 if self.step() == 0:
+                    if self._snapshot_due():  # the time rule, on a server gone idle
+                        self.snapshot()
                     self._wake.wait(0.05)
                     self._wake.clear()
                     with self._lock:

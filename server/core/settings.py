@@ -13,7 +13,6 @@ import msgspec
 from msgspec import Meta
 
 # Every numeric key has a range; a value outside it stops start-up (exit 2) naming the key.
-Port = Annotated[int, Meta(ge=0, le=65_535)]
 Importance = Annotated[int, Meta(ge=1, le=5)]
 Ratio = Annotated[float, Meta(ge=0.0, le=1.0)]
 Seconds = Annotated[float, Meta(gt=0.0, le=10 * 365 * 86_400.0)]

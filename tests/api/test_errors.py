@@ -85,3 +85,22 @@ async def test_before_the_stores_load_health_is_not_serving_and_calls_are_unavai
     finally:
         await srv.drain(0)
         executor.shutdown()
+
+
+def test_the_undecodable_log_is_rate_limited_and_counts_what_it_held_back(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from server.api.guard import RateLimitedLog
+
+    now = [100.0]
+    log = RateLimitedLog(10.0, clock=lambda: now[0])
+    caplog.set_level("WARNING")
+    for _ in range(5):
+        log.warn("undecodable request on %s", "/m")
+    now[0] += 10.5
+    log.warn("undecodable request on %s", "/m")
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == [
+        "undecodable request on /m",
+        "undecodable request on /m (4 more like it in the last 10s)",
+    ]

@@ -106,6 +106,15 @@ async def test_a_huge_kinds_filter_is_refused_at_once_naming_the_cap(server: Run
     assert "maximum is 16" in v["filter.kinds"]  # before the cap, 20k entries took 45 s of work
 
 
+def test_repeated_kinds_and_modalities_are_dropped_before_the_engine_sees_them() -> None:
+    from server.api.convert import memory_filter
+    from server.core.model import Kind, Modality
+
+    f = memory_filter(spb.MemoryFilter(kinds=[2, 2, 1, 2], modalities=[1, 1, 2]))
+    assert f.kinds == (Kind.FACT, Kind.PREFERENCE)
+    assert f.modalities == (Modality.TEXT, Modality.IMAGE)
+
+
 async def test_repeated_kinds_and_modalities_count_once(server: RunningServer) -> None:
     s = stub(server)
     got = await s.Remember(spb.RememberRequest(record=record(kind=pb.MEMORY_KIND_FACT)))
@@ -294,7 +303,8 @@ async def test_garbage_bytes_are_invalid_argument(
             assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
             assert "DecodeError" not in (info.value.details() or "")
     lines = [r for r in caplog.records if "undecodable" in r.getMessage()]
-    assert len(lines) <= 1  # rate-limited: at most one line per interval
+    assert len(lines) == 1  # rate-limited: one line per interval, not one per call
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # no gRPC traceback
 
 
 async def test_garbage_on_the_reflection_stream_is_invalid_argument(server: RunningServer) -> None:

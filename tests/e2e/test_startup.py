@@ -156,3 +156,28 @@ def test_json_log_has_one_object_per_call(tmp_path: Path) -> None:
     ]
     assert all(isinstance(r["ms"], float) and r["items"] >= 0 for r in calls)
     assert not any("Friday" in json.dumps(r) for r in records)
+
+
+def test_a_port_with_connections_in_time_wait_is_not_refused(tmp_path: Path) -> None:
+    """After a restart the old server's connections linger in TIME_WAIT on its port; gRPC can
+    bind it, so the listen check must not call it busy."""
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        accepted, _ = listener.accept()
+        accepted.close()  # the server side closes first: its end goes to TIME_WAIT
+        client.recv(1)
+        client.close()
+    p = ServerProcess(
+        tmp_path / "data",
+        env={"POCKETD__ENCODER__MODEL_DIR": str(MODEL_DIR)},
+        extra_args=["--listen", f"127.0.0.1:{port}"],
+    )
+    try:
+        p.wait_serving()
+        assert p.port == port
+    finally:
+        assert p.stop() == 0

@@ -114,14 +114,20 @@ def test_every_numeric_key_has_a_range() -> None:
     assert unbounded == ["memory.retrieval.factors"], unbounded  # factors: checked in check()
 
 
-def test_a_relative_model_dir_in_a_config_file_is_relative_to_that_file(tmp_path: Path) -> None:
+def test_relative_paths_in_a_config_file_are_relative_to_that_file(tmp_path: Path) -> None:
     (tmp_path / "conf").mkdir()
     cfg = tmp_path / "conf" / "c.yaml"
-    cfg.write_text("encoder:\n  model_dir: ../models/minilm\n")
+    cfg.write_text("encoder:\n  model_dir: ../models/minilm\nserver:\n  data_dir: d\n")
     s = load_settings(cfg, {}, None, cwd=Path("/somewhere/else"))
     assert Path(s.encoder.model_dir) == tmp_path / "conf" / ".." / "models" / "minilm"
+    assert Path(s.server.data_dir) == tmp_path / "conf" / "d"
+    # From the environment or a flag: relative to the working directory.
     env = {"POCKETD__ENCODER__MODEL_DIR": "m"}
-    assert load_settings(None, env, None, cwd=tmp_path).encoder.model_dir == str(tmp_path / "m")
+    flags = {"server": {"data_dir": "here"}}
+    s = load_settings(cfg, env, flags, cwd=tmp_path)
+    assert s.encoder.model_dir == str(tmp_path / "m")
+    assert s.server.data_dir == str(tmp_path / "here")
+    assert flags == {"server": {"data_dir": "here"}}  # the caller's mapping is left alone
 
 
 def test_unset_model_dir_means_the_built_in_location() -> None:

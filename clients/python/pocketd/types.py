@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -18,7 +18,9 @@ def _name(enum: object, value: int, prefix: str) -> str:
 def _dt(ts: Timestamp, present: bool = True) -> datetime | None:
     if not present:
         return None
-    return datetime.fromtimestamp(ts.seconds + ts.nanos / 1e9, tz=UTC)
+    # Whole seconds and microseconds apart: a float sum rounds 9999-12-31T23:59:59.9999999 up
+    # into the year 10000, which datetime cannot hold.
+    return datetime.fromtimestamp(ts.seconds, tz=UTC) + timedelta(microseconds=ts.nanos // 1000)
 
 
 @dataclass(frozen=True)
