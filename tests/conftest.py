@@ -11,6 +11,7 @@ os.environ.setdefault(
 )
 
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,6 +37,15 @@ DAY = 86_400.0
 # Kernels compile on first use: a timing deadline would measure the JIT, not the code.
 hsettings.register_profile("pocketd", deadline=None, max_examples=100)
 hsettings.load_profile("pocketd")
+
+
+def wait_for(cond: Callable[[], bool], timeout: float = 120.0) -> None:
+    """Wait for a condition with a deadline that holds on a loaded machine (never a fixed sleep
+    standing in for it)."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.01)
 
 
 class FakeClock:

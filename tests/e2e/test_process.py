@@ -6,53 +6,18 @@ import os
 import signal
 import subprocess
 import threading
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
 import numpy as np
 import pytest
 
-from bench.server_proc import ServerProcess, serve_command
+from bench.server_proc import serve_command
 from pocketd import Client, MemoryInput
-from tests.conftest import MODEL_DIR, ROOT
+from tests.conftest import MODEL_DIR, ROOT, wait_for
+from tests.e2e.conftest import Proc, spawn
 
 pytestmark = pytest.mark.e2e
-
-
-class Proc(ServerProcess):
-    """A server process using the exported test model."""
-
-    def __init__(self, data: Path, env: dict[str, str] | None = None, debug: bool = False) -> None:
-        super().__init__(
-            data,
-            env={"POCKETD__ENCODER__MODEL_DIR": str(MODEL_DIR), **(env or {})},
-            extra_args=["--log-level", "DEBUG"] if debug else None,
-        )
-
-
-def wait_for(cond: Callable[[], bool], timeout: float = 120.0) -> None:
-    """Wait for a condition with a deadline that holds on a loaded machine."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
-
-
-@pytest.fixture
-def procs() -> Iterator[list[Proc]]:
-    started: list[Proc] = []
-    yield started
-    for p in started:
-        p.close()
-
-
-def spawn(procs: list[Proc], data: Path, **kw: object) -> Proc:
-    p = Proc(data, **kw)  # type: ignore[arg-type]
-    procs.append(p)
-    p.wait_serving()
-    return p
 
 
 def test_serve_round_trip_then_sigterm_exits_cleanly(tmp_path: Path, procs: list[Proc]) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.e2e.test_process import Proc
+from tests.e2e.conftest import Proc
 
 pytestmark = pytest.mark.e2e
 EXAMPLE = ROOT / "clients" / "python" / "examples" / "quickstart.py"

@@ -9,7 +9,6 @@ import os
 import re
 import signal
 import threading
-from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
@@ -18,26 +17,12 @@ import numpy as np
 import pytest
 
 from pocketd import Client, MemoryInput
-from tests.e2e.test_process import Proc, wait_for
+from tests.conftest import wait_for
+from tests.e2e.conftest import Proc, spawn
 
 pytestmark = pytest.mark.e2e
 TAIL_RE = re.compile(r"loaded (\d+) records, (\d+) awaiting the indexer")
 DIM = 384
-
-
-@pytest.fixture
-def procs() -> Iterator[list[Proc]]:
-    started: list[Proc] = []
-    yield started
-    for p in started:
-        p.close()
-
-
-def start(procs: list[Proc], data: Path, env: dict[str, str] | None = None) -> Proc:
-    p = Proc(data, env=env)
-    procs.append(p)
-    p.wait_serving(timeout=300)
-    return p
 
 
 def tail_of(p: Proc) -> int:
@@ -107,7 +92,7 @@ def write_and_wait(p: Proc, n: int, seed: int = 1) -> dict[str, np.ndarray]:
 def test_a_crash_re_indexes_at_most_the_unsnapshotted_rows(
     tmp_path: Path, procs: list[Proc]
 ) -> None:
-    p = start(procs, tmp_path / "data")
+    p = spawn(procs, tmp_path / "data")
     acked = write_and_wait(p, 12_000)
     with Client(p.target, timeout=30) as c:
         wait_for(lambda: caught_up(c), timeout=300)
@@ -115,7 +100,7 @@ def test_a_crash_re_indexes_at_most_the_unsnapshotted_rows(
     # A snapshot every 4096 rows (snapshot_rows), checked after each indexer step of 512 rows.
     assert unsnapshotted < 4096 + 512
     p.stop(signal.SIGKILL)
-    p2 = start(procs, tmp_path / "data")
+    p2 = spawn(procs, tmp_path / "data")
     assert tail_of(p2) == unsnapshotted < len(acked)  # not the whole history, as before
 
 
@@ -129,10 +114,10 @@ def test_after_a_crash_health_waits_until_writes_need_not_wait(
         "POCKETD__MEMORY__INDEX__SNAPSHOT_SECONDS": "36000",
         "POCKETD__MEMORY__HOT__SERVING_MAX_PENDING": "200",
     }
-    p = start(procs, tmp_path / "data", env)
+    p = spawn(procs, tmp_path / "data", env)
     acked = write_and_wait(p, 5_000)
     p.stop(signal.SIGKILL)
-    p2 = start(procs, tmp_path / "data", env)
+    p2 = spawn(procs, tmp_path / "data", env)
     assert tail_of(p2) >= len(acked)
     assert any("catching up" in line for line in p2.log)
     with Client(p2.target, timeout=5) as c:  # the client's default deadline
@@ -170,7 +155,7 @@ def kill_cycles(tmp_path: Path, procs: list[Proc], cycles: int) -> None:
     acked: dict[str, tuple[int, np.ndarray]] = {}
     recent: dict[str, tuple[int, np.ndarray]] = {}
     for cycle in range(cycles + 1):
-        p = start(procs, data)
+        p = spawn(procs, data)
         with Client(p.target, timeout=30) as c:
             wait_for(partial(caught_up, c), timeout=300)
             if acked:

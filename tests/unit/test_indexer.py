@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import msgspec
 import numpy as np
 
 from server.core.engine import MemoryEngine
-from server.core.model import Kind, NewMemory, Record
+from server.core.model import IndexState, Kind, NewMemory, Record
 from server.core.settings import MemorySettings
-from tests.conftest import unit_vec
+from tests.conftest import unit_vec, wait_for
 
 
 def settings(**index: object) -> MemorySettings:
@@ -33,11 +32,10 @@ def write(engine: MemoryEngine, n: int, seed: int = 0) -> None:
     )
 
 
-def wait_until(cond: Callable[[], bool], within: float = 60.0) -> None:
-    deadline = time.monotonic() + within
-    while not cond():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
+def indexed(eng: MemoryEngine) -> IndexState:
+    """The index state once the indexer has caught up with every write."""
+    wait_for(lambda: eng.index_state().indexed_rev == eng.index_state().head_rev)
+    return eng.index_state()
 
 
 def test_a_snapshot_follows_every_snapshot_rows_indexed(
@@ -48,8 +46,7 @@ def test_a_snapshot_follows_every_snapshot_rows_indexed(
         use_encoder=False,
     )
     write(eng, 100)
-    wait_until(lambda: eng.index_state().indexed_rev == eng.index_state().head_rev)
-    st = eng.index_state()
+    st = indexed(eng)
     assert st.snapshot_rev > 0, "no snapshot although 100 rows were indexed"
     assert st.unsnapshotted < 32 + 16
     assert st.indexed_rev - st.snapshot_rev == st.unsnapshotted
@@ -63,8 +60,7 @@ def test_the_snapshot_interval_grows_with_the_index(
         use_encoder=False,
     )
     write(eng, 64)
-    wait_until(lambda: eng.index_state().indexed_rev == eng.index_state().head_rev)
-    st = eng.index_state()
+    st = indexed(eng)
     # Steps of 16 rows: the first reaches 1.0 x the index (16 rows) and snapshots; after it the
     # index is 32, 48, 64 rows, and 16, 32, 48 rows since the snapshot never reach its size.
     assert st.snapshot_rev == 16 and st.unsnapshotted == 48
@@ -80,5 +76,5 @@ def test_an_idle_server_snapshots_after_snapshot_seconds(
     write(eng, 10)
     head = eng.index_state().head_rev
     # Indexed at once, snapshotted only once the indexer has been idle for snapshot_seconds.
-    wait_until(lambda: eng.index_state().snapshot_rev == head)
+    wait_for(lambda: eng.index_state().snapshot_rev == head)
     assert eng.index_state().unsnapshotted == 0
