@@ -1,12 +1,12 @@
-"""`python -m bench NAME [options]`; NAME is one of: memory."""
+"""`python -m bench NAME [options]`; NAME is one of: memory, quality."""
 
 from __future__ import annotations
 
 import sys
 
-from bench import memory
+from bench import memory, quality
 
-BENCHES = {"memory": memory.main}
+BENCHES = {"memory": memory.main, "quality": quality.main}
 
 
 def main() -> int:
