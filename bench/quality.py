@@ -4,7 +4,8 @@ On the synthetic dialog set of `bench.dialogs` (English and Chinese, two speaker
 three retrievers answer every question over its conversation's turns, on the same data:
 - `pocketd`: a real `pocketd serve` on its defaults. Each session is imported with
   RememberBatch (kind episode, its session id, the turn's time as created_at; the write gate
-  decides what is kept), and each question is a text-only Recall of the top 10;
+  decides what is kept), and each question is a text-only Recall of the top 10, as a user would
+  send it;
 - `bm25`: textbook BM25 (`bm25s`, k1 1.5, b 0.75) over the same turns, with the same tokens for
   both languages: lower-cased words for Latin text and character bigrams for CJK runs;
 - `dense`: cosine over the built-in encoder's vectors of the turns (no server).
@@ -133,9 +134,7 @@ class PocketdRanker:
         self.folded = stored - len(self.turn_of)
 
     def __call__(self, q: Question) -> list[str]:
-        # Imported history is older than its 90-day expiry today, so the query asks for expired
-        # memories too: this measures ranking, not that defect.
-        hits = self.client.recall(q.namespace, q.text, top_k=max(K), include_expired=True).hits
+        hits = self.client.recall(q.namespace, q.text, top_k=max(K)).hits
         return [
             self.turn_of[h.memory.memory_id] for h in hits if h.memory.memory_id in self.turn_of
         ]

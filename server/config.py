@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 import yaml
 
+from server.core.dedup import MODES as MERGE_MODES
 from server.core.settings import Settings
 
 ENV_PREFIX = "POCKETD__"
@@ -177,6 +178,16 @@ def check(s: Settings) -> None:
         f"must be among {sorted(known_kinds)}",
     )
     wp = m.write_policy
+    need(
+        set(wp.merge) <= known_kinds,
+        "memory.write_policy.merge",
+        f"keys must be among {sorted(known_kinds)}",
+    )
+    need(
+        set(wp.merge.values()) <= set(MERGE_MODES),
+        "memory.write_policy.merge",
+        f"values must be among {list(MERGE_MODES)}",
+    )
     need(
         wp.client_importance_min <= wp.client_importance_max,
         "memory.write_policy.client_importance_min",

@@ -102,7 +102,8 @@ class UsearchVectorIndex:
         counts = np.asarray(getattr(res, "counts", [got.shape[1]])).reshape(m, 1)
         found = np.arange(got.shape[1])[None, :] < counts
         keys[:, : got.shape[1]] = np.where(found, got.astype(np.int64), -1)
-        sims[:, : got.shape[1]] = np.where(found, 1.0 - dist, -np.inf)
+        # Slots past a query's count hold garbage (even NaN): mask them before the arithmetic.
+        sims[:, : got.shape[1]] = np.where(found, 1.0 - np.where(found, dist, 1.0), -np.inf)
         return keys, sims
 
     def get(self, keys: KeyArray) -> Vector:

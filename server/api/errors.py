@@ -4,7 +4,7 @@
 |---------------------------|---------------------|--------------------------------------|
 | InvalidArgumentError      | INVALID_ARGUMENT    | BadRequest (one violation per field) |
 | NotFoundError             | NOT_FOUND           | ResourceInfo, BadRequest (the field) |
-| FailedPreconditionError   | FAILED_PRECONDITION | ErrorInfo (reason)                   |
+| FailedPreconditionError   | FAILED_PRECONDITION | ErrorInfo; PreconditionFailure (field)  |
 | UnavailableError          | UNAVAILABLE         | -                                    |
 | ResourceExhaustedError    | RESOURCE_EXHAUSTED  | QuotaFailure (the setting)           |
 | DeadlineExceededError     | DEADLINE_EXCEEDED   | -                                    |
@@ -78,8 +78,18 @@ def to_status(exc: BaseException) -> status_pb2.Status:
             )
         return _status(code_pb2.NOT_FOUND, str(exc), *details)
     if isinstance(exc, FailedPreconditionError):
-        info2 = error_details_pb2.ErrorInfo(reason=exc.reason, domain=DOMAIN)
-        return _status(code_pb2.FAILED_PRECONDITION, str(exc), info2)
+        pre: list[Message] = [error_details_pb2.ErrorInfo(reason=exc.reason, domain=DOMAIN)]
+        if exc.field:
+            pre.append(
+                error_details_pb2.PreconditionFailure(
+                    violations=[
+                        error_details_pb2.PreconditionFailure.Violation(
+                            type=exc.reason, subject=exc.field, description=str(exc)
+                        )
+                    ]
+                )
+            )
+        return _status(code_pb2.FAILED_PRECONDITION, str(exc), *pre)
     if isinstance(exc, UnavailableError):
         return _status(code_pb2.UNAVAILABLE, str(exc) or "server is not serving")
     if isinstance(exc, ResourceExhaustedError):

@@ -144,6 +144,15 @@ class MemoryEngine:
         through the gate."""
         deadline = deadline or no_deadline()
         need = [i for i, it in enumerate(items) if it.vector is None]
+        for i in need:
+            rec = items[i].record
+            if rec.blob is not None and not rec.text.strip():  # nothing the encoder can read
+                raise FailedPreconditionError(
+                    "a record with only a blob cannot be encoded: pocketd has no encoder for the"
+                    " medium itself yet; send its caption or OCR text as text, or a vector",
+                    reason="BLOB_NEEDS_TEXT",
+                    field=f"items[{i}].record.blob",
+                )
         if need:
             vecs = self._encode(
                 [items[i].record.text for i in need], f"items[{need[0]}].record", deadline

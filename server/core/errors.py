@@ -37,10 +37,12 @@ class NotFoundError(PocketdError):
 
 
 class FailedPreconditionError(PocketdError):
-    """The request is well-formed but the server is not set up to serve it."""
+    """The request is well-formed but the server is not set up to serve it; `field` names the
+    part of the request that needs what is missing, when one does."""
 
-    def __init__(self, message: str, reason: str) -> None:
+    def __init__(self, message: str, reason: str, field: str = "") -> None:
         self.reason = reason
+        self.field = field
         super().__init__(message)
 
 

@@ -107,8 +107,24 @@ class WritePolicySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
     """The write gate (seed 000 §2.2, 001 §2.3, §5.1)."""
 
     min_importance: Importance = 3
+    # Counted from when pocketd stores the memory, so imported history is not expired on arrival.
     expire_after_days: Annotated[float, Meta(gt=0.0, le=36_500.0)] = 90.0
     dedup_cosine: Annotated[float, Meta(gt=0.0, le=1.0)] = 0.95
+    # A `similar` merge also needs this Jaccard similarity of the indexed terms (and the same
+    # identifiers: tokens holding a digit). See server/core/dedup.py.
+    dedup_lexical: Ratio = 0.5
+    # How each kind merges: "similar", "identical_in_session" or "never". An episode is
+    # something that happened: the same words on another day are another episode.
+    merge: dict[str, str] = msgspec.field(
+        default_factory=lambda: {
+            "preference": "similar",
+            "fact": "similar",
+            "skill": "similar",
+            "summary": "identical_in_session",
+            "episode": "identical_in_session",
+            "observation": "identical_in_session",
+        }
+    )
     base_importance: Importance = 3
     # A client-given importance is clamped into these bounds.
     client_importance_min: Importance = 1

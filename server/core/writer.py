@@ -21,6 +21,7 @@ import numpy as np
 
 from server.core.columns import Columns
 from server.core.deadline import Deadline
+from server.core.dedup import MergePolicy
 from server.core.errors import NotFoundError, UnavailableError
 from server.core.gate import ImportanceGate
 from server.core.hot import HotTier
@@ -81,6 +82,7 @@ class Writer:
     ) -> None:
         self._s = settings
         self._gate = ImportanceGate(settings.write_policy)
+        self._merge = MergePolicy(settings.write_policy, keywords.analyze)
         self._store = store
         self._cols = columns
         self._hot = hot
@@ -154,6 +156,9 @@ class Writer:
                 rows = np.arange(len(idx))
                 cand_key, cand_sim = keys[rows, j], sims[rows, j]
             hot_keys, hot_mat = self._hot.pending_rows(ns, kind)
+            live = self._cols.ns[hot_keys] >= 0
+            live[live] = ~self._cols.obsolete[hot_keys[live]]  # never merge into obsolete rows
+            hot_keys, hot_mat = hot_keys[live], hot_mat[live]
             if len(hot_keys):
                 hs = units @ hot_mat.T
                 j = np.argmax(hs, axis=1)
@@ -204,9 +209,7 @@ class Writer:
                 created_at=created,
                 updated_at=now,
                 refreshed_at=created,
-                expires_at=expires
-                if expires is not None
-                else created + wp.expire_after_days * _DAY,
+                expires_at=expires if expires is not None else now + wp.expire_after_days * _DAY,
                 tier=Tier.HOT,
                 key=0,
             )
@@ -240,9 +243,12 @@ class Writer:
             if sim >= wp.dedup_cosine:
                 entry = slots[item_i] if item_i >= 0 else entries.get(key)
                 base = entry.record if entry is not None else self._store.get([key]).get(key)
-                if base is not None:
+                why = None if base is None else self._merge.verdict(st.record, base, sim)
+                if base is None or why is None:  # when in doubt, store
+                    entry = None
+                else:
                     rec = _merge(base, st.record, now)
-                    reason = f"near-duplicate of {base.memory_id} (cosine {sim:.3f}); {st.reason}"
+                    reason = f"near-duplicate of {base.memory_id} ({why}); {st.reason}"
                     results[i] = WriteResult(
                         rec.memory_id,
                         GateDecision.MERGED,

@@ -283,3 +283,25 @@ async def test_no_encoder_is_failed_precondition(tmp_path: Path) -> None:
         await srv.grpc.drain(1)
         srv.engine.close()
         executor.shutdown()
+
+
+async def test_a_blob_only_record_is_failed_precondition_naming_the_blob(
+    server: RunningServer,
+) -> None:
+    """Two different screenshots with no text used to be encoded as "" and merged."""
+    s = stub(server)
+    shot = record(text="", kind=pb.MEMORY_KIND_OBSERVATION, blob=pb.BlobRef(uri="file:///a.png"))
+    err = await expect(
+        s.Remember(spb.RememberRequest(record=shot)), grpc.StatusCode.FAILED_PRECONDITION
+    )
+    status = rpc_status.from_call(err)  # type: ignore[arg-type]
+    pre = error_details_pb2.PreconditionFailure()
+    assert status is not None and any(d.Unpack(pre) for d in status.details)
+    assert pre.violations[0].subject == "record.blob"
+    assert pre.violations[0].type == "BLOB_NEEDS_TEXT"
+    batch = spb.RememberBatchRequest(
+        items=[spb.RememberRequest(record=record()), spb.RememberRequest(record=shot)]
+    )
+    err = await expect(s.RememberBatch(batch), grpc.StatusCode.FAILED_PRECONDITION)
+    assert "items[1].record.blob" in str(rpc_status.from_call(err))  # type: ignore[arg-type]
+    assert len((await s.Stats(spb.StatsRequest(namespace="ns1"))).namespaces) == 0

@@ -73,6 +73,8 @@ class MemoryInput:
     group_id: str = ""
     memory_id: str = ""
     created_at: datetime | float | None = None
+    # When it stops being returned; None: `write_policy.expire_after_days` after it is stored.
+    expires_at: datetime | float | None = None
     blob_uri: str = ""
     blob_mime_type: str = ""
     remember: bool = False
@@ -98,6 +100,8 @@ class MemoryInput:
             rec.importance = self.importance
         if self.created_at is not None:
             rec.created_at.CopyFrom(_ts(self.created_at))
+        if self.expires_at is not None:
+            rec.expires_at.CopyFrom(_ts(self.expires_at))
         if self.blob_uri:
             rec.blob.uri = self.blob_uri
             rec.blob.mime_type = self.blob_mime_type
