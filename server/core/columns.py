@@ -95,6 +95,14 @@ class Columns:
                 self.tags.pop(k, None)
             self.ns[k] = ns  # last: a reader that sees the namespace sees a complete row
 
+    def current(self, keys: KeyArray) -> BoolArray:
+        """Which of `keys` are live and not obsolete (keys beyond the arrays are not)."""
+        out = np.zeros(len(keys), dtype=np.bool_)
+        inside = (keys >= 0) & (keys < len(self.ns))
+        k = keys[inside]
+        out[inside] = (self.ns[k] >= 0) & ~self.obsolete[k]
+        return out
+
     def drop(self, key: int) -> None:
         with self._lock:
             if key < len(self.ns):
@@ -110,7 +118,16 @@ class Columns:
         include_obsolete: bool,
         include_expired: bool,
     ) -> BoolArray:
-        """Which of `keys` are live in namespace `ns_id` and pass the filter."""
+        """Which of `keys` are live in namespace `ns_id` and pass the filter.
+
+        A key beyond the arrays (an index can still return a forgotten record's key after a
+        restart, until the indexer has replayed the deletion) is simply not live.
+        """
+        inside = keys < len(self.ns)
+        if not inside.all():
+            m0 = np.zeros(len(keys), dtype=np.bool_)
+            m0[inside] = self.mask(keys[inside], ns_id, flt, now, include_obsolete, include_expired)
+            return m0
         m: BoolArray = self.ns[keys] == ns_id
         if not include_obsolete:
             m &= ~self.obsolete[keys]

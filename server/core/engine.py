@@ -201,11 +201,7 @@ class MemoryEngine:
             keys = self.columns.matching_keys(
                 ns_id, None, flt or MemoryFilter(), self._clock.now(), True, True
             ).tolist()
-        (deadline or no_deadline()).check("the delete")
-        n = self._store.delete(keys)
-        for key in keys:
-            self.columns.drop(key)
-        self.hot.remove(keys)
+        n = self._writer.forget(keys, deadline or no_deadline())
         self.indexer.wake()
         return n
 

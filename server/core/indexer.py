@@ -20,13 +20,16 @@ import time
 from collections import defaultdict
 
 import numpy as np
+import numpy.typing as npt
 
 from server.core.hot import HotTier
+from server.core.model import Kind
 from server.core.ports import Clock, KeywordIndex, RecordStore, VectorIndexSet
 from server.core.settings import IndexSettings
 from server.core.writer import unit
 
 log = logging.getLogger(__name__)
+KINDS = [int(k) for k in Kind if k != Kind.UNSPECIFIED]
 
 
 class Indexer:
@@ -74,16 +77,14 @@ class Indexer:
                 adds[part].append((rec.key, unit(row.vector)))
             if not row.deleted:
                 live.append(rec)
-        for (ns, kind), keys in removes.items():
-            index = self._vectors.partition(ns, kind, False)
-            if index is not None:
-                index.remove(np.array(keys, dtype=np.int64))
+        for (ns, _kind), gone_keys in removes.items():
+            self._remove(ns, np.array(gone_keys, dtype=np.int64), keep=None)
         for (ns, kind), pairs in adds.items():
+            added = np.array([k for k, _ in pairs], dtype=np.int64)
+            self._remove(ns, added, keep=kind)  # an upsert may have changed the kind
             index = self._vectors.partition(ns, kind, True)
             assert index is not None
-            index.add(
-                np.array([k for k, _ in pairs], dtype=np.int64), np.stack([v for _, v in pairs])
-            )
+            index.add(added, np.stack([v for _, v in pairs]))
         gone = [r.record.key for r in rows if r.deleted]
         if gone:
             self._keywords.remove(gone)
@@ -98,6 +99,14 @@ class Indexer:
             self._snapshot(rev)
         self.rev = rev  # last: once a reader sees it, the snapshot counters are current
         return len(rows)
+
+    def _remove(self, namespace: str, keys: npt.NDArray[np.int64], keep: int | None) -> None:
+        """Remove `keys` from every partition of the namespace but kind `keep`. A key lives in
+        one partition, but an upsert that changed the kind would otherwise leave a ghost in the
+        old one, which outscores real hits and survives a Forget."""
+        for kind in KINDS:
+            if kind != keep and (index := self._vectors.partition(namespace, kind, False)):
+                index.remove(keys)
 
     def _snapshot_due(self) -> bool:
         if not self.unsnapshotted:

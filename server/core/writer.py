@@ -114,6 +114,17 @@ class Writer:
         with self._lock:
             return self._write_locked(items, deadline)
 
+    def forget(self, keys: list[int], deadline: Deadline) -> int:
+        """Erase records, under the same lock as every write: a merge that read a record before
+        it was forgotten can never write it back."""
+        with self._lock:
+            deadline.check("the delete")
+            n = self._store.delete(keys)
+            for key in keys:
+                self._cols.drop(key)
+            self._hot.remove(keys)
+        return n
+
     def _supersede_targets(self, items: list[NewMemory]) -> list[list[int]]:
         targets: list[list[int]] = []
         for i, item in enumerate(items):
@@ -148,16 +159,13 @@ class Writer:
             part = self._vectors.partition(ns, kind, False)
             if part is not None and len(part):
                 keys, sims = part.search_batch(units, 4, self._s.index.dedup_expansion_search)
-                ok = keys >= 0
-                ok[ok] = self._cols.ns[keys[ok]] >= 0  # live
-                ok[ok] &= ~self._cols.obsolete[keys[ok]]
+                ok = self._cols.current(keys.reshape(-1)).reshape(keys.shape)
                 sims = np.where(ok, sims, -np.inf)
                 j = np.argmax(sims, axis=1)
                 rows = np.arange(len(idx))
                 cand_key, cand_sim = keys[rows, j], sims[rows, j]
             hot_keys, hot_mat = self._hot.pending_rows(ns, kind)
-            live = self._cols.ns[hot_keys] >= 0
-            live[live] = ~self._cols.obsolete[hot_keys[live]]  # never merge into obsolete rows
+            live = self._cols.current(hot_keys)  # never merge into an obsolete row
             hot_keys, hot_mat = hot_keys[live], hot_mat[live]
             if len(hot_keys):
                 hs = units @ hot_mat.T
@@ -267,7 +275,7 @@ class Writer:
                 entry = _Pending(st.record, st.vector, st.unit)
                 batch.append(entry)
             slots.append(entry)
-        superseded = self._mark_superseded(targets, slots, now)
+        superseded = self._mark_superseded(targets, slots, batch, now)
         records = [p.record for p in batch] + superseded
         deadline.check("the commit")  # the last point at which the write can still be dropped
         keys = self._store.write(records, [p.vector for p in batch] + [None] * len(superseded))
@@ -297,21 +305,26 @@ class Writer:
         self,
         targets: list[list[int]],
         slots: list[_Pending | None],
+        batch: list[_Pending],
         now: float,
     ) -> list[Record]:
+        """The records that `targets` supersede, marked obsolete. A target that this batch also
+        writes (an upsert or a merge) is marked in place, so its new text is what is kept."""
         out: dict[int, Record] = {}
         wanted = {k for keys in targets for k in keys}
         existing = self._store.get(sorted(wanted))
+        written = {p.record.key: p for p in batch if p.record.key}
         for keys, slot in zip(targets, slots, strict=True):
             if slot is None:
                 continue
             for key in keys:
-                old = existing.get(key)
-                if old is None or key == slot.record.key:
+                if key == slot.record.key:
                     continue
-                out[key] = msgspec.structs.replace(
-                    old, obsolete=True, superseded_by=slot.record.memory_id, updated_at=now
-                )
+                mark = {"obsolete": True, "superseded_by": slot.record.memory_id, "updated_at": now}
+                if key in written:
+                    written[key].record = msgspec.structs.replace(written[key].record, **mark)
+                elif (old := existing.get(key)) is not None:
+                    out[key] = msgspec.structs.replace(old, **mark)
         return list(out.values())
 
 

@@ -1,0 +1,108 @@
+"""Regression tests for write-path defects found by review (memory core v2, section 1): each
+failed on the code before its fix."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from server.core.columns import Columns
+from server.core.engine import MemoryEngine
+from server.core.errors import NotFoundError
+from server.core.model import GateDecision, Kind, MemoryFilter, RecallQuery, Record
+from tests.conftest import unit_vec
+from tests.unit.test_engine import NS, mem
+
+
+def test_an_upsert_and_a_supersede_of_it_in_one_batch_keep_the_new_text(
+    engine: MemoryEngine,
+) -> None:
+    engine.remember([mem("The VPN gateway is vpn-1", memory_id="gw")])
+    engine.remember(
+        [
+            mem("The VPN gateway is vpn-2", memory_id="gw"),
+            mem("The VPN gateway moved to vpn-3", supersedes=("gw",)),
+        ]
+    )
+    rec, _ = engine.get(NS, "gw", False)
+    assert rec.text == "The VPN gateway is vpn-2"  # the upsert's text, not the stored copy's
+    assert rec.obsolete and rec.superseded_by
+
+
+def test_forget_waits_for_a_merge_in_progress_and_wins(engine: MemoryEngine) -> None:
+    """A merge reads the stored record, then writes it back: a Forget in between used to be
+    undone, so Get returned the "forgotten" card number."""
+    first = engine.remember([mem("Alice's card number is 4111 1111 1111 1111", Kind.FACT)])[0]
+    store = engine._writer._store
+    real_write = store.write
+    forgot = threading.Event()
+    errors: list[BaseException] = []
+
+    def forget() -> None:
+        try:
+            engine.forget(NS, first.memory_id, None)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        forgot.set()
+
+    def write_during_forget(records, vectors):  # type: ignore[no-untyped-def]
+        store.write = real_write  # type: ignore[method-assign]  # only the merge is intercepted
+        t = threading.Thread(target=forget)
+        t.start()
+        # Forget must not get through while the merge holds the write path. (If it could, it
+        # usually would within this wait; a slow machine can only hide the old bug, never fail
+        # the fixed code.)
+        forgot.wait(0.5)
+        keys = real_write(records, vectors)
+        t_holder.append(t)
+        return keys
+
+    t_holder: list[threading.Thread] = []
+    store.write = write_during_forget  # type: ignore[method-assign]
+    merged = engine.remember([mem("Alice's card number is 4111 1111 1111 1111.", Kind.FACT)])[0]
+    assert merged.decision == GateDecision.MERGED
+    t_holder[0].join(30)
+    assert not errors
+    with pytest.raises(NotFoundError):
+        engine.get(NS, first.memory_id, False)
+    hits = engine.recall(RecallQuery(namespace=NS, text="card number 4111", min_score=0.0)).hits
+    assert first.memory_id not in [h.record.memory_id for h in hits]
+
+
+def test_an_upsert_that_changes_kind_leaves_no_ghost_in_the_old_kind(
+    engine: MemoryEngine,
+) -> None:
+    rng = np.random.default_rng(11)
+    v = unit_vec(rng)
+    engine.remember([mem("Dark mode on", Kind.PREFERENCE, v, memory_id="ui")])
+    engine.indexer.catch_up()
+    engine.remember([mem("Dark mode on", Kind.FACT, unit_vec(rng), memory_id="ui")])
+    engine.indexer.catch_up()
+    old_kind = engine._vectors.partition(NS, int(Kind.PREFERENCE), False)
+    assert old_kind is not None and len(old_kind) == 0  # the ghost is gone from the old index
+    res = engine.recall(
+        RecallQuery(
+            namespace=NS, vector=v, filter=MemoryFilter(kinds=(Kind.PREFERENCE,)), min_score=0.0
+        )
+    )
+    assert res.hits == []
+    # A later near-duplicate of the old vector in the old kind is a new memory, not a merge.
+    again = engine.remember([mem("Dark mode on", Kind.PREFERENCE, v)])[0]
+    assert again.decision == GateDecision.STORED and again.memory_id != "ui"
+
+
+def test_keys_beyond_the_metadata_arrays_are_simply_not_live() -> None:
+    """After a restart an index can return a forgotten record's key beyond the arrays, until
+    the indexer has replayed the deletion: that used to be an IndexError and INTERNAL."""
+    cols = Columns(capacity=4)
+    cols.put(Record(memory_id="a", namespace="n", kind=Kind.FACT, key=1))
+    ns_id = cols.ns_id("n")
+    keys = np.array([1, 10_000, 3], dtype=np.int64)
+    assert cols.mask(keys, ns_id, MemoryFilter(), 0.0, False, False).tolist() == [
+        True,
+        False,
+        False,
+    ]
+    assert cols.current(keys).tolist() == [True, False, False]
