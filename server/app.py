@@ -21,7 +21,6 @@ import logging
 import os
 import signal
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
@@ -30,6 +29,7 @@ from server.adapters.onnx_encoder import ModelMissingError, OnnxTextEncoder
 from server.adapters.sqlite_store import SqliteRecordStore
 from server.adapters.tantivy_index import TantivyKeywordIndex
 from server.adapters.usearch_index import UsearchIndexSet
+from server.api.calls import WorkerPools
 from server.api.server import GrpcServer, ListenError
 from server.config import BUILTIN_MODEL_DIR, model_dir
 from server.core.engine import MemoryEngine
@@ -157,10 +157,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    executor = ThreadPoolExecutor(
-        settings.server.worker_threads, thread_name_prefix="pocketd-worker"
-    )
-    grpc_server = GrpcServer(settings, executor)
+    pools = WorkerPools.from_settings(settings.server)
+    grpc_server = GrpcServer(settings, pools)
     try:
         port = await grpc_server.start(settings.server.listen)
     except ListenError as exc:
@@ -171,7 +169,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     engine: MemoryEngine | None = None
     try:
         opening: asyncio.Future[MemoryEngine] = loop.run_in_executor(
-            executor, _open, settings, encoder
+            pools.read, _open, settings, encoder
         )
         stopped: asyncio.Future[bool] = asyncio.ensure_future(stop.wait())
         waiting: set[asyncio.Future[Any]] = {opening, stopped}
@@ -188,8 +186,10 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
         log.info("draining (up to %.1fs)", settings.server.drain_seconds)
         await grpc_server.drain(settings.server.drain_seconds)
     finally:
+        # The calls' work first (cancelled calls stop at their next deadline check), then the
+        # stores: nothing still running can touch a closed store.
+        await loop.run_in_executor(None, pools.shutdown)
         if engine is not None:
-            await loop.run_in_executor(executor, engine.close)
-        executor.shutdown(wait=True)
+            await loop.run_in_executor(None, engine.close)
         lock.close()
         log.info("stopped")

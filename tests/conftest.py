@@ -13,7 +13,6 @@ os.environ.setdefault(
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import msgspec
@@ -25,6 +24,7 @@ from server.adapters.onnx_encoder import OnnxTextEncoder
 from server.adapters.sqlite_store import SqliteRecordStore
 from server.adapters.tantivy_index import TantivyKeywordIndex
 from server.adapters.usearch_index import UsearchIndexSet
+from server.api.calls import WorkerPools
 from server.api.server import GrpcServer
 from server.core.engine import MemoryEngine
 from server.core.settings import MemorySettings, Settings
@@ -148,11 +148,11 @@ class RunningServer:
 
 async def start_server(
     tmp: Path, encoder: OnnxTextEncoder | None, settings: Settings | None = None
-) -> tuple[RunningServer, ThreadPoolExecutor]:
+) -> tuple[RunningServer, WorkerPools]:
     settings = settings or make_settings(tmp)
     from server.app import SystemClock
 
-    executor = ThreadPoolExecutor(4)
+    executor = WorkerPools(4, 2)
     srv = GrpcServer(settings, executor)
     port = await srv.start("127.0.0.1:0")
     eng = open_engine(tmp, encoder, SystemClock(), settings.memory)  # type: ignore[arg-type]

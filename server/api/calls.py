@@ -44,11 +44,30 @@ class CallRecord:
         self.t0 = time.perf_counter()
 
 
-class CallRunner:
-    """Runs calls' blocking work in the worker pool under the admission bound."""
+class WorkerPools:
+    """Two bounded thread pools: one for reads, one for writes. A writer waiting on
+    backpressure (or a long batch being encoded) holds a write worker, never a read's."""
 
-    def __init__(self, settings: ServerSettings, executor: ThreadPoolExecutor) -> None:
-        self._executor = executor
+    def __init__(self, read_threads: int, write_threads: int) -> None:
+        self.read = ThreadPoolExecutor(read_threads, thread_name_prefix="pocketd-read")
+        self.write = ThreadPoolExecutor(write_threads, thread_name_prefix="pocketd-write")
+
+    @classmethod
+    def from_settings(cls, s: ServerSettings) -> WorkerPools:
+        return cls(s.worker_threads, s.write_threads)
+
+    def shutdown(self) -> None:
+        """Drop queued work and wait for the work that is running (it stops at its next
+        deadline check once its call was cancelled)."""
+        for pool in (self.read, self.write):
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+class CallRunner:
+    """Runs calls' blocking work in the worker pools under the admission bound."""
+
+    def __init__(self, settings: ServerSettings, pools: WorkerPools) -> None:
+        self._pools = pools
         self._limit = settings.max_concurrent_calls
         self._max_seconds = settings.max_call_seconds
         self._slow_s = settings.slow_call_ms / 1000.0
@@ -79,9 +98,9 @@ class CallRunner:
         client = math.inf if time_remaining is None else max(time_remaining, 0.0)
         return Deadline(min(client, self._max_seconds))
 
-    async def run(self, work: Callable[[Deadline], T], deadline: Deadline) -> T:
-        """Run `work(deadline)` in the pool; the caller has been admitted, and this releases it
-        once the work has stopped (or, if it never started, at once)."""
+    async def run(self, work: Callable[[Deadline], T], deadline: Deadline, write: bool) -> T:
+        """Run `work(deadline)` in the read or the write pool; the caller has been admitted,
+        and this releases it once the work has stopped (or, if it never started, at once)."""
 
         def guarded() -> T:
             try:
@@ -91,7 +110,7 @@ class CallRunner:
                 self.release()
 
         try:
-            fut = self._executor.submit(guarded)
+            fut = (self._pools.write if write else self._pools.read).submit(guarded)
         except BaseException:  # the pool is shut down: the work will never run
             self.release()
             raise

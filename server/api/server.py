@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import errno
 import socket
-from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -16,6 +15,7 @@ from grpc_reflection.v1alpha import reflection
 
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
+from server.api.calls import WorkerPools
 from server.api.guard import DecodeGuard
 from server.api.servicer import MemoryServicer
 from server.core.engine import MemoryEngine
@@ -54,7 +54,7 @@ def _probe(listen: str) -> None:
 class GrpcServer:
     """The transport around one engine."""
 
-    def __init__(self, settings: Settings, executor: ThreadPoolExecutor) -> None:
+    def __init__(self, settings: Settings, pools: WorkerPools) -> None:
         limit = settings.server.max_message_bytes
         self.server = grpc.aio.server(
             interceptors=[DecodeGuard()],
@@ -64,7 +64,7 @@ class GrpcServer:
                 ("grpc.so_reuseport", 0),
             ],
         )
-        self.servicer = MemoryServicer(settings, executor)
+        self.servicer = MemoryServicer(settings, pools)
         spb_grpc.add_MemoryServiceServicer_to_server(self.servicer, self.server)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from grpc_status import rpc_status
@@ -19,7 +18,7 @@ from grpc_status import rpc_status
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 from server.api import convert
-from server.api.calls import CallRecord, CallRunner, code_name
+from server.api.calls import CallRecord, CallRunner, WorkerPools, code_name
 from server.api.errors import to_status
 from server.api.validation import Validator, Violations
 from server.core.deadline import Deadline
@@ -36,9 +35,9 @@ log = logging.getLogger(__name__)
 class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
     """The gRPC face of a `MemoryEngine`. Calls before `ready()` get UNAVAILABLE."""
 
-    def __init__(self, settings: Settings, executor: ThreadPoolExecutor) -> None:
+    def __init__(self, settings: Settings, pools: WorkerPools) -> None:
         self._validator = Validator(settings)
-        self._calls = CallRunner(settings.server, executor)
+        self._calls = CallRunner(settings.server, pools)
         self._engine: MemoryEngine | None = None
 
     def ready(self, engine: MemoryEngine) -> None:
@@ -56,6 +55,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
         validate: Callable[[Violations], None],
         work: Callable[[MemoryEngine, Deadline], T],
         rename: Callable[[Exception], Exception] = lambda e: e,
+        write: bool = False,
     ) -> T:
         """Admit, validate on the loop, then run `work` in the pool under the call's deadline."""
         log.debug("%s ns=%s started", rec.method, rec.namespace or "-")
@@ -70,7 +70,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
             except BaseException:
                 self._calls.release()
                 raise
-            return await self._calls.run(lambda d: work(eng, d), deadline)
+            return await self._calls.run(lambda d: work(eng, d), deadline, write)
         except Exception as exc:
             status = to_status(rename(exc))
             rec.status = code_name(status.code)
@@ -89,6 +89,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
             lambda v: self._validator.remember(v, "", request, time.time()),
             lambda eng, d: convert.write_result(eng.remember([convert.new_memory(request)], d)[0]),
             _single,
+            write=True,
         )
 
     async def RememberBatch(
@@ -104,6 +105,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
             CallRecord("RememberBatch", first, len(request.items)),
             lambda v: self._validator.remember_batch(v, request, time.time()),
             work,
+            write=True,
         )
 
     async def Recall(self, request: spb.RecallRequest, context: Ctx) -> spb.RecallResponse:
@@ -140,7 +142,9 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
             rec.items = n
             return spb.ForgetResponse(forgotten_count=n)
 
-        return await self._call(context, rec, lambda v: self._validator.forget(v, request), work)
+        return await self._call(
+            context, rec, lambda v: self._validator.forget(v, request), work, write=True
+        )
 
     async def Stats(self, request: spb.StatsRequest, context: Ctx) -> spb.StatsResponse:
         return await self._call(

@@ -33,8 +33,12 @@ class ServerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_message_bytes: Annotated[int, between(1024, 1 << 30)] = 16 * 1024 * 1024
     # Seconds that SIGTERM waits for calls in flight before cancelling them.
     drain_seconds: Annotated[float, between(0.0, 3600.0)] = 10.0
-    # Threads for blocking native calls (usearch, tantivy, onnxruntime, SQLite reads).
+    # Threads for reads (Recall, Get, Stats): blocking native calls into usearch, tantivy,
+    # onnxruntime and SQLite.
     worker_threads: Threads = 4
+    # Threads for writes (Remember, RememberBatch, Forget), apart from the reads' threads, so
+    # that writers held back by backpressure never keep a Recall waiting.
+    write_threads: Threads = 2
     # MemoryService calls in flight (running or queued for a worker) beyond this get
     # RESOURCE_EXHAUSTED at once instead of queueing without end.
     max_concurrent_calls: Annotated[int, between(1, 100_000)] = 64

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
@@ -12,6 +11,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
+from server.api.calls import WorkerPools
 from server.api.errors import to_status
 from server.api.server import GrpcServer
 from server.core.errors import (
@@ -72,7 +72,7 @@ def test_each_error_maps_to_its_status_and_detail(
 async def test_before_the_stores_load_health_is_not_serving_and_calls_are_unavailable(
     tmp_path: Path,
 ) -> None:
-    executor = ThreadPoolExecutor(1)
+    executor = WorkerPools(1, 1)
     srv = GrpcServer(make_settings(tmp_path), executor)
     port = await srv.start("127.0.0.1:0")
     try:

@@ -463,3 +463,36 @@ async def test_recall_leaves_out_irrelevant_hits(server: RunningServer) -> None:
         everything = (await c.recall("alice", "E1234", min_score=0.0)).hits
         assert phone.memory_id in [h.memory.memory_id for h in everything]
         assert all(h.score.fused >= 0.1 for h in hits)
+
+
+async def test_writers_held_by_backpressure_never_keep_a_recall_waiting(tmp_path: Path) -> None:
+    """Reads and writes have their own workers: with every write worker stuck waiting for an
+    indexer that makes no progress, Recall still answers."""
+    import msgspec as ms
+
+    settings = make_settings(tmp_path)
+    hot = ms.structs.replace(settings.memory.hot, max_pending_index=1)
+    settings = ms.structs.replace(settings, memory=ms.structs.replace(settings.memory, hot=hot))
+    srv, pools = await start_server(tmp_path / "bp", None, settings)
+    try:
+        s = stub(srv)
+        vec = list(np.random.default_rng(5).normal(size=DIM))
+        srv.engine.indexer.stop()  # nothing gets indexed from here on
+        for _ in range(2):  # two unindexed records: over max_pending_index (1)
+            await s.Remember(spb.RememberRequest(record=record(text="", vector=vec, kind=6)))
+        stuck = [
+            s.Remember(spb.RememberRequest(record=record(text="", vector=vec, kind=4)), timeout=60)
+            for _ in range(6)  # more than all the worker threads together
+        ]
+        await until(lambda: in_flight(srv) == 6)
+        # Before the pools were split, this waited behind the stuck writers for the 30 s
+        # backpressure timeout.
+        res = await s.Recall(spb.RecallRequest(namespace="ns1", query_vector=vec), timeout=10)
+        assert res.hits
+        for c in stuck:
+            c.cancel()
+        await until(lambda: in_flight(srv) == 0)
+    finally:
+        await srv.grpc.drain(1)
+        srv.engine.close()
+        pools.shutdown()
