@@ -71,6 +71,7 @@ class Retriever:
         self._thresholds = np.array([x * _DAY for x in d.after_days], dtype=np.float64)
         self._factors = np.array(d.factors, dtype=np.float32)
         self._cues = tuple(c.lower() for c in self._s.image_cues)
+        self._temporal = tuple(c.lower() for c in d.temporal_cues)
 
     def weights(self, q: RecallQuery) -> tuple[float, float]:
         """(vector, keyword) weights: the image pair when the query has an image or an image cue."""
@@ -78,6 +79,11 @@ class Retriever:
         if q.image_query or any(c in text for c in self._cues):
             return self._s.image_vector_weight, self._s.image_keyword_weight
         return self._s.vector_weight, self._s.keyword_weight
+
+    def temporal(self, q: RecallQuery) -> bool:
+        """A question about time: it asks for the old memory itself, so nothing decays."""
+        text = q.text.lower()
+        return any(c in text for c in self._temporal)
 
     def recall(self, q: RecallQuery, deadline: Deadline) -> RecallResult:
         t0 = time.perf_counter()
@@ -187,7 +193,7 @@ class Retriever:
             if len(keys) == 0:
                 return []
         c = self._cols
-        decays = np.isin(c.kind[keys], self._decay_kinds)
+        decays = np.isin(c.kind[keys], self._decay_kinds) & (not self.temporal(q))
         decay = step_decay(now - c.refreshed[keys], decays, self._thresholds, self._factors)
         order, final = rank_final(fused, decay, c.obsolete[keys], top_k)
         chosen = [int(keys[i]) for i in order]

@@ -102,6 +102,28 @@ class DecaySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Step time decay of fact-like kinds (seed 000 §4.3)."""
 
     kinds: tuple[str, ...] = ("fact", "preference")
+    # A question about time ("when did …", "上周") asks for the old memory itself: no decay.
+    temporal_cues: tuple[str, ...] = (
+        "when did",
+        "when was",
+        "what time",
+        "what date",
+        "how long ago",
+        "before",
+        "after",
+        "last week",
+        "last month",
+        "last year",
+        "ago",
+        "什么时候",
+        "哪天",
+        "几号",
+        "之前",
+        "以前",
+        "上周",
+        "上个月",
+        "去年",
+    )
     # Ascending age thresholds in days and the factor applied past each.
     after_days: tuple[Annotated[float, between(0.0, 36_500.0)], ...] = (7.0, 30.0)
     factors: tuple[float, ...] = (0.6, 0.4)

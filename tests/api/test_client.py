@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
-from pocketd import AsyncClient, Client
+from pocketd import AsyncClient, Client, MemoryInput
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 
@@ -89,3 +89,23 @@ async def test_the_blocking_client_retries_too(flaky: tuple[str, Flaky]) -> None
 
     assert await loop.run_in_executor(None, call) == 7
     assert servicer.calls["Stats"] == 3
+
+
+async def test_a_batch_deadline_grows_with_its_size(tmp_path) -> None:
+    """256 turns to encode must not fail the client's default 5 s deadline (here 0.5 s)."""
+    from tests.api.test_hardening import SlowEncoder
+    from tests.conftest import start_server
+
+    srv, pools = await start_server(tmp_path / "b", SlowEncoder(0.3))  # 4 chunks: 1.2 s
+    try:
+        items = [MemoryInput("imp", f"Turn {i} of the import") for i in range(256)]
+
+        def call() -> int:
+            with Client(srv.target, timeout=0.5) as c:
+                return sum(r.stored for r in c.remember_batch(items))
+
+        assert await asyncio.get_running_loop().run_in_executor(None, call) == 256
+    finally:
+        await srv.grpc.drain(1)
+        srv.engine.close()
+        pools.shutdown()

@@ -350,3 +350,19 @@ def test_writes_are_refused_not_hung_when_the_indexer_cannot_keep_up(
     engine.remember([mem("The first fact fits"), mem("So does the second one, about llamas")])
     with pytest.raises(UnavailableError, match="waiting for the indexer"):
         engine.remember([mem("A third fact has to wait for the indexer")])
+
+
+def test_a_question_about_time_is_not_decayed(engine: MemoryEngine, clock: FakeClock) -> None:
+    """An old fact is what a temporal question asks for: "when did" and "上周" turn decay off."""
+    old = engine.remember(
+        [mem("The team moved the office to Lisbon", created_at=clock.now() - 40 * DAY)]
+    )[0]
+    engine.indexer.catch_up()
+    for text, decayed in (
+        ("where is the office", True),
+        ("when did the team move the office", False),
+        ("上周 office Lisbon", False),
+    ):
+        hit = engine.recall(RecallQuery(namespace=NS, text=text, min_score=0.0)).hits[0]
+        assert hit.record.memory_id == old.memory_id
+        assert (hit.score.decay < 1.0) == decayed, text

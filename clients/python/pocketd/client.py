@@ -16,6 +16,7 @@ import grpc
 
 from pocketd.requests import (
     MemoryInput,
+    batch_timeout,
     channel_options,
     forget_request,
     memory_filter,
@@ -48,8 +49,9 @@ class Client:
         return RememberResult.from_pb(self._stub.Remember(req, timeout=self.timeout))
 
     def remember_batch(self, items: Sequence[MemoryInput]) -> list[RememberResult]:
+        """Store many memories in one transaction; the deadline grows with the batch."""
         req = spb.RememberBatchRequest(items=[i.to_pb() for i in items])
-        resp = self._stub.RememberBatch(req, timeout=self.timeout)
+        resp = self._stub.RememberBatch(req, timeout=batch_timeout(self.timeout, len(items)))
         return [RememberResult.from_pb(r) for r in resp.results]
 
     def recall(
@@ -136,8 +138,9 @@ class AsyncClient:
         return RememberResult.from_pb(await self._stub.Remember(req, timeout=self.timeout))
 
     async def remember_batch(self, items: Sequence[MemoryInput]) -> list[RememberResult]:
+        """Store many memories in one transaction; the deadline grows with the batch."""
         req = spb.RememberBatchRequest(items=[i.to_pb() for i in items])
-        resp = await self._stub.RememberBatch(req, timeout=self.timeout)
+        resp = await self._stub.RememberBatch(req, timeout=batch_timeout(self.timeout, len(items)))
         return [RememberResult.from_pb(r) for r in resp.results]
 
     async def recall(

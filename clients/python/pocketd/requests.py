@@ -33,6 +33,16 @@ RETRY_SERVICE_CONFIG = json.dumps(
 )
 
 
+# A batch's deadline grows with its size: the server encodes about a few hundred texts a second
+# on two cores, so a fixed 5 s would fail a dialog import of a few hundred turns.
+BATCH_SECONDS_PER_ITEM = 0.05
+
+
+def batch_timeout(timeout: float, items: int) -> float:
+    """The deadline for a RememberBatch of `items`: at least `timeout`, and 50 ms per item."""
+    return max(timeout, items * BATCH_SECONDS_PER_ITEM)
+
+
 def channel_options(max_message_bytes: int) -> list[tuple[str, object]]:
     return [
         ("grpc.enable_retries", 1),
