@@ -46,7 +46,7 @@ run: setup ## Run the server on its embedded defaults (127.0.0.1:50051, data in 
 test: setup ## Run the test suite: unit, API, fuzz (a few hundred cases) and end-to-end (5 kill -9 cycles)
 	$(VPY) -m pytest
 
-test-slow: setup ## Run the heavy suites only: 10,000 fuzz cases, 20 kill -9 cycles (about 7 minutes)
+test-slow: setup ## Run the heavy suites only: 10,000 fuzz cases, 20 kill -9 cycles, 300 state-machine runs (about 9 minutes)
 	POCKETD_FUZZ_EXAMPLES=$${POCKETD_FUZZ_EXAMPLES:-10000} POCKETD_KILL_CYCLES=$${POCKETD_KILL_CYCLES:-20} \
 		$(VPY) -m pytest -m slow -rP
 

@@ -225,6 +225,12 @@ class Writer:
                 rec.key = (
                     self._store.key_of(rec.namespace, rec.memory_id, include_deleted=True) or 0
                 )
+                if rec.key and (prev := self._store.get([rec.key]).get(rec.key)) is not None:
+                    # An upsert rewrites the content; the server-set state stays: a superseded
+                    # memory does not become current again by being rewritten.
+                    rec.obsolete, rec.superseded_by = prev.obsolete, prev.superseded_by
+                    rec.access_count = prev.access_count
+                    rec.last_accessed_at = prev.last_accessed_at
             u = None if item.vector is None else unit(item.vector)
             staged.append(_Staged(rec, item.vector, u, item.client_memory_id, verdict.reason))
             results.append(

@@ -106,3 +106,14 @@ def test_keys_beyond_the_metadata_arrays_are_simply_not_live() -> None:
         False,
     ]
     assert cols.current(keys).tolist() == [True, False, False]
+
+
+def test_an_upsert_does_not_make_a_superseded_memory_current(engine: MemoryEngine) -> None:
+    """Found by the state machine: rewriting a superseded memory by its id reset `obsolete`,
+    a server-set field, so the old fact competed with its successor again."""
+    engine.remember([mem("The deploy day is Monday", memory_id="day")])
+    new = engine.remember([mem("The deploy day is now Thursday", supersedes=("day",))])[0]
+    engine.remember([mem("The deploy day is Monday (per the old wiki)", memory_id="day")])
+    rec, _ = engine.get(NS, "day", False)
+    assert rec.text == "The deploy day is Monday (per the old wiki)"
+    assert rec.obsolete and rec.superseded_by == new.memory_id

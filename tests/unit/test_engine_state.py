@@ -1,0 +1,232 @@
+"""The engine as a state machine, against a plain-Python model of its records.
+
+Hypothesis drives random sequences of remember (merging identical texts), upsert (kind changes
+included), supersede, forget by id and by filter, recall and restart (clean, or a crash that
+loses the unsaved vector snapshot), and after every step checks:
+- Get agrees with the model (text, kind, obsolete) and forgotten records are NOT_FOUND;
+- Recall never returns a forgotten record, nor an obsolete one unless asked for;
+- once indexed, every live record is in exactly one partition, and the partition sizes sum to
+  the live count.
+
+`POCKETD_STATE_EXAMPLES` sets the number of sequences of 20 steps (15 in `make test`; the `slow`
+variant runs 300).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, rule
+
+from server.core.errors import NotFoundError
+from server.core.model import GateDecision, Kind, MemoryFilter, NewMemory, RecallQuery, Record
+from server.core.settings import MemorySettings
+from tests.conftest import DIM, FakeClock, open_engine
+
+# The smallest keyword heap tantivy takes: each sequence opens several engines.
+SETTINGS = msgspec.structs.replace(
+    MemorySettings(),
+    index=msgspec.structs.replace(MemorySettings().index, keyword_heap_bytes=15_000_000),
+)
+
+NS = "sm"
+TEXTS = [f"Note {w} about the {t}" for w in ("alpha", "beta", "gamma") for t in ("vpn", "wiki")]
+KINDS = [Kind.FACT, Kind.PREFERENCE, Kind.EPISODE, Kind.SKILL]
+
+
+def vector_of(text: str) -> np.ndarray:
+    """One fixed unit vector per text: identical texts are identical vectors, others unrelated."""
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+    v = np.random.default_rng(seed).normal(size=DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+@dataclass
+class Model:
+    text: str
+    kind: Kind
+    obsolete: bool = False
+
+
+class EngineMachine(RuleBasedStateMachine):
+    ids = Bundle("ids")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = Path(tempfile.mkdtemp(prefix="pocketd-sm-"))
+        self.clock = FakeClock()
+        self.engine = open_engine(self.dir, None, self.clock, SETTINGS)
+        self.model: dict[str, Model] = {}
+        self.forgotten: set[str] = set()
+        self.client_ids = 0
+
+    def teardown(self) -> None:
+        self.engine.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _write(self, text: str, kind: Kind, memory_id: str = "", supersedes: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
+        item = NewMemory(
+            record=Record(memory_id=memory_id, namespace=NS, kind=kind, text=text),
+            vector=vector_of(text),
+            explicit_importance=3,
+            supersedes=supersedes,
+            client_memory_id=bool(memory_id),
+        )
+        return self.engine.remember([item])[0]
+
+    def _current_twins(self, text: str, kind: Kind) -> set[str]:
+        return {
+            mid
+            for mid, m in self.model.items()
+            if m.text == text and m.kind == kind and not m.obsolete
+        }
+
+    @rule(target=ids, text=st.sampled_from(TEXTS), kind=st.sampled_from(KINDS))
+    def remember(self, text: str, kind: Kind) -> str:
+        twins = self._current_twins(text, kind)
+        r = self._write(text, kind)
+        if twins:  # the same words and kind: merged (facts by similarity, episodes by identity)
+            assert r.decision == GateDecision.MERGED and r.memory_id in twins, (r, twins)
+        else:
+            assert r.decision == GateDecision.STORED and r.memory_id not in self.model
+        self.model[r.memory_id] = Model(text, kind)
+        return r.memory_id
+
+    @rule(target=ids, text=st.sampled_from(TEXTS), kind=st.sampled_from(KINDS))
+    def upsert_new(self, text: str, kind: Kind) -> str:
+        self.client_ids += 1
+        mid = f"c{self.client_ids}"
+        r = self._write(text, kind, memory_id=mid)
+        assert r.decision == GateDecision.STORED and r.memory_id == mid
+        self.model[mid] = Model(text, kind)
+        return mid
+
+    @rule(mid=ids, text=st.sampled_from(TEXTS), kind=st.sampled_from(KINDS))
+    def upsert_existing(self, mid: str, text: str, kind: Kind) -> None:
+        if mid in self.forgotten or not mid.startswith("c"):
+            return
+        r = self._write(text, kind, memory_id=mid)
+        assert r.memory_id == mid
+        old = self.model[mid]
+        self.model[mid] = Model(text, kind, obsolete=old.obsolete)
+
+    @rule(target=ids, old=ids, text=st.sampled_from(TEXTS), kind=st.sampled_from(KINDS))
+    def supersede(self, old: str, text: str, kind: Kind) -> str:
+        if old in self.forgotten:
+            return old
+        twins = self._current_twins(text, kind) - {old}
+        r = self._write(text, kind, supersedes=(old,))
+        if twins:
+            assert r.memory_id in twins
+        if r.memory_id != old:
+            self.model[old].obsolete = True
+        self.model[r.memory_id] = Model(
+            text, kind, self.model.get(r.memory_id, Model("", kind)).obsolete
+        )
+        return r.memory_id
+
+    @rule(mid=consumes(ids))
+    def forget(self, mid: str) -> None:
+        if mid in self.forgotten:
+            return
+        assert self.engine.forget(NS, mid, None) == 1
+        del self.model[mid]
+        self.forgotten.add(mid)
+
+    @rule(kind=st.sampled_from(KINDS))
+    def forget_kind(self, kind: Kind) -> None:
+        gone = {mid for mid, m in self.model.items() if m.kind == kind}
+        assert self.engine.forget(NS, None, MemoryFilter(kinds=(kind,))) == len(gone)
+        for mid in gone:
+            del self.model[mid]
+        self.forgotten |= gone
+
+    @rule(text=st.sampled_from(TEXTS), include_obsolete=st.booleans())
+    def recall(self, text: str, include_obsolete: bool) -> None:
+        q = RecallQuery(
+            namespace=NS,
+            vector=vector_of(text),
+            top_k=10,
+            include_obsolete=include_obsolete,
+            min_score=0.0,
+        )
+        got = [h.record.memory_id for h in self.engine.recall(q).hits]
+        assert not set(got) & self.forgotten, got
+        for mid in got:
+            assert mid in self.model, mid
+            assert include_obsolete or not self.model[mid].obsolete, mid
+        # The exact match of a current record is found (the index is tiny: HNSW is exact here).
+        want = {mid for mid, m in self.model.items() if m.text == text and not m.obsolete}
+        if want:
+            assert set(got) & want, (text, got, want)
+
+    @rule(crash=st.booleans())
+    def restart(self, crash: bool) -> None:
+        eng = self.engine
+        if crash:  # the process dies: the vector snapshot since the last one is lost
+            eng.indexer._stop.set()
+            eng.indexer._wake.set()
+            if eng.indexer._thread is not None:
+                eng.indexer._thread.join()
+            eng._keywords.close()
+            eng._store.close()
+        else:
+            eng.close()
+        self.engine = open_engine(self.dir, None, self.clock, SETTINGS)
+
+    @invariant()
+    def get_agrees_with_the_model(self) -> None:
+        for mid, m in self.model.items():
+            rec, _ = self.engine.get(NS, mid, False)
+            assert (rec.text, rec.kind, rec.obsolete) == (m.text, m.kind, m.obsolete), mid
+        for mid in list(self.forgotten)[:5]:
+            with pytest.raises(NotFoundError):
+                self.engine.get(NS, mid, False)
+
+    @invariant()
+    def each_record_is_in_exactly_one_partition(self) -> None:
+        self.engine.indexer.catch_up()
+        sizes = 0
+        where: dict[int, int] = {}
+        for kind in Kind:
+            part = self.engine._vectors.partition(NS, int(kind), False)
+            if part is None:
+                continue
+            sizes += len(part)
+            for mid in self.model:
+                key = self.engine._store.key_of(NS, mid)
+                assert key is not None
+                if len(part.get(np.array([key], dtype=np.int64)).nonzero()[0]):
+                    where[key] = where.get(key, 0) + 1
+        assert all(n == 1 for n in where.values()), where
+        assert sizes == len(self.model) == len(where)
+
+
+def run(examples: int) -> None:
+    machine = EngineMachine
+    machine.TestCase.settings = settings(
+        max_examples=examples,
+        stateful_step_count=20,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    machine.TestCase().runTest()
+
+
+def test_the_engine_agrees_with_its_model() -> None:
+    run(int(os.environ.get("POCKETD_STATE_EXAMPLES", "15")))
+
+
+@pytest.mark.slow
+def test_the_engine_agrees_with_its_model_long() -> None:
+    run(int(os.environ.get("POCKETD_STATE_EXAMPLES", "300")))
