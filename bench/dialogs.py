@@ -2,7 +2,8 @@
 
 Each conversation is one namespace: two speakers who meet for `sessions` sessions over about a
 year. Besides small talk, the turns carry:
-- persona facts that change over time (a job, a home city, then a move; a pet, then another);
+- persona facts, some of which change over time (a job; a home city, then a move; a pet, then
+  another, then a third);
 - dated events ("last Saturday I ran the Lisbon half marathon"), dated by their session;
 - exact identifiers (order numbers, error codes, flight numbers), with near-miss siblings;
 - events that both speakers tell in the same words, so that a question about one speaker has a
@@ -188,6 +189,7 @@ class _Conversation:
         self.plan: list[list[tuple[str, str, str]]] = [[] for _ in range(sessions)]
         self.out = DialogSet()
         self.codes: set[str] = set()
+        self.events_left = list(lang.events)  # each event is told of by one pair of turns
 
     def _code(self, prefix: str, digits: int) -> str:
         while True:
@@ -228,7 +230,7 @@ class _Conversation:
         `me` is temporal (the dated turn is the evidence, the undated mentions are not); the one
         about `other` is the adversarial twin: only the speaker tells evidence from trap."""
         lang, rng, n = self.lang, self.rng, self.sessions
-        event = rng.choice(lang.events)
+        event = self.events_left.pop(rng.randrange(len(self.events_left)))
         city = rng.choice(lang.cities)
         mine, theirs = rng.sample(range(n), 2)
         e = self.say(mine, me, lang.event_said.format(event=event, city=city))
@@ -259,7 +261,8 @@ class _Conversation:
         self.ask("exact_id", lang.q_flight.format(name=me, code=fl), f)
 
     def lay_out(self, first_day: float) -> None:
-        """Interleave the planned turns with small talk, alternating speakers, and date them."""
+        """Mix the planned turns with small talk (from both speakers, in equal shares), shuffle
+        each session's turns, and date them a minute apart."""
         ids: dict[str, str] = {}
         day = first_day
         for s, planned in enumerate(self.plan):

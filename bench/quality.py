@@ -145,7 +145,8 @@ class PocketdRanker:
 
 
 def score(questions: list[Question], rank: Ranker) -> dict[str, dict[str, float]]:
-    """R@5 and R@10 per type and overall."""
+    """R@5 and R@10 per type, overall (over questions) and macro (the mean over types, since
+    the types have different numbers of questions)."""
     sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
     for q in questions:
         got = rank(q)
@@ -155,9 +156,16 @@ def score(questions: list[Question], rank: Ranker) -> dict[str, dict[str, float]
                 top = set(got[:k])
                 s[i] += sum(e in top for e in q.evidence) / len(q.evidence)
             s[2] += 1
-    return {
+    out = {
         kind: {"r5": s[0] / s[2], "r10": s[1] / s[2], "questions": s[2]} for kind, s in sums.items()
     }
+    types = [out[t] for t in TYPES if t in out]
+    out["macro"] = {
+        "r5": sum(t["r5"] for t in types) / len(types),
+        "r10": sum(t["r10"] for t in types) / len(types),
+        "questions": float(len(questions)),
+    }
+    return out
 
 
 def run(seed: int, conversations: int, sessions: int, keep: bool) -> dict[str, object]:
@@ -194,7 +202,7 @@ def report(r: dict[str, object]) -> str:
     names = ("pocketd", "bm25", "dense")
     lines = [f"seed {r['seed']}, {r['turns']} turns", ""]
     lines.append(f"{'type':<12}" + "".join(f"{n + ' R@5':>14}{n + ' R@10':>14}" for n in names))
-    for kind in (*TYPES, "overall"):
+    for kind in (*TYPES, "overall", "macro"):
         row = f"{kind:<12}"
         for n in names:
             m = r[n]

@@ -1,9 +1,10 @@
 """How one MemoryService call is run: admission, its deadline, the worker pool, and its log line.
 
-- **Admission**: at most `server.max_concurrent_calls` calls are in flight (validating, queued
-  for a worker, or running). One more gets RESOURCE_EXHAUSTED at once, with a QuotaFailure naming
-  the setting, instead of queueing without end. A call counts until its work has really stopped,
-  not merely until its client has gone.
+- **Admission**: at most `server.max_concurrent_calls` reads and as many writes are in flight
+  (validating, queued for a worker, or running), counted apart so that writers held back by
+  backpressure never crowd out reads. One more gets RESOURCE_EXHAUSTED at once, with a
+  QuotaFailure naming the setting, instead of queueing without end. A call counts until its work
+  has really stopped, not merely until its client has gone.
 - **Deadline**: each call's work gets a `Deadline` from the client's deadline, capped by
   `server.max_call_seconds`. If the client cancels (or the deadline passes) the deadline is
   cancelled, and the engine stops at its next check; work still queued never starts.
@@ -71,27 +72,29 @@ class CallRunner:
         self._limit = settings.max_concurrent_calls
         self._max_seconds = settings.max_call_seconds
         self._slow_s = settings.slow_call_ms / 1000.0
-        self._in_flight = 0
+        self._in_flight = {False: 0, True: 0}  # reads, writes
         self._lock = threading.Lock()
 
     @property
     def in_flight(self) -> int:
-        return self._in_flight
+        return self._in_flight[False] + self._in_flight[True]
 
-    def admit(self) -> None:
-        """Count a new call in, or refuse it (RESOURCE_EXHAUSTED) when the bound is reached."""
+    def admit(self, write: bool) -> None:
+        """Count a new read or write in, or refuse it (RESOURCE_EXHAUSTED) at the bound."""
         with self._lock:
-            if self._in_flight >= self._limit:
+            n = self._in_flight[write]
+            if n >= self._limit:
+                what = "writes" if write else "reads"
                 raise ResourceExhaustedError(
-                    f"{self._in_flight} calls are in flight; server.max_concurrent_calls is"
-                    f" {self._limit}: retry with backoff",
+                    f"{n} {what} are in flight; server.max_concurrent_calls is {self._limit}"
+                    f" (for {what}): retry with backoff",
                     limit="server.max_concurrent_calls",
                 )
-            self._in_flight += 1
+            self._in_flight[write] = n + 1
 
-    def release(self) -> None:
+    def release(self, write: bool) -> None:
         with self._lock:
-            self._in_flight -= 1
+            self._in_flight[write] -= 1
 
     def deadline(self, time_remaining: float | None) -> Deadline:
         """The work's deadline: the client's, capped by `server.max_call_seconds`."""
@@ -107,19 +110,19 @@ class CallRunner:
                 deadline.check("the work started")
                 return work(deadline)
             finally:
-                self.release()
+                self.release(write)
 
         try:
             fut = (self._pools.write if write else self._pools.read).submit(guarded)
         except BaseException:  # the pool is shut down: the work will never run
-            self.release()
+            self.release(write)
             raise
         try:
             return await asyncio.wrap_future(fut)
         except asyncio.CancelledError:
             deadline.cancel()
             if fut.cancel():  # still queued: it will never run, so release it here
-                self.release()
+                self.release(write)
             raise
 
     def log(self, rec: CallRecord) -> None:

@@ -4,7 +4,7 @@
 |---------------------------|---------------------|--------------------------------------|
 | InvalidArgumentError      | INVALID_ARGUMENT    | BadRequest (one violation per field) |
 | NotFoundError             | NOT_FOUND           | ResourceInfo, BadRequest (the field) |
-| FailedPreconditionError   | FAILED_PRECONDITION | ErrorInfo; PreconditionFailure (field)  |
+| FailedPreconditionError   | FAILED_PRECONDITION | ErrorInfo, PreconditionFailure (field) |
 | UnavailableError          | UNAVAILABLE         | -                                    |
 | ResourceExhaustedError    | RESOURCE_EXHAUSTED  | QuotaFailure (the setting)           |
 | DeadlineExceededError     | DEADLINE_EXCEEDED   | -                                    |

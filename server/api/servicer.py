@@ -60,7 +60,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
         """Admit, validate on the loop, then run `work` in the pool under the call's deadline."""
         log.debug("%s ns=%s started", rec.method, rec.namespace or "-")
         try:
-            self._calls.admit()
+            self._calls.admit(write)
             try:
                 v = Violations()
                 validate(v)
@@ -68,7 +68,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
                 eng = self._eng()
                 deadline = self._calls.deadline(context.time_remaining())
             except BaseException:
-                self._calls.release()
+                self._calls.release(write)
                 raise
             return await self._calls.run(lambda d: work(eng, d), deadline, write)
         except Exception as exc:
@@ -142,9 +142,9 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
             rec.items = n
             return spb.ForgetResponse(forgotten_count=n)
 
-        return await self._call(
-            context, rec, lambda v: self._validator.forget(v, request), work, write=True
-        )
+        # A read's worker: a delete is short and must not wait behind writers held back by
+        # backpressure (it takes the writer's lock only for the delete itself).
+        return await self._call(context, rec, lambda v: self._validator.forget(v, request), work)
 
     async def Stats(self, request: spb.StatsRequest, context: Ctx) -> spb.StatsResponse:
         return await self._call(

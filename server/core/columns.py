@@ -95,12 +95,16 @@ class Columns:
                 self.tags.pop(k, None)
             self.ns[k] = ns  # last: a reader that sees the namespace sees a complete row
 
-    def current(self, keys: KeyArray) -> BoolArray:
-        """Which of `keys` are live and not obsolete (keys beyond the arrays are not)."""
+    def current(self, keys: KeyArray, kind: int | None = None) -> BoolArray:
+        """Which of `keys` are live, not obsolete and (if given) of `kind`; keys beyond the
+        arrays are not."""
         out = np.zeros(len(keys), dtype=np.bool_)
         inside = (keys >= 0) & (keys < len(self.ns))
         k = keys[inside]
-        out[inside] = (self.ns[k] >= 0) & ~self.obsolete[k]
+        ok = (self.ns[k] >= 0) & ~self.obsolete[k]
+        if kind is not None:
+            ok &= self.kind[k] == kind
+        out[inside] = ok
         return out
 
     def drop(self, key: int) -> None:

@@ -3,13 +3,17 @@
 A close vector alone is not enough: MiniLM puts templated texts ("Ticket 77 …", "Ticket 78 …")
 above 0.95 cosine, and an episode is something that happened, so the same words on another day
 are another episode. The policy, per kind (`write_policy.merge`):
-- `similar` (facts, preferences, skills): cosine ≥ `dedup_cosine`, the same identifiers (every
-  token holding a digit: E1234, ORD-48213, 10:00, v2 must all agree), and lexical agreement (the
-  Jaccard similarity of the indexed terms ≥ `dedup_lexical`);
+- `similar` (facts, preferences, skills): cosine ≥ `dedup_cosine`, the same identifiers, and
+  lexical agreement (the Jaccard similarity of the indexed terms ≥ `dedup_lexical`). The
+  identifiers are every token holding a digit in any script (E1234, ORD-48213, 10:00, v2, -5,
+  ５), every run of Chinese numerals (五月三号), and the names of numbers, weekdays and months in
+  English and Chinese (three, Monday, 星期一, 周二): "Ticket 77" and "Ticket 78", "E1234" and
+  "E1235", "10:00" and "14:00", "Monday" and "Tuesday" are never the same memory;
 - `identical_in_session` (episodes, observations, summaries): the same text, up to case and
-  spacing, in the same session;
+  spacing, in the same, named session (two sessionless episodes are never the same one);
 - `never`.
-Nothing is ever merged on an empty text. When in doubt, store.
+Both memories must be of the same namespace and kind. Nothing is ever merged on an empty text.
+When in doubt, store.
 """
 
 from __future__ import annotations
@@ -18,18 +22,122 @@ import re
 from collections.abc import Callable
 
 from server.core.model import Kind, Record
-from server.core.settings import WritePolicySettings
+from server.core.settings import DEFAULT_MERGE, WritePolicySettings
 
 MODES = ("similar", "identical_in_session", "never")
-_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9:./-]*")
+# A token of letters and digits (any script but CJK) with its inner : . / - joins, and a sign.
+_W = r"[^\W_\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"  # a letter or digit, not CJK
+_TOKEN = re.compile(rf"[-+−]?{_W}(?:{_W}|[:./-](?={_W}))*")
+_CJK_NUMERALS = re.compile(r"[〇零一二三四五六七八九十百千万亿两]+")
+_NAMED = frozenset(
+    [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
+        "thirty",
+        "forty",
+        "fifty",
+        "sixty",
+        "seventy",
+        "eighty",
+        "ninety",
+        "hundred",
+        "thousand",
+        "million",
+        "billion",
+        "first",
+        "second",
+        "third",
+        "fourth",
+        "fifth",
+        "sixth",
+        "seventh",
+        "eighth",
+        "ninth",
+        "tenth",
+        "half",
+        "dozen",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "mon",
+        "tue",
+        "tues",
+        "wed",
+        "thu",
+        "thur",
+        "thurs",
+        "fri",
+        "sat",
+        "sun",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+        "noon",
+        "midnight",
+    ]
+)
+_CJK_NAMED = re.compile(r"(?:星期|周|礼拜)[一二三四五六日天]")
 _SPACE = re.compile(r"\s+")
 
 
 def identifiers(text: str) -> frozenset[str]:
-    """The ASCII tokens of `text` that hold a digit: codes, numbers, times, versions (also
-    inside Chinese text, where no space separates them)."""
-    found = (m.group(0).lower().rstrip(".:/-") for m in _TOKEN.finditer(text))
-    return frozenset(t for t in found if any(c.isdigit() for c in t))
+    """What must agree for two texts to be one memory: tokens holding a digit (codes, numbers,
+    times, versions, signed values), Chinese numeral runs, and number, weekday and month names.
+    Chinese text has no spaces, so CJK characters end a token."""
+    out: set[str] = set()
+    for m in _TOKEN.finditer(text):
+        t = m.group(0).lower().rstrip(".:/-")
+        if any(c.isdigit() for c in t):
+            out.add(t.replace("−", "-"))
+        elif t.lstrip("-+−") in _NAMED:
+            out.add(t.lstrip("-+−"))
+    out.update(_CJK_NAMED.findall(text))
+    out.update(_CJK_NUMERALS.findall(_CJK_NAMED.sub(" ", text)))
+    return frozenset(out)
 
 
 def normalised(text: str) -> str:
@@ -42,7 +150,8 @@ class MergePolicy:
     def __init__(self, settings: WritePolicySettings, terms: Callable[[str], list[str]]) -> None:
         self._s = settings
         self._terms = terms
-        self._modes = {int(Kind[k.upper()]): mode for k, mode in settings.merge.items()}
+        modes = {**DEFAULT_MERGE, **settings.merge}  # a partial setting keeps the defaults
+        self._modes = {int(Kind[k.upper()]): mode for k, mode in modes.items()}
 
     def mode(self, kind: Kind) -> str:
         return self._modes.get(int(kind), "never")
@@ -51,14 +160,14 @@ class MergePolicy:
         """Why the two may merge, or None when they must stay apart."""
         if not new.text.strip() or not old.text.strip():
             return None
+        if new.kind != old.kind or new.namespace != old.namespace:
+            return None
         mode = self.mode(new.kind)
         if mode == "identical_in_session":
-            same = normalised(new.text) == normalised(old.text)
-            return (
-                "the same text in the same session"
-                if same and (new.session_id == old.session_id)
-                else None
-            )
+            same_session = bool(new.session_id) and new.session_id == old.session_id
+            if same_session and normalised(new.text) == normalised(old.text):
+                return "the same text in the same session"
+            return None
         if mode != "similar" or cosine < self._s.dedup_cosine:
             return None
         if identifiers(new.text) != identifiers(old.text):

@@ -18,6 +18,7 @@ is not lost before fusion.
 from __future__ import annotations
 
 import math
+import re
 import time
 
 import numpy as np
@@ -71,7 +72,14 @@ class Retriever:
         self._thresholds = np.array([x * _DAY for x in d.after_days], dtype=np.float64)
         self._factors = np.array(d.factors, dtype=np.float32)
         self._cues = tuple(c.lower() for c in self._s.image_cues)
-        self._temporal = tuple(c.lower() for c in d.temporal_cues)
+        # Latin cues are whole words ("ago" is not in "Chicago"); CJK ones are substrings.
+        self._temporal = re.compile(
+            "|".join(
+                rf"\b{re.escape(c.lower())}\b" if c.isascii() else re.escape(c)
+                for c in d.temporal_cues
+            )
+            or r"(?!)"
+        )
 
     def weights(self, q: RecallQuery) -> tuple[float, float]:
         """(vector, keyword) weights: the image pair when the query has an image or an image cue."""
@@ -82,8 +90,7 @@ class Retriever:
 
     def temporal(self, q: RecallQuery) -> bool:
         """A question about time: it asks for the old memory itself, so nothing decays."""
-        text = q.text.lower()
-        return any(c in text for c in self._temporal)
+        return self._temporal.search(q.text.lower()) is not None
 
     def recall(self, q: RecallQuery, deadline: Deadline) -> RecallResult:
         t0 = time.perf_counter()

@@ -129,6 +129,16 @@ class DecaySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     factors: tuple[float, ...] = (0.6, 0.4)
 
 
+DEFAULT_MERGE = {
+    "preference": "similar",
+    "fact": "similar",
+    "skill": "similar",
+    "summary": "identical_in_session",
+    "episode": "identical_in_session",
+    "observation": "identical_in_session",
+}
+
+
 class WritePolicySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The write gate (seed 000 §2.2, 001 §2.3, §5.1)."""
 
@@ -141,16 +151,8 @@ class WritePolicySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
     dedup_lexical: Ratio = 0.5
     # How each kind merges: "similar", "identical_in_session" or "never". An episode is
     # something that happened: the same words on another day are another episode.
-    merge: dict[str, str] = msgspec.field(
-        default_factory=lambda: {
-            "preference": "similar",
-            "fact": "similar",
-            "skill": "similar",
-            "summary": "identical_in_session",
-            "episode": "identical_in_session",
-            "observation": "identical_in_session",
-        }
-    )
+    # Kinds left out keep their default (DEFAULT_MERGE).
+    merge: dict[str, str] = msgspec.field(default_factory=lambda: dict(DEFAULT_MERGE))
     base_importance: Importance = 3
     # A client-given importance is clamped into these bounds.
     client_importance_min: Importance = 1

@@ -31,6 +31,9 @@ from server.core.settings import MemorySettings
 
 _DAY = 86_400.0
 BACKPRESSURE_TIMEOUT_S = 30.0
+# Candidates per item from the warm index: the best may be vetoed by the merge policy (a
+# sibling one digit apart), and identical texts tie at cosine 1.0.
+DEDUP_CANDIDATES = 8
 
 
 def new_memory_id(now: float) -> str:
@@ -53,6 +56,16 @@ class _Pending:
     record: Record
     vector: Vector | None
     unit: Vector | None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A near-duplicate candidate: an earlier item of the batch, or a stored record's key."""
+
+    cosine: float
+    item: int  # index in the batch, or -1
+    key: int  # store key when item is -1
 
 
 @dataclass
@@ -137,54 +150,46 @@ class Writer:
             targets.append(keys)
         return targets
 
-    def _duplicates(self, staged: list[_Staged | None]) -> dict[int, tuple[int, int, float]]:
-        """For each eligible item, its best near-duplicate candidate, found in one pass per
-        (namespace, kind) group: a batched ANN search of the warm index, a matrix product with
-        the hot tier's unindexed rows, and one with the earlier items of the same batch.
-
-        Returns {item index: (earlier item index or -1, store key or 0, cosine)}.
+    def _duplicates(self, staged: list[_Staged | None]) -> dict[int, list[_Candidate]]:
+        """For each eligible item, its near-duplicate candidates (cosine ≥ `dedup_cosine`), best
+        first, found in one pass per (namespace, kind) group: a batched ANN search of the warm
+        index, a matrix product with the hot tier's unindexed rows, and one with the earlier
+        items of the same batch. Only current rows of the same kind are candidates (an index can
+        still hold a ghost of a record whose kind an upsert changed, until the indexer runs).
         """
+        floor = self._s.write_policy.dedup_cosine
         groups: dict[tuple[str, int], list[int]] = defaultdict(list)
         for i, st in enumerate(staged):
             if st is not None and st.unit is not None and not st.client_id:
                 groups[(st.record.namespace, int(st.record.kind))].append(i)
-        best: dict[int, tuple[int, int, float]] = {}
+        out: dict[int, list[_Candidate]] = defaultdict(list)
         for (ns, kind), idx in groups.items():
             units = np.stack(
                 [u for i in idx if (st := staged[i]) is not None and (u := st.unit) is not None]
             )
-            cand_item = np.full(len(idx), -1, dtype=np.int64)
-            cand_key = np.zeros(len(idx), dtype=np.int64)
-            cand_sim = np.full(len(idx), -np.inf, dtype=np.float32)
             part = self._vectors.partition(ns, kind, False)
             if part is not None and len(part):
-                keys, sims = part.search_batch(units, 4, self._s.index.dedup_expansion_search)
-                ok = self._cols.current(keys.reshape(-1)).reshape(keys.shape)
-                sims = np.where(ok, sims, -np.inf)
-                j = np.argmax(sims, axis=1)
-                rows = np.arange(len(idx))
-                cand_key, cand_sim = keys[rows, j], sims[rows, j]
+                keys, sims = part.search_batch(
+                    units, DEDUP_CANDIDATES, self._s.index.dedup_expansion_search
+                )
+                ok = self._cols.current(keys.reshape(-1), kind).reshape(keys.shape)
+                for n, row in zip(*np.nonzero(ok & (sims >= floor)), strict=True):
+                    out[idx[n]].append(_Candidate(float(sims[n, row]), -1, int(keys[n, row])))
             hot_keys, hot_mat = self._hot.pending_rows(ns, kind)
-            live = self._cols.current(hot_keys)  # never merge into an obsolete row
+            live = self._cols.current(hot_keys, kind)  # never merge into an obsolete row
             hot_keys, hot_mat = hot_keys[live], hot_mat[live]
             if len(hot_keys):
                 hs = units @ hot_mat.T
-                j = np.argmax(hs, axis=1)
-                h = hs[np.arange(len(idx)), j]
-                better = h > cand_sim
-                cand_key = np.where(better, hot_keys[j], cand_key)
-                cand_sim = np.where(better, h, cand_sim)
+                for n, col in zip(*np.nonzero(hs >= floor), strict=True):
+                    out[idx[n]].append(_Candidate(float(hs[n, col]), -1, int(hot_keys[col])))
             if len(idx) > 1:
                 bs = units @ units.T
                 bs[np.triu_indices(len(idx))] = -np.inf  # only earlier items
-                j = np.argmax(bs, axis=1)
-                b = bs[np.arange(len(idx)), j]
-                better = b > cand_sim
-                cand_item = np.where(better, np.asarray(idx)[j], -1)
-                cand_sim = np.where(better, b, cand_sim)
-            for n, i in enumerate(idx):
-                best[i] = (int(cand_item[n]), int(cand_key[n]), float(cand_sim[n]))
-        return best
+                for n, col in zip(*np.nonzero(bs >= floor), strict=True):
+                    out[idx[n]].append(_Candidate(float(bs[n, col]), idx[col], 0))
+        for cands in out.values():
+            cands.sort(key=lambda c: -c.cosine)
+        return out
 
     def _write_locked(self, items: list[NewMemory], deadline: Deadline) -> list[WriteResult]:
         now = self._clock.now()
@@ -244,42 +249,35 @@ class Writer:
                 )
             )
         dups = self._duplicates(staged)
-        # Sequentially, so an item can merge into an earlier one that itself merged.
-        entries: dict[int, _Pending] = {}  # by store key, for records already stored
+        doomed = {k for keys in targets for k in keys}  # superseded by this batch
+        # Sequentially, so an item can merge into an earlier one that itself merged. Every
+        # entry with a store key (an upsert, or a merge into a stored record) is in `entries`,
+        # so a later item of the batch works on that entry, never on the stale stored copy.
+        entries: dict[int, _Pending] = {}
         batch: list[_Pending] = []
         slots: list[_Pending | None] = []
         for i, st in enumerate(staged):
             if st is None:
                 slots.append(None)
                 continue
-            item_i, key, sim = dups.get(i, (-1, 0, -1.0))
-            entry: _Pending | None = None
-            if sim >= wp.dedup_cosine:
-                entry = slots[item_i] if item_i >= 0 else entries.get(key)
-                base = entry.record if entry is not None else self._store.get([key]).get(key)
-                why = None if base is None else self._merge.verdict(st.record, base, sim)
-                if base is None or why is None:  # when in doubt, store
-                    entry = None
-                else:
-                    rec = _merge(base, st.record, now)
-                    reason = f"near-duplicate of {base.memory_id} ({why}); {st.reason}"
-                    results[i] = WriteResult(
-                        rec.memory_id,
-                        GateDecision.MERGED,
-                        reason,
-                        rec.importance,
-                        rec.expires_at,
-                        Tier.HOT,
-                    )
-                    if entry is None:
-                        entry = _Pending(rec, st.vector, st.unit)
-                        batch.append(entry)
-                        entries[key] = entry
-                    else:
-                        entry.record, entry.vector, entry.unit = rec, st.vector, st.unit
-            if entry is None:
+            entry = self._merge_target(st, dups.get(i, []), slots, entries, batch, doomed, now)
+            if entry is not None:
+                results[i] = WriteResult(
+                    entry.record.memory_id,
+                    GateDecision.MERGED,
+                    f"{entry.reason}; {st.reason}",
+                    entry.record.importance,
+                    entry.record.expires_at,
+                    Tier.HOT,
+                )
+            elif st.record.key and st.record.key in entries:  # an upsert of a pending entry
+                entry = entries[st.record.key]
+                entry.record, entry.vector, entry.unit = st.record, st.vector, st.unit
+            else:
                 entry = _Pending(st.record, st.vector, st.unit)
                 batch.append(entry)
+                if st.record.key:
+                    entries[st.record.key] = entry
             slots.append(entry)
         superseded = self._mark_superseded(targets, slots, batch, now)
         records = [p.record for p in batch] + superseded
@@ -306,6 +304,40 @@ class Writer:
             )
             for res, slot in zip(results, slots, strict=True)
         ]
+
+    def _merge_target(
+        self,
+        st: _Staged,
+        candidates: list[_Candidate],
+        slots: list[_Pending | None],
+        entries: dict[int, _Pending],
+        batch: list[_Pending],
+        doomed: set[int],
+        now: float,
+    ) -> _Pending | None:
+        """Fold `st` into the first candidate the merge policy allows (best cosine first), and
+        return its entry; None to store `st` as a new memory. A record that this batch
+        supersedes is never a target: the restatement would vanish with it."""
+        for c in candidates:
+            entry = slots[c.item] if c.item >= 0 else entries.get(c.key)
+            if entry is not None and entry.record.key in doomed:
+                continue
+            if entry is None and c.key in doomed:
+                continue
+            base = entry.record if entry is not None else self._store.get([c.key]).get(c.key)
+            why = None if base is None else self._merge.verdict(st.record, base, c.cosine)
+            if base is None or why is None:
+                continue
+            rec = _merge(base, st.record, now)
+            if entry is None:
+                entry = _Pending(rec, st.vector, st.unit)
+                batch.append(entry)
+                entries[c.key] = entry
+            else:
+                entry.record, entry.vector, entry.unit = rec, st.vector, st.unit
+            entry.reason = f"near-duplicate of {base.memory_id} ({why})"
+            return entry
+        return None
 
     def _mark_superseded(
         self,

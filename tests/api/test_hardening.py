@@ -396,13 +396,15 @@ async def test_beyond_the_bound_calls_are_refused_at_once(tmp_path: Path) -> Non
         busy = [s.RememberBatch(encoded_batch(640), timeout=120) for _ in range(2)]
         await until(lambda: in_flight(srv) == 2)
         err = await expect(  # refused at once, not queued behind the busy calls
-            s.Stats(spb.StatsRequest(), timeout=30), grpc.StatusCode.RESOURCE_EXHAUSTED
+            s.RememberBatch(encoded_batch(1), timeout=30), grpc.StatusCode.RESOURCE_EXHAUSTED
         )
         status = rpc_status.from_call(err)  # type: ignore[arg-type]
         quota = error_details_pb2.QuotaFailure()
         assert status is not None and status.details[0].Unpack(quota)
         assert quota.violations[0].subject == "server.max_concurrent_calls"
-        # Health is not a MemoryService call: it still answers.
+        # Reads are counted apart from writes, and health is not a MemoryService call: both
+        # still answer.
+        assert (await s.Stats(spb.StatsRequest(), timeout=30)).pending_index >= 0
         h = await health_pb2_grpc.HealthStub(grpc.aio.insecure_channel(srv.target)).Check(
             health_pb2.HealthCheckRequest()
         )

@@ -98,7 +98,10 @@ def test_near_duplicates_merge_in_the_same_namespace_and_kind(engine: MemoryEngi
     # Within one batch, too.
     w = unit_vec(rng)
     a, b = engine.remember(
-        [mem("x fact one", Kind.SKILL, w), mem("x fact two", Kind.SKILL, near(w, rng, 0.001))]
+        [
+            mem("Restart the agent", Kind.SKILL, w),
+            mem("Restart the agent!", Kind.SKILL, near(w, rng, 0.001)),
+        ]
     )
     assert (a.decision, b.decision) == (
         GateDecision.STORED,
@@ -362,6 +365,7 @@ def test_a_question_about_time_is_not_decayed(engine: MemoryEngine, clock: FakeC
         ("where is the office", True),
         ("when did the team move the office", False),
         ("上周 office Lisbon", False),
+        ("the office near Chicago this afternoon", True),  # words, not substrings
     ):
         hit = engine.recall(RecallQuery(namespace=NS, text=text, min_score=0.0)).hits[0]
         assert hit.record.memory_id == old.memory_id

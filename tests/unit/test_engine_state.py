@@ -85,6 +85,10 @@ class EngineMachine(RuleBasedStateMachine):
         return self.engine.remember([item])[0]
 
     def _current_twins(self, text: str, kind: Kind) -> set[str]:
+        """The records a new (text, kind) merges into: facts, preferences and skills with the
+        same words; episodes here have no session, so they never merge."""
+        if kind == Kind.EPISODE:
+            return set()
         return {
             mid
             for mid, m in self.model.items()
@@ -95,7 +99,7 @@ class EngineMachine(RuleBasedStateMachine):
     def remember(self, text: str, kind: Kind) -> str:
         twins = self._current_twins(text, kind)
         r = self._write(text, kind)
-        if twins:  # the same words and kind: merged (facts by similarity, episodes by identity)
+        if twins:  # the same words and kind: merged
             assert r.decision == GateDecision.MERGED and r.memory_id in twins, (r, twins)
         else:
             assert r.decision == GateDecision.STORED and r.memory_id not in self.model

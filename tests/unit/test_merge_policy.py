@@ -98,6 +98,7 @@ def test_nothing_merges_on_an_empty_text(engine: MemoryEngine) -> None:
 def test_a_restated_fact_does_not_merge_into_an_obsolete_unindexed_one(
     engine: MemoryEngine,
 ) -> None:
+    engine.indexer.stop()  # the rows stay unindexed: the hot tier's candidates are the ones tried
     old = engine.remember([mem("The office wifi password is hunter2")])[0]
     engine.remember(
         [mem("The office wifi password is now correct-horse", supersedes=(old.memory_id,))]
@@ -115,3 +116,39 @@ def test_imported_history_is_not_expired_on_arrival(engine: MemoryEngine, clock:
     assert r.expires_at is not None and r.expires_at > clock.now() + 89 * DAY
     res = engine.recall(RecallQuery(namespace=NS, text="datacenter Frankfurt"))
     assert [h.record.memory_id for h in res.hits] == [r.memory_id]
+
+
+def test_sessionless_episodes_are_never_the_same_episode(engine: MemoryEngine) -> None:
+    text = "We restarted the payment service"
+    assert decisions(engine, [text], Kind.EPISODE) + decisions(engine, [text], Kind.EPISODE) == [
+        GateDecision.STORED,
+        GateDecision.STORED,
+    ]
+
+
+def test_a_same_session_twin_wins_over_identical_texts_elsewhere(engine: MemoryEngine) -> None:
+    """Identical texts tie at cosine 1.0: the policy must try every candidate, not the first."""
+    text = "Maya: How was your week?"
+    for s in ("s1", "s2", "s3"):
+        decisions(engine, [text], Kind.EPISODE, session_id=s)
+    engine.indexer.catch_up()
+    again = [decisions(engine, [text], Kind.EPISODE, session_id=s)[0] for s in ("s3", "s2", "s1")]
+    assert again == [GateDecision.MERGED] * 3
+    assert engine.stats(NS).namespaces[0].record_count == 3
+
+
+def test_a_partial_merge_setting_keeps_the_other_kinds_defaults(
+    engine_factory: Callable[..., MemoryEngine],
+) -> None:
+    from server.config import load_settings
+
+    s = load_settings(None, {"POCKETD__MEMORY__WRITE_POLICY__MERGE__EPISODE": "never"})
+    engine = engine_factory(s.memory)
+    assert decisions(engine, ["The VPN host is vpn-3", "The VPN host is vpn-3."]) == [
+        GateDecision.STORED,
+        GateDecision.MERGED,
+    ]
+    assert decisions(engine, ["Deployed", "Deployed"], Kind.EPISODE, session_id="s") == [
+        GateDecision.STORED,
+        GateDecision.STORED,
+    ]

@@ -117,3 +117,60 @@ def test_an_upsert_does_not_make_a_superseded_memory_current(engine: MemoryEngin
     rec, _ = engine.get(NS, "day", False)
     assert rec.text == "The deploy day is Monday (per the old wiki)"
     assert rec.obsolete and rec.superseded_by == new.memory_id
+
+
+def test_an_upsert_and_a_merge_into_it_in_one_batch_keep_both(engine: MemoryEngine) -> None:
+    engine.remember([mem("The VPN gateway is vpn-1", memory_id="gw")])
+    engine.indexer.catch_up()
+    up, merged = engine.remember(
+        [mem("The VPN gateway is vpn-2", memory_id="gw"), mem("The VPN gateway is vpn-2.")]
+    )
+    assert up.memory_id == "gw"
+    rec, _ = engine.get(NS, "gw", False)
+    # The merge worked on the upserted copy, not on the stale stored one.
+    assert rec.text.startswith("The VPN gateway is vpn-2"), rec.text
+    assert merged.memory_id in ("gw", merged.memory_id)
+    assert all(
+        engine.get(NS, r.memory_id, False)[0].text.startswith("The VPN gateway is vpn-2")
+        for r in (up, merged)
+    )
+
+
+def test_a_restatement_never_merges_into_what_the_same_batch_supersedes(
+    engine: MemoryEngine,
+) -> None:
+    old = engine.remember([mem("The office wifi password is hunter2")])[0]
+    engine.indexer.catch_up()
+    _, restated = engine.remember(
+        [
+            mem("The office wifi password changed", supersedes=(old.memory_id,)),
+            mem("The office wifi password is hunter2"),
+        ]
+    )
+    assert restated.decision == GateDecision.STORED and restated.memory_id != old.memory_id
+    hits = engine.recall(RecallQuery(namespace=NS, text="office wifi password hunter2")).hits
+    assert restated.memory_id in [h.record.memory_id for h in hits]
+
+
+def test_a_ghost_of_another_kind_is_no_merge_target(engine: MemoryEngine) -> None:
+    rng = np.random.default_rng(12)
+    v = unit_vec(rng)
+    engine.remember([mem("Dark mode on", Kind.PREFERENCE, v, memory_id="ui")])
+    engine.indexer.catch_up()
+    engine.indexer.stop()  # the kind change is not indexed: the old index still has the vector
+    engine.remember([mem("Dark mode on", Kind.FACT, unit_vec(rng), memory_id="ui")])
+    again = engine.remember([mem("Dark mode on", Kind.PREFERENCE, v)])[0]
+    assert again.decision == GateDecision.STORED and again.memory_id != "ui"
+    assert engine.get(NS, "ui", False)[0].kind == Kind.FACT
+
+
+def test_forgetting_a_record_whose_kind_changed_clears_every_index(engine: MemoryEngine) -> None:
+    rng = np.random.default_rng(13)
+    engine.remember([mem("Dark mode on", Kind.PREFERENCE, unit_vec(rng), memory_id="ui")])
+    engine.indexer.catch_up()
+    engine.remember([mem("Dark mode on", Kind.FACT, unit_vec(rng), memory_id="ui")])
+    engine.forget(NS, "ui", None)
+    engine.indexer.catch_up()
+    for kind in (Kind.PREFERENCE, Kind.FACT):
+        part = engine._vectors.partition(NS, int(kind), False)
+        assert part is None or len(part) == 0, kind
