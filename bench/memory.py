@@ -6,6 +6,7 @@ Measures, on one synthetic clustered dataset (client vectors, 384-d, plus text):
 - recall@5 of the vector channel against an exact scan;
 - the server's RSS; the time to SERVING after a clean restart, and after a kill -9 during a burst
   of writes: the rows re-indexed, the time to SERVING and the latency of the first write;
+- acknowledged ingest when the server encodes the texts (batches of 64, no client vectors);
 - the built-in encoder's throughput;
 - the baseline (numpy brute force + bm25s, in-process) on the same data and queries.
 """
@@ -30,6 +31,7 @@ from pocketd import Client, MemoryInput
 
 NS = "bench"
 CRASH_NS = "bench-crash"
+TEXT_NS = "bench-text"
 TAIL_RE = re.compile(r"loaded \d+ records, (\d+) awaiting the indexer")
 
 
@@ -129,6 +131,33 @@ def encoder_throughput(texts: list[str]) -> dict[str, float]:
     return {"texts": len(texts), "texts_per_second": len(texts) / (time.perf_counter() - t0)}
 
 
+def text_ingest(
+    work: Path, env: dict[str, str], data: Dataset, n: int, batch: int
+) -> dict[str, float]:
+    """Remember `n` texts with no vectors, in batches of `batch`, so the server encodes them:
+    acknowledged records per second, on a fresh server and data directory."""
+    srv = ServerProcess(work / "text-data", env=env)
+    srv.wait_serving()
+    with Client(srv.target, timeout=120) as c:
+        t0 = time.perf_counter()
+        stored = 0
+        for start in range(0, n, batch):
+            items = [
+                MemoryInput(TEXT_NS, data.texts[i], kind="episode", importance=3, session_id="t")
+                for i in range(start, min(start + batch, n))
+            ]
+            stored += sum(r.stored for r in c.remember_batch(items))
+        seconds = time.perf_counter() - t0
+    srv.stop()
+    return {
+        "records": float(n),
+        "stored": float(stored),
+        "seconds": seconds,
+        "per_second": n / seconds,
+        "batch": float(batch),
+    }
+
+
 def crash_restart(
     work: Path, env: dict[str, str], data: Dataset, burst: int, batch: int
 ) -> dict[str, float]:
@@ -210,6 +239,9 @@ def run(size: int, queries: int, batch: int, k: int, out: Path, keep: bool) -> d
         log("kill -9 during a burst of writes")
         result["crash"] = crash_restart(work, env, data, min(20_000, size // 5), batch)
         log(f"crash: {result['crash']}")
+        log("text-encoded ingest")
+        result["text_ingest"] = text_ingest(work, env, data, min(5_000, size), 64)
+        log(f"text ingest: {result['text_ingest']}")
         result["encoder"] = encoder_throughput(data.texts[:2048])
     finally:
         if not keep:
@@ -229,8 +261,9 @@ def report(r: dict[str, object]) -> str:
     e2e, srv, bl = rec["end_to_end"], rec["server_side"], base["in_process"]
     enc = r["encoder"]
     mem = r["server_memory"]
-    crash = r["crash"]
+    crash, txt = r["crash"], r["text_ingest"]
     assert isinstance(enc, dict) and isinstance(mem, dict) and isinstance(crash, dict)
+    assert isinstance(txt, dict)
     k = r["top_k"]
     lines = [
         f"memories: {r['size']}, queries: {r['queries']}, batch: {r['batch']}, top_k: {k}",
@@ -255,6 +288,8 @@ def report(r: dict[str, object]) -> str:
         f" re-indexed, SERVING after {crash['serving_seconds']:.2f} s with"
         f" {crash['pending_at_serving']:.0f} unindexed,"
         f" first write {crash['first_write_ms']:.1f} ms",
+        f"text-encoded ingest (the server encodes, batches of {txt['batch']:.0f}):"
+        f" {txt['per_second']:.0f} records/s ({txt['records']:.0f} in {txt['seconds']:.1f} s)",
         f"built-in encoder: {enc['texts_per_second']:.0f} texts/s (batch 32, 2 threads)",
     ]
     return "\n".join(lines)
