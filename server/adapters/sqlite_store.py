@@ -139,6 +139,28 @@ class SqliteRecordStore:
                 raise
         return n
 
+    def add_access(self, tally: dict[int, tuple[int, float]]) -> None:
+        with self._wlock:
+            cur = self._w.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                for key, (n, last) in tally.items():
+                    row = cur.execute(
+                        "SELECT payload FROM records WHERE key=? AND deleted=0", (key,)
+                    ).fetchone()
+                    if row is None:  # forgotten since it was read
+                        continue
+                    rec = _decoder.decode(row[0])
+                    rec.access_count += n
+                    rec.last_accessed_at = max(rec.last_accessed_at or 0.0, last)
+                    cur.execute(
+                        "UPDATE records SET payload=? WHERE key=?", (_encoder.encode(rec), key)
+                    )
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+
     def _live_column(self, column: str, keys: Sequence[int]) -> list[tuple[int, bytes]]:
         """(key, column) of the live rows among `keys`."""
         if not keys:

@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 
+from server.core.access import AccessRecorder
 from server.core.columns import Columns
 from server.core.deadline import Deadline, no_deadline
 from server.core.errors import FailedPreconditionError, NotFoundError
@@ -72,6 +73,7 @@ class MemoryEngine:
             settings, self.columns, self.hot, vectors, keywords, store, clock
         )
         self.indexer = Indexer(settings.index, store, vectors, keywords, self.hot, clock, publish)
+        self.access = AccessRecorder(self._writer.add_access, settings.access_flush_seconds)
 
     def load(self) -> dict[str, float]:
         """Load the metadata columns and the unindexed tail into the hot tier; start the indexer.
@@ -102,6 +104,7 @@ class MemoryEngine:
                     tail += 1
             rev = rows[-1].rev
         self.indexer.start()
+        self.access.start()
         log.info("loaded %d records, %d awaiting the indexer", n, tail)
         return {
             "columns_s": t1 - t0,
@@ -111,7 +114,8 @@ class MemoryEngine:
         }
 
     def close(self) -> None:
-        """Stop indexing, snapshot the indexes and close the stores."""
+        """Flush the access counts, stop indexing, snapshot the indexes and close the stores."""
+        self.access.stop()
         self.indexer.stop()
         self._keywords.close()
         self._store.close()
@@ -169,7 +173,9 @@ class MemoryEngine:
             q.vector = self._encode([q.text], "the query", deadline)[0]
         elif q.vector is not None:
             q.vector = unit(q.vector)
-        return self.retriever.recall(q, deadline)
+        res = self.retriever.recall(q, deadline)
+        self.access.hit((h.record.key for h in res.hits), self._clock.now())
+        return res
 
     def get(
         self, namespace: str, memory_id: str, include_vector: bool
@@ -180,6 +186,7 @@ class MemoryEngine:
             raise NotFoundError("memory", memory_id, field="memory_id")
         rec.tier = Tier.HOT if self.hot.contains(key) else Tier.WARM
         vec = self._store.get_vectors([key]).get(key) if include_vector else None
+        self.access.hit((key,), self._clock.now())
         return rec, vec
 
     def forget(

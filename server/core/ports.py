@@ -56,6 +56,11 @@ class RecordStore(Protocol):
         """Rows changed after revision `rev`, oldest change first (deleted rows included)."""
         ...
 
+    def add_access(self, tally: dict[int, tuple[int, float]]) -> None:
+        """Add {key: (accesses, latest time)} to live records' access statistics, in one
+        transaction, without a new revision (no index follows them)."""
+        ...
+
     def head_rev(self) -> int:
         """The latest revision."""
         ...

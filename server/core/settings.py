@@ -309,6 +309,8 @@ class MemorySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Memory settings (seed 000 §4.5)."""
 
     embedding_dim: Annotated[int, between(1, 8192)] = 384
+    # Recall hits and Get are counted in memory and folded into the records this often.
+    access_flush_seconds: Annotated[float, Meta(gt=0.0, le=3600.0)] = 1.0
     hybrid_search: HybridSearchSettings = msgspec.field(default_factory=HybridSearchSettings)
     write_policy: WritePolicySettings = msgspec.field(default_factory=WritePolicySettings)
     retrieval: DecaySettings = msgspec.field(default_factory=DecaySettings)

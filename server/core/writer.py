@@ -127,6 +127,12 @@ class Writer:
         with self._lock:
             return self._write_locked(items, deadline)
 
+    def add_access(self, tally: dict[int, tuple[int, float]]) -> None:
+        """Fold counted accesses into the records, under the writer's lock like every change,
+        so a merge or an upsert never writes back a stale count."""
+        with self._lock:
+            self._store.add_access(tally)
+
     def forget(self, keys: list[int], deadline: Deadline) -> int:
         """Erase records, under the same lock as every write: a merge that read a record before
         it was forgotten can never write it back."""

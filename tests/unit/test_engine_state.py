@@ -177,7 +177,10 @@ class EngineMachine(RuleBasedStateMachine):
     @rule(crash=st.booleans())
     def restart(self, crash: bool) -> None:
         eng = self.engine
-        if crash:  # the process dies: the vector snapshot since the last one is lost
+        if crash:  # the process dies: the vector snapshot and the uncounted accesses are lost
+            eng.access._stop.set()
+            if eng.access._thread is not None:
+                eng.access._thread.join()
             eng.indexer._stop.set()
             eng.indexer._wake.set()
             if eng.indexer._thread is not None:
