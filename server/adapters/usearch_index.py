@@ -48,7 +48,7 @@ class UsearchVectorIndex:
         for start in range(0, len(keys), ADD_CHUNK):
             k = keys[start : start + ADD_CHUNK]
             with self._lock:
-                present = np.array([int(x) in self._index for x in k], dtype=np.bool_)
+                present = self._present(k)
                 if present.any():
                     self._index.remove(k[present].astype(np.uint64))
                 self._index.add(
@@ -56,11 +56,18 @@ class UsearchVectorIndex:
                 )
                 self.dirty = True
 
+    def _present(self, keys: KeyArray) -> npt.NDArray[np.bool_]:
+        """Which keys the index holds, in one call (the indexer asks every kind's index of a
+        namespace on each step, so this is on its hot path)."""
+        if len(keys) == 0 or len(self._index) == 0:
+            return np.zeros(len(keys), dtype=np.bool_)
+        return np.asarray(self._index.contains(keys.astype(np.uint64)), dtype=np.bool_).reshape(-1)
+
     def remove(self, keys: KeyArray) -> None:
         with self._lock:
-            present = [int(k) for k in keys if int(k) in self._index]
-            if present:
-                self._index.remove(np.array(present, dtype=np.uint64))
+            present = self._present(keys)
+            if present.any():
+                self._index.remove(keys[present].astype(np.uint64))
                 self.dirty = True
 
     def search(self, query: Vector, count: int) -> tuple[KeyArray, npt.NDArray[np.float32]]:
