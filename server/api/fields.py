@@ -43,12 +43,17 @@ def matches(pattern: re.Pattern[str], value: str) -> bool:
     return pattern.fullmatch(value) is not None
 
 
+def length_problem(value: str, limit: int) -> str | None:
+    """Why `value` is too long for `limit` characters, or None."""
+    return f"has {len(value)} characters; the maximum is {limit}" if len(value) > limit else None
+
+
 def label_problem(value: str, limit: int) -> str | None:
     """Why `value` is not a valid label of at most `limit` characters, or None."""
     if not value:
         return f"must be 1-{limit} characters; it is empty"
-    if len(value) > limit:
-        return f"has {len(value)} characters; the maximum is {limit}"
+    if (too_long := length_problem(value, limit)) is not None:
+        return too_long
     if value != value.strip():
         return "must not start or end with whitespace"
     for ch in value:
@@ -60,8 +65,8 @@ def label_problem(value: str, limit: int) -> str | None:
 
 def uri_problem(value: str, limit: int) -> str | None:
     """Why `value` is not a URI of at most `limit` characters, or None."""
-    if len(value) > limit:
-        return f"has {len(value)} characters; the maximum is {limit}"
+    if (too_long := length_problem(value, limit)) is not None:
+        return too_long
     for ch in value:
         cat = unicodedata.category(ch)
         if cat[0] in "CZ":

@@ -79,8 +79,7 @@ class Validator:
             v.add_if(field, f.vector_problem(values, self._dim))
 
     def _chars(self, v: Violations, field: str, value: str, limit: int) -> None:
-        if len(value) > limit:
-            v.add(field, f"has {len(value)} characters; the maximum is {limit}")
+        v.add_if(field, f.length_problem(value, limit))
 
     def _label(self, v: Violations, field: str, value: str, limit: int = MAX_LABEL_CHARS) -> None:
         if value:
