@@ -32,7 +32,7 @@ from server.adapters.usearch_index import UsearchIndexSet
 from server.api.calls import WorkerPools
 from server.api.server import GrpcServer, ListenError
 from server.config import BUILTIN_MODEL_DIR, model_dir
-from server.core.engine import MemoryEngine
+from server.core.memory.engine import MemoryEngine
 from server.core.settings import Settings
 
 log = logging.getLogger("pocketd")

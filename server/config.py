@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from server.core.dedup import MODES as MERGE_MODES
+from server.core.memory.dedup import MODES as MERGE_MODES
 from server.core.settings import Settings
 
 ENV_PREFIX = "POCKETD__"

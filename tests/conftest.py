@@ -26,7 +26,7 @@ from server.adapters.tantivy_index import TantivyKeywordIndex
 from server.adapters.usearch_index import UsearchIndexSet
 from server.api.calls import WorkerPools
 from server.api.server import GrpcServer
-from server.core.engine import MemoryEngine
+from server.core.memory.engine import MemoryEngine
 from server.core.settings import MemorySettings, Settings
 
 ROOT = Path(__file__).resolve().parent.parent

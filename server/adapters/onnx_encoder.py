@@ -15,7 +15,7 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from server.core.model import Vector
+from server.core.memory.model import Vector
 
 
 class ModelMissingError(Exception):

@@ -17,8 +17,8 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from server.core.model import Record, Vector
-from server.core.ports import ChangedRow
+from server.core.memory.model import Record, Vector
+from server.core.memory.ports import ChangedRow
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (

@@ -33,7 +33,7 @@ from tantivy import (
     Tokenizer,
 )
 
-from server.core.model import Record
+from server.core.memory.model import Record
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _EN_TOKENIZER = "pocketd_en"

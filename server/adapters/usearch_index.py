@@ -23,8 +23,8 @@ import numpy as np
 import numpy.typing as npt
 from usearch.index import Index
 
-from server.core.model import Vector
-from server.core.ports import KeyArray
+from server.core.memory.model import Vector
+from server.core.memory.ports import KeyArray
 
 # Keys added per lock hold: about 10 ms of HNSW insertion on these machines.
 ADD_CHUNK = 64

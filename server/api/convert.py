@@ -12,7 +12,7 @@ from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
 from server.api.fields import MAX_SECONDS, MIN_SECONDS
 from server.api.fields import seconds as ts_seconds
-from server.core.model import (
+from server.core.memory.model import (
     Blob,
     GateDecision,
     Hit,

@@ -30,6 +30,7 @@ from server.core.errors import (
     DeadlineExceededError,
     FailedPreconditionError,
     InvalidArgumentError,
+    Location,
     NotFoundError,
     PocketdError,
     ResourceExhaustedError,
@@ -49,8 +50,24 @@ def _status(code: int, message: str, *details: Message) -> status_pb2.Status:
     return status_pb2.Status(code=code, message=message, details=packed)
 
 
-def to_status(exc: BaseException) -> status_pb2.Status:
-    """The rich status for an exception (see the module table)."""
+# The wire path of each part of a memory that the core names in a `Location`.
+_PARTS = {"blob": "record.blob", "record": "record"}
+
+
+def field_path(where: Location, batch: bool) -> str:
+    """The wire field path of a core location: `items[3].supersedes[0]` in a RememberBatch,
+    `supersedes[0]` in a Remember (`batch` False), `memory_id` in a Get."""
+    path = _PARTS.get(where.part, where.part)
+    if where.index is not None:
+        path += f"[{where.index}]"
+    if batch and where.item is not None:
+        path = f"items[{where.item}].{path}"
+    return path
+
+
+def to_status(exc: BaseException, batch: bool = True) -> status_pb2.Status:
+    """The rich status for an exception (see the module table); `batch` says whether the request
+    was a batch, for the field paths of core locations."""
     if isinstance(exc, InvalidArgumentError):
         br = error_details_pb2.BadRequest(
             field_violations=[
@@ -66,12 +83,12 @@ def to_status(exc: BaseException) -> status_pb2.Status:
             resource_type=exc.resource, resource_name=exc.name, description=str(exc)
         )
         details: list[Message] = [info]
-        if exc.field:
+        if exc.where is not None:
             details.append(
                 error_details_pb2.BadRequest(
                     field_violations=[
                         error_details_pb2.BadRequest.FieldViolation(
-                            field=exc.field, description="not found"
+                            field=field_path(exc.where, batch), description="not found"
                         )
                     ]
                 )
@@ -79,12 +96,14 @@ def to_status(exc: BaseException) -> status_pb2.Status:
         return _status(code_pb2.NOT_FOUND, str(exc), *details)
     if isinstance(exc, FailedPreconditionError):
         pre: list[Message] = [error_details_pb2.ErrorInfo(reason=exc.reason, domain=DOMAIN)]
-        if exc.field:
+        if exc.where is not None:
             pre.append(
                 error_details_pb2.PreconditionFailure(
                     violations=[
                         error_details_pb2.PreconditionFailure.Violation(
-                            type=exc.reason, subject=exc.field, description=str(exc)
+                            type=exc.reason,
+                            subject=field_path(exc.where, batch),
+                            description=str(exc),
                         )
                     ]
                 )

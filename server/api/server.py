@@ -18,7 +18,7 @@ from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 from server.api.calls import WorkerPools
 from server.api.guard import DecodeGuard
 from server.api.servicer import MemoryServicer
-from server.core.engine import MemoryEngine
+from server.core.memory.engine import MemoryEngine
 from server.core.settings import Settings
 
 SERVICE_NAME = spb.DESCRIPTOR.services_by_name["MemoryService"].full_name

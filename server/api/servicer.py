@@ -22,8 +22,8 @@ from server.api.calls import CallRecord, CallRunner, WorkerPools, code_name
 from server.api.errors import to_status
 from server.api.validation import Validator, Violations
 from server.core.deadline import Deadline
-from server.core.engine import MemoryEngine
 from server.core.errors import UnavailableError
+from server.core.memory.engine import MemoryEngine
 from server.core.settings import Settings
 
 T = TypeVar("T")
@@ -54,10 +54,11 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
         rec: CallRecord,
         validate: Callable[[Violations], None],
         work: Callable[[MemoryEngine, Deadline], T],
-        rename: Callable[[Exception], Exception] = lambda e: e,
         write: bool = False,
+        batch: bool = True,
     ) -> T:
-        """Admit, validate on the loop, then run `work` in the pool under the call's deadline."""
+        """Admit, validate on the loop, then run `work` in the pool under the call's deadline.
+        `batch` False: the request is a single Remember, whose field paths have no `items[i].`."""
         log.debug("%s ns=%s started", rec.method, rec.namespace or "-")
         try:
             self._calls.admit(write)
@@ -72,7 +73,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
                 raise
             return await self._calls.run(lambda d: work(eng, d), deadline, write)
         except Exception as exc:
-            status = to_status(rename(exc))
+            status = to_status(exc, batch)
             rec.status = code_name(status.code)
             await context.abort_with_status(rpc_status.to_status(status))
             raise  # unreachable: abort raises
@@ -88,8 +89,8 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
             CallRecord("Remember", request.record.namespace, 1),
             lambda v: self._validator.remember(v, "", request, time.time()),
             lambda eng, d: convert.write_result(eng.remember([convert.new_memory(request)], d)[0]),
-            _single,
             write=True,
+            batch=False,
         )
 
     async def RememberBatch(
@@ -153,11 +154,3 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
             lambda v: self._validator.stats(v, request),
             lambda eng, d: convert.stats_response(eng.stats(request.namespace)),
         )
-
-
-def _single(exc: Exception) -> Exception:
-    """Errors of a single Remember name `supersedes[j]`, not `items[0].supersedes[j]`."""
-    field = getattr(exc, "field", "")
-    if isinstance(field, str) and field.startswith("items[0]."):
-        exc.field = field[len("items[0].") :]  # type: ignore[attr-defined]
-    return exc

@@ -14,6 +14,18 @@ class FieldViolation:
     description: str
 
 
+@dataclass(frozen=True)
+class Location:
+    """Where in a request a problem lies, in the core's own terms; `server.api` renders it as a
+    wire field path. `part` is a part of a memory or a request ("memory_id", "supersedes",
+    "blob"), `item` the position in a batch (None: not in a batch), `index` the position in a
+    repeated part."""
+
+    part: str
+    item: int | None = None
+    index: int | None = None
+
+
 class PocketdError(Exception):
     """Base class of every error pocketd raises on purpose."""
 
@@ -29,20 +41,20 @@ class InvalidArgumentError(PocketdError):
 class NotFoundError(PocketdError):
     """A named resource does not exist."""
 
-    def __init__(self, resource: str, name: str, field: str = "") -> None:
+    def __init__(self, resource: str, name: str, where: Location | None = None) -> None:
         self.resource = resource
         self.name = name
-        self.field = field
+        self.where = where
         super().__init__(f"{resource} {name!r} not found")
 
 
 class FailedPreconditionError(PocketdError):
-    """The request is well-formed but the server is not set up to serve it; `field` names the
+    """The request is well-formed but the server is not set up to serve it; `where` names the
     part of the request that needs what is missing, when one does."""
 
-    def __init__(self, message: str, reason: str, field: str = "") -> None:
+    def __init__(self, message: str, reason: str, where: Location | None = None) -> None:
         self.reason = reason
-        self.field = field
+        self.where = where
         super().__init__(message)
 
 

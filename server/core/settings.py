@@ -147,7 +147,7 @@ class WritePolicySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
     expire_after_days: Annotated[float, Meta(gt=0.0, le=36_500.0)] = 90.0
     dedup_cosine: Annotated[float, Meta(gt=0.0, le=1.0)] = 0.95
     # A `similar` merge also needs this Jaccard similarity of the indexed terms (and the same
-    # identifiers: tokens holding a digit). See server/core/dedup.py.
+    # identifiers: tokens holding a digit). See server/core/memory/dedup.py.
     dedup_lexical: Ratio = 0.5
     # How each kind merges: "similar", "identical_in_session" or "never". An episode is
     # something that happened: the same words on another day are another episode.

@@ -12,7 +12,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 from server.api.calls import WorkerPools
-from server.api.errors import to_status
+from server.api.errors import field_path, to_status
 from server.api.server import GrpcServer
 from server.core.errors import (
     CallCancelledError,
@@ -20,6 +20,7 @@ from server.core.errors import (
     FailedPreconditionError,
     FieldViolation,
     InvalidArgumentError,
+    Location,
     NotFoundError,
     PocketdError,
     ResourceExhaustedError,
@@ -37,7 +38,7 @@ from tests.conftest import make_settings
             error_details_pb2.BadRequest,
         ),
         (
-            NotFoundError("memory", "m1", "memory_id"),
+            NotFoundError("memory", "m1", Location("memory_id")),
             code_pb2.NOT_FOUND,
             error_details_pb2.ResourceInfo,
         ),
@@ -104,3 +105,17 @@ def test_the_undecodable_log_is_rate_limited_and_counts_what_it_held_back(
         "undecodable request on /m",
         "undecodable request on /m (4 more like it in the last 10s)",
     ]
+
+
+@pytest.mark.parametrize(
+    ("where", "batch", "path"),
+    [
+        (Location("supersedes", 3, 0), True, "items[3].supersedes[0]"),
+        (Location("supersedes", 0, 2), False, "supersedes[2]"),
+        (Location("blob", 1), True, "items[1].record.blob"),
+        (Location("blob", 0), False, "record.blob"),
+        (Location("memory_id"), True, "memory_id"),
+    ],
+)
+def test_core_locations_render_as_wire_field_paths(where: Location, batch: bool, path: str) -> None:
+    assert field_path(where, batch) == path

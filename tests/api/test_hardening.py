@@ -108,7 +108,7 @@ async def test_a_huge_kinds_filter_is_refused_at_once_naming_the_cap(server: Run
 
 def test_repeated_kinds_and_modalities_are_dropped_before_the_engine_sees_them() -> None:
     from server.api.convert import memory_filter
-    from server.core.model import Kind, Modality
+    from server.core.memory.model import Kind, Modality
 
     f = memory_filter(spb.MemoryFilter(kinds=[2, 2, 1, 2], modalities=[1, 1, 2]))
     assert f.kinds == (Kind.FACT, Kind.PREFERENCE)

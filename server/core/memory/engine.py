@@ -13,13 +13,13 @@ import time
 
 import numpy as np
 
-from server.core.access import AccessRecorder
-from server.core.columns import Columns
 from server.core.deadline import Deadline, no_deadline
-from server.core.errors import FailedPreconditionError, NotFoundError
-from server.core.hot import HotTier
-from server.core.indexer import Indexer
-from server.core.model import (
+from server.core.errors import FailedPreconditionError, Location, NotFoundError
+from server.core.memory.access import AccessRecorder
+from server.core.memory.columns import Columns
+from server.core.memory.hot import HotTier
+from server.core.memory.indexer import Indexer
+from server.core.memory.model import (
     IndexState,
     MemoryFilter,
     NamespaceStats,
@@ -33,10 +33,10 @@ from server.core.model import (
     Vector,
     WriteResult,
 )
-from server.core.ports import Clock, KeywordIndex, RecordStore, TextEncoder, VectorIndexSet
-from server.core.retrieval import Retriever
+from server.core.memory.ports import Clock, KeywordIndex, RecordStore, TextEncoder, VectorIndexSet
+from server.core.memory.retrieval import Retriever
+from server.core.memory.writer import Writer, unit
 from server.core.settings import MemorySettings
-from server.core.writer import Writer, unit
 
 log = logging.getLogger(__name__)
 # Texts encoded between two deadline checks (a few encoder batches: ~0.1 s on two cores).
@@ -155,7 +155,7 @@ class MemoryEngine:
                     "a record with only a blob cannot be encoded: pocketd has no encoder for the"
                     " medium itself yet; send its caption or OCR text as text, or a vector",
                     reason="BLOB_NEEDS_TEXT",
-                    field=f"items[{i}].record.blob",
+                    where=Location("blob", i),
                 )
         if need:
             vecs = self._encode(
@@ -183,7 +183,7 @@ class MemoryEngine:
         key = self._store.key_of(namespace, memory_id)
         rec = None if key is None else self._store.get([key]).get(key)
         if key is None or rec is None:
-            raise NotFoundError("memory", memory_id, field="memory_id")
+            raise NotFoundError("memory", memory_id, where=Location("memory_id"))
         rec.tier = Tier.HOT if self.hot.contains(key) else Tier.WARM
         vec = self._store.get_vectors([key]).get(key) if include_vector else None
         self.access.hit((key,), self._clock.now())
@@ -199,7 +199,7 @@ class MemoryEngine:
         if memory_id is not None:
             key = self._store.key_of(namespace, memory_id)
             if key is None:
-                raise NotFoundError("memory", memory_id, field="memory_id")
+                raise NotFoundError("memory", memory_id, where=Location("memory_id"))
             keys = [key]
         else:
             ns_id = self.columns.ns_id(namespace)

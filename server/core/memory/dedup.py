@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from server.core.model import Kind, Record
+from server.core.memory.model import Kind, Record
 from server.core.settings import DEFAULT_MERGE, WritePolicySettings
 
 MODES = ("similar", "identical_in_session", "never")

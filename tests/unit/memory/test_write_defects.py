@@ -8,12 +8,12 @@ import threading
 import numpy as np
 import pytest
 
-from server.core.columns import Columns
-from server.core.engine import MemoryEngine
 from server.core.errors import NotFoundError
-from server.core.model import GateDecision, Kind, MemoryFilter, RecallQuery, Record
+from server.core.memory.columns import Columns
+from server.core.memory.engine import MemoryEngine
+from server.core.memory.model import GateDecision, Kind, MemoryFilter, RecallQuery, Record
 from tests.conftest import unit_vec
-from tests.unit.test_engine import NS, mem
+from tests.unit.memory.test_engine import NS, mem
 
 
 def test_an_upsert_and_a_supersede_of_it_in_one_batch_keep_the_new_text(

@@ -19,14 +19,14 @@ from dataclasses import dataclass
 import msgspec
 import numpy as np
 
-from server.core.columns import Columns
 from server.core.deadline import Deadline
-from server.core.dedup import MergePolicy
-from server.core.errors import NotFoundError, UnavailableError
-from server.core.gate import ImportanceGate
-from server.core.hot import HotTier
-from server.core.model import GateDecision, NewMemory, Record, Tier, Vector, WriteResult
-from server.core.ports import Clock, KeywordIndex, RecordStore, VectorIndexSet
+from server.core.errors import Location, NotFoundError, UnavailableError
+from server.core.memory.columns import Columns
+from server.core.memory.dedup import MergePolicy
+from server.core.memory.gate import ImportanceGate
+from server.core.memory.hot import HotTier
+from server.core.memory.model import GateDecision, NewMemory, Record, Tier, Vector, WriteResult
+from server.core.memory.ports import Clock, KeywordIndex, RecordStore, VectorIndexSet
 from server.core.settings import MemorySettings
 
 _DAY = 86_400.0
@@ -151,7 +151,7 @@ class Writer:
             for j, mid in enumerate(item.supersedes):
                 key = self._store.key_of(item.record.namespace, mid)
                 if key is None:
-                    raise NotFoundError("memory", mid, field=f"items[{i}].supersedes[{j}]")
+                    raise NotFoundError("memory", mid, where=Location("supersedes", i, j))
                 keys.append(key)
             targets.append(keys)
         return targets

@@ -1,5 +1,5 @@
-"""The near-duplicate merge policy (server/core/dedup.py) through the engine: regression tests
-for distinct memories that cosine alone folded together."""
+"""The near-duplicate merge policy (server/core/memory/dedup.py) through the engine: regression
+tests for distinct memories that cosine alone folded together."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from collections.abc import Callable
 import msgspec
 import numpy as np
 
-from server.core.dedup import identifiers
-from server.core.engine import MemoryEngine
-from server.core.model import GateDecision, Kind, RecallQuery
+from server.core.memory.dedup import identifiers
+from server.core.memory.engine import MemoryEngine
+from server.core.memory.model import GateDecision, Kind, RecallQuery
 from server.core.settings import MemorySettings
 from tests.conftest import DAY, FakeClock, unit_vec
-from tests.unit.test_engine import NS, mem
+from tests.unit.memory.test_engine import NS, mem
 
 
 def decisions(engine: MemoryEngine, texts: list[str], kind: Kind = Kind.FACT, **kw: object) -> list:

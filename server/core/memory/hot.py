@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kernels.scan import exact_topk
-from server.core.model import Vector
+from server.core.memory.model import Vector
 
 KeyArray = npt.NDArray[np.int64]
 F32 = npt.NDArray[np.float32]

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import msgspec
 import numpy as np
 
-from server.core.engine import MemoryEngine
-from server.core.model import IndexState, Kind, NewMemory, Record
+from server.core.memory.engine import MemoryEngine
+from server.core.memory.model import IndexState, Kind, NewMemory, Record
 from server.core.settings import MemorySettings
 from tests.conftest import unit_vec, wait_for
 

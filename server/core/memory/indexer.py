@@ -22,11 +22,11 @@ from collections import defaultdict
 import numpy as np
 import numpy.typing as npt
 
-from server.core.hot import HotTier
-from server.core.model import Kind
-from server.core.ports import Clock, KeywordIndex, RecordStore, VectorIndexSet
+from server.core.memory.hot import HotTier
+from server.core.memory.model import Kind
+from server.core.memory.ports import Clock, KeywordIndex, RecordStore, VectorIndexSet
+from server.core.memory.writer import unit
 from server.core.settings import IndexSettings
-from server.core.writer import unit
 
 log = logging.getLogger(__name__)
 KINDS = [int(k) for k in Kind if k != Kind.UNSPECIFIED]

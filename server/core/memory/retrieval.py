@@ -27,10 +27,10 @@ from kernels.decay import step_decay
 from kernels.fusion import fuse, normalise_by_max
 from kernels.rank import rank_final
 from kernels.scan import exact_topk
-from server.core.columns import Columns
 from server.core.deadline import Deadline
-from server.core.hot import HotTier
-from server.core.model import (
+from server.core.memory.columns import Columns
+from server.core.memory.hot import HotTier
+from server.core.memory.model import (
     Hit,
     Kind,
     MemoryFilter,
@@ -40,7 +40,7 @@ from server.core.model import (
     Tier,
     Vector,
 )
-from server.core.ports import Clock, KeywordIndex, RecordStore, VectorIndexSet
+from server.core.memory.ports import Clock, KeywordIndex, RecordStore, VectorIndexSet
 from server.core.settings import MemorySettings
 
 _DAY = 86_400.0

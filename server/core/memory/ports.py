@@ -9,7 +9,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from server.core.model import Record, Vector
+from server.core.memory.model import Record, Vector
 
 KeyArray = npt.NDArray[np.int64]
 

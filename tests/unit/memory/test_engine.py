@@ -8,9 +8,9 @@ import msgspec
 import numpy as np
 import pytest
 
-from server.core.engine import MemoryEngine
 from server.core.errors import FailedPreconditionError, NotFoundError
-from server.core.model import (
+from server.core.memory.engine import MemoryEngine
+from server.core.memory.model import (
     GateDecision,
     Kind,
     MemoryFilter,
@@ -342,7 +342,7 @@ def test_restart_catches_the_indexes_up_from_the_store(
 def test_writes_are_refused_not_hung_when_the_indexer_cannot_keep_up(
     engine_factory: Callable[..., MemoryEngine], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import server.core.writer as writer_mod
+    import server.core.memory.writer as writer_mod
     from server.core.errors import UnavailableError
 
     s = MemorySettings()

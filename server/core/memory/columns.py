@@ -15,7 +15,7 @@ import threading
 import numpy as np
 import numpy.typing as npt
 
-from server.core.model import MemoryFilter, Record
+from server.core.memory.model import MemoryFilter, Record
 
 BoolArray = npt.NDArray[np.bool_]
 KeyArray = npt.NDArray[np.int64]

@@ -29,7 +29,14 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, rule
 
 from server.core.errors import NotFoundError
-from server.core.model import GateDecision, Kind, MemoryFilter, NewMemory, RecallQuery, Record
+from server.core.memory.model import (
+    GateDecision,
+    Kind,
+    MemoryFilter,
+    NewMemory,
+    RecallQuery,
+    Record,
+)
 from server.core.settings import MemorySettings
 from tests.conftest import DIM, FakeClock, open_engine
 

@@ -1,0 +1,1 @@
+"""Memory: the tiered store, its change path, pockets and hybrid recall."""
