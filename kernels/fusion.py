@@ -65,31 +65,34 @@ def fuse_ref(
 
 
 @njit(cache=True, nogil=True)
-def normalise_by_max(scores: F32Array, hit: BoolArray) -> F32Array:
-    """Divide the scores of hits by the largest hit score, so the best hit scores 1.
+def scale_channels(
+    cos: F32Array, bm25: F32Array, floor: float, reference: float
+) -> tuple[F32Array, F32Array]:
+    """Put both channels on [0, 1] with scales that do not depend on the other candidates.
 
-    Raw BM25 has no fixed scale, so it is put on [0, 1] per query before fusing. Non-hits and
-    non-positive maxima give 0.
+    vector: (cos − floor) / (1 − floor), clipped to [0, 1]: at or below the floor a memory is
+    not a vector hit at all. keyword: BM25 / reference, clipped to [0, 1], where the reference
+    is the score of an average-length document holding each query term once (Σ idf over the
+    query's terms in the namespace), so it depends only on the query and the corpus.
     """
-    n = scores.shape[0]
-    m = 0.0
+    n = cos.shape[0]
+    v = np.zeros(n, dtype=np.float32)
+    k = np.zeros(n, dtype=np.float32)
+    span = 1.0 - floor
     for i in range(n):
-        if hit[i] and scores[i] > m:
-            m = scores[i]
-    out = np.zeros(n, dtype=np.float32)
-    if m <= 0.0:
-        return out
-    for i in range(n):
-        if hit[i] and scores[i] > 0.0:
-            out[i] = scores[i] / m
-    return out
+        if cos[i] > floor and span > 0.0:
+            v[i] = min((cos[i] - floor) / span, 1.0)
+        if reference > 0.0 and bm25[i] > 0.0:
+            k[i] = min(bm25[i] / reference, 1.0)
+    return v, k
 
 
-def normalise_by_max_ref(scores: F32Array, hit: BoolArray) -> F32Array:
-    """numpy twin of `normalise_by_max`."""
-    s = np.where(hit & (scores > 0), scores.astype(np.float64), 0.0)
-    m = s.max(initial=0.0)
-    if m <= 0:
-        return np.zeros(scores.shape[0], dtype=np.float32)
-    out: F32Array = (s / m).astype(np.float32)
-    return out
+def scale_channels_ref(
+    cos: F32Array, bm25: F32Array, floor: float, reference: float
+) -> tuple[F32Array, F32Array]:
+    """numpy twin of `scale_channels`."""
+    c = cos.astype(np.float64)
+    v = np.where(c > floor, np.clip((c - floor) / (1.0 - floor), 0.0, 1.0), 0.0)
+    b = bm25.astype(np.float64)
+    k = np.clip(b / reference, 0.0, 1.0) if reference > 0 else np.zeros_like(b)
+    return v.astype(np.float32), np.where(b > 0, k, 0.0).astype(np.float32)

@@ -21,6 +21,7 @@ import msgspec
 import yaml
 
 from server.core.memory.dedup import MODES as MERGE_MODES
+from server.core.memory.pockets import TIME_BUCKETS
 from server.core.settings import Settings
 
 ENV_PREFIX = "POCKETD__"
@@ -176,6 +177,16 @@ def check(s: Settings) -> None:
         set(d.kinds) <= known_kinds,
         "memory.retrieval.kinds",
         f"must be among {sorted(known_kinds)}",
+    )
+    for key, kinds in (
+        ("memory.hot.kinds", m.hot.kinds),
+        ("memory.pockets.bucketed_kinds", m.pockets.bucketed_kinds),
+    ):
+        need(set(kinds) <= known_kinds, key, f"must be among {sorted(known_kinds)}")
+    need(
+        m.pockets.time_bucket in TIME_BUCKETS,
+        "memory.pockets.time_bucket",
+        f"must be among {list(TIME_BUCKETS)}",
     )
     wp = m.write_policy
     need(

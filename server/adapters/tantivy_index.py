@@ -8,15 +8,28 @@ Analysis (the same for documents and queries):
   unigram only for an isolated character (as Lucene's CJKBigramFilter does): no dictionary is
   needed and "安卓" or "付款" match wherever they occur.
 
-The namespace is a raw term wrapped in a zero-score query, so it filters without changing BM25.
-`commit(rev)` makes changes durable and searchable, then records `rev` in `rev.json`.
+Each document also carries its namespace, pocket and filter fields (kind, modality, session,
+tags, importance, event time, expiry, obsolete). Restrictions are clauses of the tantivy query
+wrapped in zero-score queries, so they filter inside the index without changing BM25, and a
+selective filter still gets its full count of candidates.
+
+Term statistics are per namespace: tantivy weighs a term by its idf over the whole index, so each
+query term is boosted by idf(namespace) / idf(index), counted with two cheap count queries per
+term. One tenant's memories then never shift another's scores. (The length normalisation still
+uses the index-wide average length, a far weaker signal.)
+
+`commit(rev)` makes changes durable and searchable, then records `rev` in `rev.json`. An index of
+an older schema (`schema.json`) is set aside on open and rebuilt from the record store.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
 import re
+import shutil
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +37,7 @@ from pathlib import Path
 import tantivy
 from tantivy import (
     Document,
+    FieldType,
     Filter,
     Index,
     Occur,
@@ -34,7 +48,10 @@ from tantivy import (
 )
 
 from server.core.memory.model import Record
+from server.core.memory.ports import KeywordQuery, KeywordResult
 
+log = logging.getLogger(__name__)
+SCHEMA_VERSION = 2
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _EN_TOKENIZER = "pocketd_en"
 
@@ -54,16 +71,28 @@ def _schema() -> tantivy.Schema:
     sb = SchemaBuilder()
     sb.add_integer_field("key", stored=True, indexed=True, fast=True)
     sb.add_text_field("ns", stored=False, tokenizer_name="raw")
+    sb.add_text_field("pocket", stored=False, tokenizer_name="raw", fast=True)
     sb.add_text_field("en", stored=False, tokenizer_name=_EN_TOKENIZER, index_option="freq")
     sb.add_text_field("cjk", stored=False, tokenizer_name="whitespace", index_option="freq")
+    sb.add_text_field("session", stored=False, tokenizer_name="raw")
+    sb.add_text_field("tags", stored=False, tokenizer_name="raw")
+    for name in ("kind", "modality", "importance", "obsolete"):
+        sb.add_integer_field(name, indexed=True, fast=True)
+    for name in ("created", "expires"):
+        sb.add_float_field(name, indexed=True, fast=True)
     return sb.build()
+
+
+def _idf(docs: int, df: int) -> float:
+    """BM25's idf, as tantivy computes it."""
+    return math.log(1.0 + (docs - df + 0.5) / (df + 0.5))
 
 
 class TantivyKeywordIndex:
     """`KeywordIndex` over one tantivy directory."""
 
     def __init__(self, root: Path, heap_bytes: int) -> None:
-        root.mkdir(parents=True, exist_ok=True)
+        _check_schema(root)
         self._root = root
         self._schema = _schema()
         self._analyzer = (
@@ -94,18 +123,27 @@ class TantivyKeywordIndex:
         terms: list[str] = self._analyzer.analyze(_CJK.sub(" ", text))
         return terms + cjk_terms(text)
 
-    def upsert(self, records: Sequence[Record]) -> None:
+    def upsert(self, docs: Sequence[tuple[Record, str]]) -> None:
         with self._lock:
-            for rec in records:
+            for rec, pocket in docs:
                 self._writer.delete_documents_by_term("key", rec.key)
-                self._writer.add_document(
-                    Document(
-                        key=rec.key,
-                        ns=rec.namespace,
-                        en=_CJK.sub(" ", rec.text),
-                        cjk=" ".join(cjk_terms(rec.text)),
-                    )
+                doc = Document(
+                    key=rec.key,
+                    ns=rec.namespace,
+                    pocket=pocket,
+                    en=_CJK.sub(" ", rec.text),
+                    cjk=" ".join(cjk_terms(rec.text)),
+                    session=rec.session_id,
+                    kind=int(rec.kind),
+                    modality=int(rec.modality),
+                    importance=rec.importance,
+                    obsolete=int(rec.obsolete),
+                    created=float(rec.created_at),
+                    expires=math.inf if rec.expires_at is None else float(rec.expires_at),
                 )
+                for tag in rec.tags:
+                    doc.add_text("tags", tag)
+                self._writer.add_document(doc)
 
     def remove(self, keys: Sequence[int]) -> None:
         with self._lock:
@@ -128,27 +166,131 @@ class TantivyKeywordIndex:
     def committed_rev(self) -> int:
         return self._rev
 
-    def search(self, namespace: str, text: str, count: int) -> list[tuple[int, float]]:
-        en = self._analyzer.analyze(_CJK.sub(" ", text))
-        cjk = cjk_terms(text)
-        should = [
-            (Occur.Should, Query.term_query(self._schema, "en", t)) for t in dict.fromkeys(en)
-        ] + [(Occur.Should, Query.term_query(self._schema, "cjk", t)) for t in dict.fromkeys(cjk)]
-        if not should or count <= 0:
-            return []
-        query = Query.boolean_query(
-            [
-                (
-                    Occur.Must,
-                    Query.const_score_query(Query.term_query(self._schema, "ns", namespace), 0.0),
-                ),
-                (Occur.Must, Query.boolean_query(should)),
-            ]
-        )
+    def _zero(self, query: Query) -> Query:
+        return Query.const_score_query(query, 0.0)
+
+    def _term(self, field: str, value: str | int) -> Query:
+        return Query.term_query(self._schema, field, value)
+
+    def _restriction(self, q: KeywordQuery) -> list[tuple[Occur, Query]]:
+        """The namespace, pocket and filter clauses, each scoring 0."""
+        f = q.filter
+        must = [self._term("ns", q.namespace)]
+        if q.pockets is not None:
+            must.append(Query.term_set_query(self._schema, "pocket", list(q.pockets)))
+        if f.kinds:
+            must.append(Query.term_set_query(self._schema, "kind", [int(k) for k in f.kinds]))
+        if f.modalities:
+            must.append(
+                Query.term_set_query(self._schema, "modality", [int(m) for m in f.modalities])
+            )
+        if f.session_id:
+            must.append(self._term("session", f.session_id))
+        if f.tags:
+            must.append(Query.term_set_query(self._schema, "tags", list(f.tags)))
+        if f.min_importance:
+            must.append(
+                Query.range_query(
+                    self._schema, "importance", FieldType.Integer, f.min_importance, None
+                )
+            )
+        if f.created_after is not None or f.created_before is not None:
+            must.append(
+                Query.range_query(
+                    self._schema,
+                    "created",
+                    FieldType.Float,
+                    f.created_after,
+                    f.created_before,
+                    True,
+                    f.created_before is None,
+                )
+            )
+        if not q.include_obsolete:
+            must.append(self._term("obsolete", 0))
+        if not q.include_expired:
+            must.append(
+                Query.range_query(self._schema, "expires", FieldType.Float, q.now, None, False)
+            )
+        return [(Occur.Must, self._zero(m)) for m in must]
+
+    def search(self, q: KeywordQuery) -> KeywordResult:
+        terms = [("en", t) for t in dict.fromkeys(self._analyzer.analyze(_CJK.sub(" ", q.text)))]
+        terms += [("cjk", t) for t in dict.fromkeys(cjk_terms(q.text))]
+        if not terms or q.count <= 0:
+            return KeywordResult([], {}, 0)
         searcher = self._searcher
-        hits = searcher.search(query, count).hits
-        return [(int(searcher.doc(addr)["key"][0]), float(score)) for score, addr in hits]
+        ns_q = self._term("ns", q.namespace)
+        ns_docs = _count(searcher, ns_q)
+        total = searcher.num_docs
+        should: list[tuple[Occur, Query]] = []
+        idf: dict[str, float] = {}
+        postings = 0
+        for field, t in terms:
+            term_q = self._term(field, t)
+            df = _count(searcher, Query.boolean_query([(Occur.Must, ns_q), (Occur.Must, term_q)]))
+            if df == 0:
+                continue
+            postings += df
+            idf[t] = _idf(ns_docs, df)
+            boost = idf[t] / _idf(total, searcher.doc_freq(field, t))
+            should.append((Occur.Should, Query.boost_query(term_q, boost)))
+        if not should:
+            return KeywordResult([], idf, postings)
+        restrict = self._restriction(q)
+        query = Query.boolean_query([*restrict, (Occur.Must, Query.boolean_query(should))])
+        hits = [
+            (int(searcher.doc(addr)["key"][0]), float(score))
+            for score, addr in searcher.search(query, q.count).hits
+        ]
+        exact: frozenset[int] = frozenset()
+        if q.identifiers:
+            ident = [
+                (Occur.Must, self._zero(self._term(f, t))) for f, t in terms if t in q.identifiers
+            ]
+            if ident:
+                found = searcher.search(Query.boolean_query([*restrict, *ident]), q.count).hits
+                exact = frozenset(int(searcher.doc(addr)["key"][0]) for _, addr in found)
+        return KeywordResult(hits, idf, postings, exact)
+
+    def pocket_terms(self, namespace: str, terms: Sequence[str]) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        searcher = self._searcher
+        ns_q = self._term("ns", namespace)
+        for t in dict.fromkeys(terms):
+            field = "cjk" if _CJK.fullmatch(t) else "en"
+            query = Query.boolean_query([(Occur.Must, ns_q), (Occur.Must, self._term(field, t))])
+            agg = searcher.aggregate(query, {"p": {"terms": {"field": "pocket", "size": 10_000}}})
+            for bucket in agg["p"]["buckets"]:
+                out.setdefault(str(bucket["key"]), {})[t] = int(bucket["doc_count"])
+        return out
 
     def close(self) -> None:
         with self._lock:
             self._writer.wait_merging_threads()
+
+
+def _count(searcher: tantivy.Searcher, query: Query) -> int:
+    """How many documents match (tantivy's stubs do not declare `count`)."""
+    n: int = searcher.search(query, 1, count=True).count  # type: ignore[attr-defined]
+    return n
+
+
+def _check_schema(root: Path) -> None:
+    """Set aside an index of an older schema (it is rebuilt from the record store)."""
+    marker = root / "schema.json"
+    if root.exists() and any(root.iterdir()):
+        try:
+            version = json.loads(marker.read_text())["version"]
+        except (FileNotFoundError, ValueError, KeyError):
+            version = 1
+        if version != SCHEMA_VERSION:
+            log.warning(
+                "the keyword index in %s has schema %s; rebuilding it from the record store",
+                root,
+                version,
+            )
+            shutil.rmtree(root)
+    root.mkdir(parents=True, exist_ok=True)
+    if not marker.exists():
+        marker.write_text(json.dumps({"version": SCHEMA_VERSION}))

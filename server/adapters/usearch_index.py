@@ -1,20 +1,23 @@
-"""Warm vector indexes: one usearch HNSW index per partition (namespace, kind).
+"""Warm vector indexes: one usearch HNSW index per pocket (namespace, pocket name).
 
-usearch's Python API has no filter callback, so filtering is done by partitioning (a namespace
-and kind never share an index), then by over-fetch or, for selective filters, an exact scan of the
-matching rows (see `server.core.vector_channel`). Vectors are unit length and the metric is inner
-product, so similarity = 1 − distance = cosine.
+usearch's Python API has no filter callback, so filtering is done by partitioning (two pockets
+never share an index), then by over-fetch or, for selective filters and small pockets, an exact
+scan of the matching rows (see `server.core.memory.retrieval`). Vectors are unit length and the
+metric is inner product, so similarity = 1 − distance = cosine. Each index also keeps the sum of
+its vectors (in float64), so a pocket's centroid and radius cost nothing to read.
 
 Persistence: `save(rev)` writes every dirty index to a temporary file and renames it into place,
-then atomically replaces `manifest.json`, which records the revision the files contain. On start
-the indexer replays the record store from that revision, so a crash between snapshots only costs
-catch-up time, never data.
+then atomically replaces `manifest.json`, which records the revision the files contain and each
+index's vector sum. On start the indexer replays the record store from that revision, so a crash
+between snapshots only costs catch-up time, never data. A manifest of an older layout (one index
+per namespace and kind) is set aside: the indexes are rebuilt from the record store.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import threading
 from pathlib import Path
@@ -26,6 +29,8 @@ from usearch.index import Index
 from server.core.memory.model import Vector
 from server.core.memory.ports import KeyArray
 
+log = logging.getLogger(__name__)
+LAYOUT = 2
 # Keys added per lock hold: about 10 ms of HNSW insertion on these machines.
 ADD_CHUNK = 64
 # usearch's own choice of threads; one thread measured no faster on two cores (A/B in the
@@ -37,23 +42,37 @@ class UsearchVectorIndex:
     """One partition's HNSW index. A lock serialises mutation against search: usearch may
     reallocate while growing."""
 
-    def __init__(self, index: Index, path: Path) -> None:
+    def __init__(self, index: Index, path: Path, total: npt.NDArray[np.float64] | None) -> None:
         self._index = index
         self._path = path
         self._lock = threading.Lock()
+        self._sum = np.zeros(index.ndim, np.float64) if total is None else total
         self.dirty = False
+
+    def moments(self) -> tuple[npt.NDArray[np.float64], int]:
+        """The sum of the indexed vectors and their count."""
+        with self._lock:
+            return self._sum.copy(), len(self._index)
+
+    def _drop_present(self, keys: KeyArray) -> None:
+        """Remove the keys the index holds, taking their vectors out of the sum."""
+        present = self._present(keys)
+        if present.any():
+            gone = keys[present].astype(np.uint64)
+            old = self._index.get(gone, dtype="f32")
+            self._sum -= np.asarray(old, dtype=np.float64).reshape(len(gone), -1).sum(axis=0)
+            self._index.remove(gone)
+            self.dirty = True
 
     def add(self, keys: KeyArray, vectors: Vector) -> None:
         """Upsert, in small chunks so that searches waiting on the lock are not held long."""
         for start in range(0, len(keys), ADD_CHUNK):
             k = keys[start : start + ADD_CHUNK]
+            v = vectors[start : start + ADD_CHUNK]
             with self._lock:
-                present = self._present(k)
-                if present.any():
-                    self._index.remove(k[present].astype(np.uint64))
-                self._index.add(
-                    k.astype(np.uint64), vectors[start : start + ADD_CHUNK], threads=ADD_THREADS
-                )
+                self._drop_present(k)
+                self._index.add(k.astype(np.uint64), v, threads=ADD_THREADS)
+                self._sum += v.astype(np.float64).sum(axis=0)
                 self.dirty = True
 
     def _present(self, keys: KeyArray) -> npt.NDArray[np.bool_]:
@@ -65,10 +84,7 @@ class UsearchVectorIndex:
 
     def remove(self, keys: KeyArray) -> None:
         with self._lock:
-            present = self._present(keys)
-            if present.any():
-                self._index.remove(keys[present].astype(np.uint64))
-                self.dirty = True
+            self._drop_present(keys)
 
     def search(self, query: Vector, count: int) -> tuple[KeyArray, npt.NDArray[np.float32]]:
         with self._lock:
@@ -129,14 +145,16 @@ class UsearchVectorIndex:
     def __len__(self) -> int:
         return len(self._index)
 
-    def save(self) -> None:
+    def save(self) -> list[float]:
+        """Write the index if it changed; return the vector sum that the file matches."""
         with self._lock:
-            if not self.dirty:
-                return
-            tmp = self._path.with_suffix(".tmp")
-            self._index.save(str(tmp))
-            os.replace(tmp, self._path)
-            self.dirty = False
+            if self.dirty:
+                tmp = self._path.with_suffix(".tmp")
+                self._index.save(str(tmp))
+                os.replace(tmp, self._path)
+                self.dirty = False
+            out: list[float] = self._sum.tolist()
+            return out
 
 
 class UsearchIndexSet:
@@ -162,13 +180,13 @@ class UsearchIndexSet:
             "expansion_search": expansion_search,
         }
         self._lock = threading.Lock()
-        self._parts: dict[tuple[str, int], UsearchVectorIndex] = {}
+        self._parts: dict[tuple[str, str], UsearchVectorIndex] = {}
         self._saved_rev = 0
         self._load()
 
-    def _file(self, namespace: str, kind: int) -> Path:
-        digest = hashlib.sha1(namespace.encode()).hexdigest()[:16]
-        return self._root / f"{digest}-{kind}.usearch"
+    def _file(self, namespace: str, pocket: str) -> Path:
+        digest = hashlib.sha1(f"{namespace}\0{pocket}".encode()).hexdigest()[:24]
+        return self._root / f"{digest}.usearch"
 
     def _manifest(self) -> Path:
         return self._root / "manifest.json"
@@ -177,6 +195,16 @@ class UsearchIndexSet:
         if not self._manifest().exists():
             return
         meta = json.loads(self._manifest().read_text())
+        if meta.get("layout") != LAYOUT:
+            log.warning(
+                "the vector indexes in %s have an older layout; rebuilding them from the record"
+                " store",
+                self._root,
+            )
+            for path in self._root.glob("*.usearch"):
+                path.unlink()
+            self._manifest().unlink()
+            return
         if meta.get("ndim") != self._ndim:
             raise ValueError(
                 f"vector indexes in {self._root} have dimension {meta.get('ndim')}, "
@@ -187,34 +215,39 @@ class UsearchIndexSet:
             index = Index(ndim=self._ndim, **self._opts)  # type: ignore[arg-type]
             if path.exists():
                 index.load(str(path))
-            self._parts[(part["namespace"], int(part["kind"]))] = UsearchVectorIndex(index, path)
+            total = np.asarray(part["sum"], dtype=np.float64) if path.exists() else None
+            self._parts[(part["namespace"], part["pocket"])] = UsearchVectorIndex(
+                index, path, total
+            )
         self._saved_rev = int(meta["rev"])
 
-    def partition(self, namespace: str, kind: int, create: bool) -> UsearchVectorIndex | None:
-        key = (namespace, kind)
+    def partition(self, namespace: str, pocket: str, create: bool) -> UsearchVectorIndex | None:
+        key = (namespace, pocket)
         part = self._parts.get(key)
         if part is None and create:
             with self._lock:
                 part = self._parts.get(key)
                 if part is None:
                     index = Index(ndim=self._ndim, **self._opts)  # type: ignore[arg-type]
-                    part = UsearchVectorIndex(index, self._file(namespace, kind))
+                    part = UsearchVectorIndex(index, self._file(namespace, pocket), None)
                     self._parts[key] = part
         return part
+
+    def partitions(self, namespace: str) -> dict[str, UsearchVectorIndex]:
+        """The namespace's indexes by pocket name."""
+        with self._lock:
+            return {p: idx for (ns, p), idx in self._parts.items() if ns == namespace}
 
     def save(self, rev: int) -> None:
         with self._lock:
             parts = dict(self._parts)
-        for part in parts.values():
-            part.save()
-        meta = {
-            "rev": rev,
-            "ndim": self._ndim,
-            "partitions": [
-                {"namespace": ns, "kind": kind, "file": p._path.name}
-                for (ns, kind), p in sorted(parts.items())
-            ],
-        }
+        entries = []
+        for (ns, pocket), part in sorted(parts.items()):
+            total = part.save()
+            entries.append(
+                {"namespace": ns, "pocket": pocket, "file": part._path.name, "sum": total}
+            )
+        meta = {"layout": LAYOUT, "rev": rev, "ndim": self._ndim, "partitions": entries}
         tmp = self._manifest().with_suffix(".tmp")
         with open(tmp, "w") as fh:
             json.dump(meta, fh)

@@ -20,6 +20,8 @@ from server.core.memory.model import (
     MemoryFilter,
     Modality,
     NewMemory,
+    PlanStep,
+    PocketStats,
     RecallQuery,
     RecallResult,
     Record,
@@ -113,6 +115,7 @@ def recall_query(req: spb.RecallRequest) -> RecallQuery:
         include_expired=req.include_expired,
         include_vectors=req.include_vectors,
         min_score=req.min_score if req.HasField("min_score") else None,
+        plan=[PlanStep(s.pocket, s.depth) for s in req.plan] if req.plan else None,
     )
 
 
@@ -169,7 +172,9 @@ def hit_pb(hit: Hit) -> spb.RecallHit:
             final=s.final,
             vector_hit=s.vector_hit,
             keyword_hit=s.keyword_hit,
+            exact_hit=s.exact_hit,
         ),
+        pocket=hit.pocket,
     )
 
 
@@ -181,7 +186,39 @@ def recall_response(res: RecallResult) -> spb.RecallResponse:
         vector_candidates=res.vector_candidates,
         keyword_candidates=res.keyword_candidates,
         took_micros=res.took_micros,
+        plan=[
+            spb.PlanStepReport(
+                pocket=r.pocket,
+                depth=r.depth,
+                method=r.method,
+                scanned=r.scanned,
+                cost_units=r.cost_units,
+            )
+            for r in res.plan
+        ],
+        cost_units=res.cost_units,
+        keyword_cost_units=res.keyword_cost_units,
     )
+
+
+def pocket_pb(p: PocketStats) -> spb.PocketStats:
+    out = spb.PocketStats(
+        name=p.name,
+        kind=int(p.kind),  # type: ignore[arg-type]
+        tier=int(p.tier),  # type: ignore[arg-type]
+        modality=int(p.modality),  # type: ignore[arg-type]
+        bucket=p.bucket,
+        size=p.size,
+        method=p.method,
+        cost_per_vector=p.cost_per_vector,
+        search_cost=p.search_cost,
+        radius=p.radius,
+    )
+    _ts(p.oldest, out.oldest)
+    _ts(p.newest, out.newest)
+    if p.centroid is not None:
+        out.centroid.extend(p.centroid.tolist())
+    return out
 
 
 def stats_response(st: Stats) -> spb.StatsResponse:
@@ -192,6 +229,7 @@ def stats_response(st: Stats) -> spb.StatsResponse:
                 record_count=n.record_count,
                 obsolete_count=n.obsolete_count,
                 tiers=[spb.TierStats(tier=int(t.tier), record_count=t.count) for t in n.tiers],  # type: ignore[arg-type]
+                pockets=[pocket_pb(p) for p in n.pockets],
             )
             for n in st.namespaces
         ],

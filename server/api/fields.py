@@ -32,6 +32,8 @@ SHA256_RE = re.compile(r"[0-9a-f]{64}")
 NAMESPACE_RULE = "must be 1-128 characters of [A-Za-z0-9_.:/-], starting with a letter or digit"
 MEMORY_ID_RULE = "must be 1-128 characters of [A-Za-z0-9_.:-]"
 SESSION_ID_RULE = "must be 1-128 characters of [A-Za-z0-9_.:/@+=-]"
+POCKET_RE = re.compile(r"[a-z]+/[a-z]+/[a-z]+(?:/[0-9A-Z-]{4,10})?")
+POCKET_RULE = "must be a pocket name as Stats lists it: kind/tier/modality[/bucket]"
 
 # 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z, in seconds since the epoch.
 MIN_SECONDS = 0

@@ -26,6 +26,7 @@ MAX_TAG_CHARS = 64
 MAX_LABEL_CHARS = 128
 MAX_URI_CHARS = 2048
 MAX_SCORE = 10.0
+MAX_DEPTH = 10_000
 
 _KINDS = set(pb.MemoryKind.values()) - {pb.MEMORY_KIND_UNSPECIFIED}
 _MODALITIES = set(pb.Modality.values())
@@ -208,6 +209,12 @@ class Validator:
         if req.HasField("min_score") and not 0.0 <= req.min_score <= MAX_SCORE:
             v.add("min_score", f"{req.min_score} is outside 0-{MAX_SCORE:g}")
         self.filter(v, "filter", req.filter)
+        if self._count(v, "plan", len(req.plan), self._lim.max_plan_steps, "steps"):
+            for i, step in enumerate(req.plan):
+                if not f.matches(f.POCKET_RE, step.pocket):
+                    v.add(f"plan[{i}].pocket", f"{step.pocket[:64]!r} {f.POCKET_RULE}")
+                if step.depth > MAX_DEPTH:
+                    v.add(f"plan[{i}].depth", f"{step.depth} is above {MAX_DEPTH}")
 
     def get(self, v: Violations, req: spb.GetRequest) -> None:
         self.namespace(v, "namespace", req.namespace)

@@ -61,6 +61,8 @@ class LimitSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_batch_items: Annotated[int, between(1, 65_536)] = 1024
     max_tags: Annotated[int, between(0, 1024)] = 32
     max_supersedes: Annotated[int, between(0, 4096)] = 64
+    # Steps of a Recall plan.
+    max_plan_steps: Annotated[int, between(1, 65_536)] = 1024
 
 
 class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -81,8 +83,15 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
         "this image",
         "picture",
     )
-    # Multiplier for a hit found by both channels.
+    # Multiplier for a hit found by both channels (a vector hit is above `vector_floor`).
     both_boost: Annotated[float, between(1.0, 10.0)] = 1.2
+    # The cosine at or below which a memory is no vector hit; above it the vector score is
+    # (cos − floor) / (1 − floor). MiniLM puts unrelated texts at 0 to 0.3.
+    vector_floor: Annotated[float, between(-1.0, 0.99)] = 0.2
+    # Added to the fused score of a memory that holds every exact identifier of the query
+    # (an error code, an order id): at 1 or more such a holder is never outranked by a memory
+    # that merely shares topic words.
+    exact_boost: Annotated[float, between(0.0, 10.0)] = 1.0
     top_k: Annotated[int, between(1, 10_000)] = 5
     # Candidates taken from each channel before fusion; deep enough that a strong hit of one
     # channel is not lost.
@@ -257,16 +266,36 @@ class WritePolicySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
 
 
 class HotSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """The hot tier: recent memories, scanned exactly."""
+    """The hot tier: a session's raw recent turns, scanned exactly, and every memory until the
+    indexer has it."""
 
+    # Memories of these kinds whose event time lies within `ttl_seconds` arrive in tier hot;
+    # the rest arrive warm. Hot memories move to warm after `ttl_seconds`.
+    kinds: tuple[str, ...] = ("episode", "observation")
     ttl_seconds: Seconds = 1800.0
-    # Indexed hot memories per namespace beyond this are evicted oldest first.
+    # Hot memories per namespace beyond this move to warm early, oldest first.
     max_records_per_namespace: Annotated[int, between(0, 1 << 24)] = 4096
     # Writers wait while this many acknowledged records are not yet indexed (backpressure).
     max_pending_index: Annotated[int, between(1, 1 << 24)] = 8192
     # After a restart, health stays NOT_SERVING until the indexer has caught up to at most this
     # many unindexed records, so that a SERVING server never makes writers wait for it.
     serving_max_pending: Annotated[int, between(0, 1 << 24)] = 2048
+
+
+class PocketSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Pockets: the partitions of a namespace's memory that recall plans name and price."""
+
+    # The time bucket of the kinds in `bucketed_kinds`, by event time: "week" (ISO week),
+    # "month", "day" or "none" (one pocket per kind, tier and modality).
+    time_bucket: str = "week"
+    bucketed_kinds: tuple[str, ...] = ("episode", "observation")
+    # A warm pocket of at most this many vectors is scanned exactly (numba), not by its HNSW.
+    exact_max_rows: Annotated[int, between(0, 1 << 24)] = 2048
+    # Cost units: one unit is one exact 384-d f16 dot product. An HNSW search costs
+    # `hnsw_units` × log2(pocket size) × max(depth, breadth); a BM25 search `bm25_units` per
+    # posting it reads. Measured by `python -m bench costs` (bench/RESULTS.md).
+    hnsw_units: Annotated[float, between(0.0, 1e6)] = 1.5
+    bm25_units: Annotated[float, between(0.0, 1e6)] = 0.5
 
 
 class IndexSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -315,6 +344,7 @@ class MemorySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     write_policy: WritePolicySettings = msgspec.field(default_factory=WritePolicySettings)
     retrieval: DecaySettings = msgspec.field(default_factory=DecaySettings)
     hot: HotSettings = msgspec.field(default_factory=HotSettings)
+    pockets: PocketSettings = msgspec.field(default_factory=PocketSettings)
     index: IndexSettings = msgspec.field(default_factory=IndexSettings)
 
 

@@ -69,7 +69,9 @@ async def test_round_trip_with_the_typed_client(server: RunningServer) -> None:
         assert r.expires_at is not None
         got = await c.get("alice", r.memory_id)
         assert got.text == "Alice only uses Android phones" and got.kind == "preference"
-        assert got.tier == "hot" and got.source_type == "user_statement" and got.tags == ("device",)
+        assert (
+            got.tier == "warm" and got.source_type == "user_statement" and got.tags == ("device",)
+        )
         res = await c.recall("alice", "which phone does Alice use")
         assert res.hits[0].memory.memory_id == r.memory_id
         s = res.hits[0].score
@@ -97,7 +99,9 @@ async def test_round_trip_with_the_typed_client(server: RunningServer) -> None:
         )
         assert [b.decision for b in batch] == ["stored", "rejected", "stored"]
         st = await c.stats("alice")
-        assert st.namespaces[0].record_count == 3 and st.namespaces[0].tiers["hot"] == 3
+        assert (
+            st.namespaces[0].record_count == 3 and st.namespaces[0].tiers["hot"] == 1
+        )  # the observation
         assert await c.forget("alice", batch[0].memory_id) == 1
         assert await c.forget("alice", session_id="s1") == 1
         assert (await c.stats("alice")).namespaces[0].record_count == 1

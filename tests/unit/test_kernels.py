@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from kernels.decay import step_decay, step_decay_ref
-from kernels.fusion import fuse, fuse_ref, normalise_by_max, normalise_by_max_ref
+from kernels.fusion import fuse, fuse_ref, scale_channels, scale_channels_ref
 from kernels.rank import rank_final, rank_final_ref
 from kernels.scan import exact_topk, exact_topk_ref
 from kernels.topk import topk_desc, topk_desc_ref
@@ -72,15 +72,28 @@ def test_fuse_is_order_independent(case: tuple, rnd) -> None:
 
 
 @given(
-    st.integers(0, 40).flatmap(lambda n: st.tuples(arrays(n, st.floats(0, 50, width=32)), bools(n)))
+    st.integers(0, 40).flatmap(
+        lambda n: st.tuples(
+            arrays(n, st.floats(-1, 1, width=32)),
+            arrays(n, st.floats(0, 50, width=32)),
+            st.floats(0.0, 0.9),
+            st.one_of(st.just(0.0), st.floats(1e-3, 30.0)),
+        )
+    )
 )
-def test_normalise_by_max_matches_reference_and_tops_at_one(case: tuple) -> None:
-    scores, hit = case
-    out = normalise_by_max(scores, hit)
-    np.testing.assert_allclose(out, normalise_by_max_ref(scores, hit), rtol=1e-6)
-    assert np.all((out >= 0) & (out <= 1.0 + 1e-6))
-    if np.any(hit & (scores > 0)):
-        assert np.isclose(out.max(), 1.0)
+def test_channel_scales_match_reference_and_do_not_depend_on_other_candidates(
+    case: tuple,
+) -> None:
+    cos, bm25, floor, ref = case
+    v, k = scale_channels(cos, bm25, floor, ref)
+    rv, rk = scale_channels_ref(cos, bm25, floor, ref)
+    np.testing.assert_allclose(v, rv, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(k, rk, rtol=1e-5, atol=1e-6)
+    assert np.all((v >= 0) & (v <= 1) & (k >= 0) & (k <= 1))
+    assert np.all(v[cos.astype(np.float64) <= floor] == 0)
+    if len(cos) > 1:  # a candidate's scores are the same alone as among the others
+        v0, k0 = scale_channels(cos[:1], bm25[:1], floor, ref)
+        assert v0[0] == v[0] and k0[0] == k[0]
 
 
 THRESH = np.array([7 * 86400.0, 30 * 86400.0])

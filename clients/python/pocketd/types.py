@@ -81,12 +81,26 @@ class Score:
     final: float
     vector_hit: bool
     keyword_hit: bool
+    exact_hit: bool = False
 
 
 @dataclass(frozen=True)
 class Hit:
     memory: Memory
     score: Score
+    # The pocket it was found in.
+    pocket: str = ""
+
+
+@dataclass(frozen=True)
+class PlanStepReport:
+    """What one step of the recall plan did (see PlanStepReport in the proto)."""
+
+    pocket: str
+    depth: int
+    method: str
+    scanned: int
+    cost_units: float
 
 
 @dataclass(frozen=True)
@@ -95,6 +109,8 @@ class RecallResult:
     vector_weight: float
     keyword_weight: float
     took_micros: int
+    plan: tuple[PlanStepReport, ...] = ()
+    cost_units: float = 0.0
 
     @classmethod
     def from_pb(cls, r: spb.RecallResponse) -> RecallResult:
@@ -110,13 +126,19 @@ class RecallResult:
                         h.score.final,
                         h.score.vector_hit,
                         h.score.keyword_hit,
+                        h.score.exact_hit,
                     ),
+                    h.pocket,
                 )
                 for h in r.hits
             ),
             vector_weight=r.vector_weight,
             keyword_weight=r.keyword_weight,
             took_micros=r.took_micros,
+            plan=tuple(
+                PlanStepReport(p.pocket, p.depth, p.method, p.scanned, p.cost_units) for p in r.plan
+            ),
+            cost_units=r.cost_units,
         )
 
 
@@ -151,6 +173,8 @@ class NamespaceStats:
     record_count: int
     obsolete_count: int
     tiers: dict[str, int]
+    # name → size, listed when Stats names the namespace.
+    pockets: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -180,6 +204,7 @@ class Stats:
                     n.record_count,
                     n.obsolete_count,
                     {_name(pb.Tier, t.tier, "TIER_"): t.record_count for t in n.tiers},
+                    {p.name: p.size for p in n.pockets},
                 )
                 for n in r.namespaces
             ),

@@ -1,7 +1,7 @@
 """Access statistics (`access_count`, `last_accessed_at`), kept off the read path.
 
-Recall hits and Get count as accesses. A read only adds its keys to an in-memory tally; a
-background flusher hands the tally to the writer every `memory.access_flush_seconds` (and on
+Recall hits and Get count as accesses. A read only adds its keys to an in-memory tally; the
+maintenance thread hands the tally to the writer every `memory.access_flush_seconds` (and on
 close), which folds it into the records under the writer's lock, in one transaction. The records'
 revisions do not move: no index follows access statistics. So the counts a read returns lag the
 reads by up to one flush interval, and a crash loses at most one interval of counts.
@@ -9,26 +9,20 @@ reads by up to one flush interval, and a crash loses at most one interval of cou
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Iterable
-
-log = logging.getLogger(__name__)
 
 # key → (accesses since the last flush, latest access time)
 Tally = dict[int, tuple[int, float]]
 
 
 class AccessRecorder:
-    """Counts accesses in memory and flushes them through `apply` in the background."""
+    """Counts accesses in memory; `flush` applies them through `apply`."""
 
-    def __init__(self, apply: Callable[[Tally], None], interval_s: float) -> None:
+    def __init__(self, apply: Callable[[Tally], None]) -> None:
         self._apply = apply
-        self._interval = interval_s
         self._tally: Tally = {}
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def hit(self, keys: Iterable[int], now: float) -> None:
         with self._lock:
@@ -43,21 +37,3 @@ class AccessRecorder:
         if tally:
             self._apply(tally)
         return len(tally)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            try:
-                self.flush()
-            except Exception:  # keep counting; the next flush retries what is new
-                log.exception("flushing access statistics failed")
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="pocketd-access", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop the flusher and apply the last counts."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self.flush()

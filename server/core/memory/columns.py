@@ -16,15 +16,18 @@ import numpy as np
 import numpy.typing as npt
 
 from server.core.memory.model import MemoryFilter, Record
+from server.core.memory.pockets import PocketCatalog
 
 BoolArray = npt.NDArray[np.bool_]
 KeyArray = npt.NDArray[np.int64]
 
 
 class Columns:
-    """Per-key arrays: namespace id, kind, modality, importance, times, flags, session id."""
+    """Per-key arrays: namespace id, kind, modality, importance, times, flags, session id, tier
+    and pocket id (placed by the pocket catalog)."""
 
-    def __init__(self, capacity: int = 1024) -> None:
+    def __init__(self, catalog: PocketCatalog, capacity: int = 1024) -> None:
+        self.catalog = catalog
         self._lock = threading.Lock()
         self._ns_ids: dict[str, int] = {}
         self._session_ids: dict[str, int] = {"": 0}
@@ -41,6 +44,8 @@ class Columns:
         self.expires = np.full(n, np.inf, dtype=np.float64)
         self.obsolete = np.zeros(n, dtype=np.bool_)
         self.session = np.zeros(n, dtype=np.int32)
+        self.tier = np.zeros(n, dtype=np.int8)
+        self.pocket = np.full(n, -1, dtype=np.int32)
 
     def _grow(self, key: int) -> None:
         n = len(self.ns)
@@ -57,11 +62,13 @@ class Columns:
             "expires",
             "obsolete",
             "session",
+            "tier",
+            "pocket",
         ):
             old = getattr(self, name)
             new = np.empty(m, dtype=old.dtype)
             new[:n] = old
-            new[n:] = {"ns": -1, "expires": np.inf}.get(name, 0)
+            new[n:] = {"ns": -1, "expires": np.inf, "pocket": -1}.get(name, 0)
             setattr(self, name, new)
 
     def ns_id(self, namespace: str) -> int:
@@ -74,13 +81,14 @@ class Columns:
     def session_id(self, session: str) -> int:
         return self._session_ids.get(session, -2)
 
-    def put(self, rec: Record) -> None:
-        """Insert or update the row of `rec.key`."""
+    def put(self, rec: Record) -> int:
+        """Insert or update the row of `rec.key`; return the pocket it is placed in."""
         with self._lock:
             self._grow(rec.key)
             k = rec.key
             ns = self._ns_ids.setdefault(rec.namespace, len(self._ns_ids))
             sid = self._session_ids.setdefault(rec.session_id, len(self._session_ids))
+            pocket = self.catalog.place(ns, rec)
             self.kind[k] = int(rec.kind)
             self.modality[k] = int(rec.modality)
             self.importance[k] = rec.importance
@@ -89,11 +97,14 @@ class Columns:
             self.expires[k] = math.inf if rec.expires_at is None else rec.expires_at
             self.obsolete[k] = rec.obsolete
             self.session[k] = sid
+            self.tier[k] = int(rec.tier)
+            self.pocket[k] = pocket
             if rec.tags:
                 self.tags[k] = frozenset(rec.tags)
             else:
                 self.tags.pop(k, None)
             self.ns[k] = ns  # last: a reader that sees the namespace sees a complete row
+        return pocket
 
     def current(self, keys: KeyArray, kind: int | None = None) -> BoolArray:
         """Which of `keys` are live, not obsolete and (if given) of `kind`; keys beyond the
@@ -159,18 +170,23 @@ class Columns:
                     m[i] = False
         return m
 
+    def pocket_sizes(self, ns_id: int, pockets: int) -> npt.NDArray[np.int64]:
+        """Live records per pocket id (0..pockets-1) of a namespace."""
+        p = self.pocket[self.ns == ns_id]
+        return np.bincount(p[p >= 0], minlength=pockets).astype(np.int64)
+
     def matching_keys(
         self,
         ns_id: int,
-        kind: int | None,
+        pockets: list[int] | None,
         flt: MemoryFilter,
         now: float,
         include_obsolete: bool,
         include_expired: bool,
     ) -> KeyArray:
-        """Every live key of the namespace (and kind) that passes the filter."""
+        """Every live key of the namespace (and of `pockets`) that passes the filter."""
         base = self.ns == ns_id
-        if kind is not None:
-            base &= self.kind == kind
+        if pockets is not None:
+            base &= np.isin(self.pocket, np.asarray(pockets, dtype=np.int32))
         keys = np.nonzero(base)[0].astype(np.int64)
         return keys[self.mask(keys, ns_id, flt, now, include_obsolete, include_expired)]

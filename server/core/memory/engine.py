@@ -17,13 +17,16 @@ from server.core.deadline import Deadline, no_deadline
 from server.core.errors import FailedPreconditionError, Location, NotFoundError
 from server.core.memory.access import AccessRecorder
 from server.core.memory.columns import Columns
+from server.core.memory.costs import CostModel
 from server.core.memory.hot import HotTier
 from server.core.memory.indexer import Indexer
+from server.core.memory.maintenance import Maintenance
 from server.core.memory.model import (
     IndexState,
     MemoryFilter,
     NamespaceStats,
     NewMemory,
+    PocketStats,
     RecallQuery,
     RecallResult,
     Record,
@@ -33,6 +36,7 @@ from server.core.memory.model import (
     Vector,
     WriteResult,
 )
+from server.core.memory.pockets import PocketCatalog, PocketScheme
 from server.core.memory.ports import Clock, KeywordIndex, RecordStore, TextEncoder, VectorIndexSet
 from server.core.memory.retrieval import Retriever
 from server.core.memory.writer import Writer, unit
@@ -61,10 +65,9 @@ class MemoryEngine:
         self._keywords = keywords
         self._encoder = encoder
         self._clock = clock
-        self.columns = Columns()
-        self.hot = HotTier(
-            settings.embedding_dim, settings.hot.ttl_seconds, settings.hot.max_records_per_namespace
-        )
+        self.columns = Columns(PocketCatalog(PocketScheme(settings.pockets)))
+        self.hot = HotTier(settings.embedding_dim)
+        self._costs = CostModel(settings.pockets, settings.hybrid_search.expansion_search)
         publish = threading.Lock()
         self._writer = Writer(
             settings, store, self.columns, self.hot, vectors, keywords, clock, publish
@@ -72,8 +75,24 @@ class MemoryEngine:
         self.retriever = Retriever(
             settings, self.columns, self.hot, vectors, keywords, store, clock
         )
-        self.indexer = Indexer(settings.index, store, vectors, keywords, self.hot, clock, publish)
-        self.access = AccessRecorder(self._writer.add_access, settings.access_flush_seconds)
+        self.indexer = Indexer(
+            settings.index,
+            store,
+            vectors,
+            keywords,
+            self.hot,
+            self.columns.catalog.scheme,
+            clock,
+            publish,
+        )
+        self.access = AccessRecorder(self._writer.add_access)
+        self.maintenance = Maintenance(
+            [
+                ("access statistics", self.access.flush),
+                ("tier moves", lambda: self._writer.move_tiers(no_deadline())),
+            ],
+            settings.access_flush_seconds,
+        )
 
     def load(self) -> dict[str, float]:
         """Load the metadata columns and the unindexed tail into the hot tier; start the indexer.
@@ -82,29 +101,31 @@ class MemoryEngine:
         """
         t0 = time.perf_counter()
         n = 0
+        hot: list[Record] = []
         for rec in self._store.scan_live():
             self.columns.put(rec)
             n += 1
+            if rec.tier == Tier.HOT:
+                hot.append(rec)
         t1 = time.perf_counter()
         now = self._clock.now()
+        for start in range(0, len(hot), 4096):  # hot memories live in the hot tier only
+            chunk = hot[start : start + 4096]
+            vecs = self._store.get_vectors([r.key for r in chunk])
+            for rec in chunk:
+                if (v := vecs.get(rec.key)) is not None:
+                    self._put_hot(rec, v, now)
+                    self.hot.mark_indexed((rec.key,))
         tail = 0
         rev = self.indexer.rev
         while rows := self._store.changes_since(rev, 4096):
             for row in rows:
                 if not row.deleted and row.vector is not None:
-                    rec = row.record
-                    self.hot.put(
-                        rec.namespace,
-                        rec.key,
-                        int(rec.kind),
-                        unit(row.vector),
-                        self._keywords.analyze(rec.text),
-                        now,
-                    )
+                    self._put_hot(row.record, row.vector, now)
                     tail += 1
             rev = rows[-1].rev
         self.indexer.start()
-        self.access.start()
+        self.maintenance.start()
         log.info("loaded %d records, %d awaiting the indexer", n, tail)
         return {
             "columns_s": t1 - t0,
@@ -113,9 +134,14 @@ class MemoryEngine:
             "tail": tail,
         }
 
+    def _put_hot(self, rec: Record, vector: Vector, now: float) -> None:
+        terms = self._keywords.analyze(rec.text)
+        hot = rec.tier == Tier.HOT
+        self.hot.put(rec.namespace, rec.key, int(rec.kind), unit(vector), terms, now, hot)
+
     def close(self) -> None:
         """Flush the access counts, stop indexing, snapshot the indexes and close the stores."""
-        self.access.stop()
+        self.maintenance.stop()
         self.indexer.stop()
         self._keywords.close()
         self._store.close()
@@ -184,7 +210,6 @@ class MemoryEngine:
         rec = None if key is None else self._store.get([key]).get(key)
         if key is None or rec is None:
             raise NotFoundError("memory", memory_id, where=Location("memory_id"))
-        rec.tier = Tier.HOT if self.hot.contains(key) else Tier.WARM
         vec = self._store.get_vectors([key]).get(key) if include_vector else None
         self.access.hit((key,), self._clock.now())
         return rec, vec
@@ -221,14 +246,55 @@ class MemoryEngine:
             live = c.ns == ns_id
             total = int(np.count_nonzero(live))
             obsolete = int(np.count_nonzero(live & c.obsolete))
-            hot = self.hot.count(ns)
-            tiers = (
-                TierCount(Tier.HOT, hot),
-                TierCount(Tier.WARM, total - hot),
-                TierCount(Tier.COLD, 0),
+            tier_of = c.tier[live]
+            tiers = tuple(
+                TierCount(t, int(np.count_nonzero(tier_of == int(t))))
+                for t in (Tier.HOT, Tier.WARM, Tier.COLD)
             )
-            out.append(NamespaceStats(ns, total, obsolete, tiers))
+            pockets = self.pockets(ns, ns_id) if namespace else ()
+            out.append(NamespaceStats(ns, total, obsolete, tiers, pockets))
         return Stats(tuple(out), self.hot.pending(), self.index_state())
+
+    def pockets(self, namespace: str, ns_id: int) -> tuple[PocketStats, ...]:
+        """The namespace's non-empty pockets, with their size, cost, times and vector moments."""
+        c = self.columns
+        cat = c.catalog
+        sizes = c.pocket_sizes(ns_id, len(cat))
+        live = np.nonzero(c.ns == ns_id)[0]
+        created, pocket_of = c.created[live], c.pocket[live]
+        depth = self._s.hybrid_search.candidates_per_channel
+        out = []
+        for pid in cat.of_namespace(ns_id):
+            size = int(sizes[pid])
+            if size == 0:
+                continue
+            key = cat.key(pid)
+            times = created[pocket_of == pid]
+            if key.tier == Tier.HOT:
+                total, n = self.hot.moments(namespace, c.pocket, pid)
+            elif (part := self._vectors.partition(namespace, key.name, False)) is not None:
+                total, n = part.moments()
+            else:
+                total, n = np.zeros(self._s.embedding_dim), 0
+            norm = float(np.linalg.norm(total))
+            out.append(
+                PocketStats(
+                    name=key.name,
+                    kind=key.kind,
+                    tier=key.tier,
+                    modality=key.modality,
+                    bucket=key.bucket,
+                    size=size,
+                    method=self._costs.method(key.tier, size),
+                    cost_per_vector=self._costs.per_vector(key.tier, size),
+                    search_cost=self._costs.search(key.tier, size, depth),
+                    oldest=float(times.min()),
+                    newest=float(times.max()),
+                    radius=1.0 - norm / n if n else 0.0,
+                    centroid=(total / norm).astype(np.float32) if norm > 0 else None,
+                )
+            )
+        return tuple(out)
 
     def index_state(self) -> IndexState:
         """How far the warm indexes are behind the record store (for Stats and start-up)."""

@@ -1,14 +1,14 @@
-"""The hot tier: a namespace's recent memories, scanned exactly.
+"""The hot tier: the memories of stored tier hot, and every memory until the indexer has it.
 
-A memory enters the hot tier the moment its write is durable, so it can be recalled at once,
-before the background indexer has put it into the warm HNSW and BM25 indexes. It leaves once it
-is indexed and either older than `ttl_seconds` (default 1800) or pushed out by
-`max_records_per_namespace` (oldest first). Unindexed memories never leave: they are only
+A memory enters the moment its write is durable, so it can be recalled at once, before the
+background indexer has put it into the warm HNSW and BM25 indexes. A memory of tier hot (a
+session's recent raw turns) stays here, scanned exactly, until the writer moves it to warm; any
+other memory leaves as soon as it is indexed. Unindexed memories never leave: they are only
 findable here.
 
 Each namespace keeps one contiguous float32 matrix of unit vectors, scanned with the compiled
 exact-scan kernel. Memories not yet in the BM25 index are also matched by keyword here, by the
-share of query terms they contain (in [0, 1], like the normalised BM25 score).
+idf-weighted share of query terms they contain (in [0, 1], on the keyword channel's scale).
 """
 
 from __future__ import annotations
@@ -37,17 +37,20 @@ class _HotSet:
         self.kinds = np.zeros(64, dtype=np.int8)
         self.born = np.zeros(64, dtype=np.float64)
         self.indexed = np.zeros(64, dtype=np.bool_)
+        self.hot = np.zeros(64, dtype=np.bool_)
         self.terms: list[frozenset[str]] = []
         self.row: dict[int, int] = {}
 
     def _grow(self) -> None:
         cap = len(self.keys) * 2
         self.mat = np.concatenate([self.mat, np.zeros_like(self.mat)])[:cap]
-        for name in ("keys", "kinds", "born", "indexed"):
+        for name in ("keys", "kinds", "born", "indexed", "hot"):
             old = getattr(self, name)
             setattr(self, name, np.concatenate([old, np.zeros_like(old)]))
 
-    def put(self, key: int, kind: int, vec: Vector, terms: frozenset[str], now: float) -> None:
+    def put(
+        self, key: int, kind: int, vec: Vector, terms: frozenset[str], now: float, hot: bool
+    ) -> None:
         i = self.row.get(key)
         if i is None:
             if self.n == len(self.keys):
@@ -63,6 +66,7 @@ class _HotSet:
         self.kinds[i] = kind
         self.born[i] = now
         self.indexed[i] = False
+        self.hot[i] = hot
 
     def drop(self, key: int) -> None:
         i = self.row.pop(key, None)
@@ -75,6 +79,7 @@ class _HotSet:
             self.kinds[i] = self.kinds[last]
             self.born[i] = self.born[last]
             self.indexed[i] = self.indexed[last]
+            self.hot[i] = self.hot[last]
             self.terms[i] = self.terms[last]
             self.row[int(self.keys[i])] = i
         self.terms.pop()
@@ -84,19 +89,25 @@ class _HotSet:
 class HotTier:
     """Every namespace's hot set, behind one lock (scans are sub-millisecond)."""
 
-    def __init__(self, dim: int, ttl_seconds: float, max_per_namespace: int) -> None:
+    def __init__(self, dim: int) -> None:
         self._dim = dim
-        self._ttl = ttl_seconds
-        self._cap = max_per_namespace
         self._sets: dict[str, _HotSet] = {}
         self._ns_of: dict[int, str] = {}
         self._pending = 0
         self._lock = threading.Lock()
 
     def put(
-        self, namespace: str, key: int, kind: int, vec: Vector, terms: Iterable[str], now: float
+        self,
+        namespace: str,
+        key: int,
+        kind: int,
+        vec: Vector,
+        terms: Iterable[str],
+        now: float,
+        hot: bool,
     ) -> None:
-        """Add or replace a memory; it counts as unindexed until `mark_indexed`."""
+        """Add or replace a memory (`hot`: of stored tier hot); it counts as unindexed until
+        `mark_indexed`."""
         with self._lock:
             hs = self._sets.get(namespace)
             if hs is None:
@@ -104,7 +115,7 @@ class HotTier:
             i = hs.row.get(key)
             if i is None or hs.indexed[i]:
                 self._pending += 1
-            hs.put(key, kind, vec, frozenset(terms), now)
+            hs.put(key, kind, vec, frozenset(terms), now, hot)
             self._ns_of[key] = namespace
 
     def remove(self, keys: Iterable[int]) -> None:
@@ -131,22 +142,16 @@ class HotTier:
                     hs.indexed[i] = True
                     self._pending -= 1
 
-    def evict(self, now: float) -> int:
-        """Drop indexed rows past the TTL or over the per-namespace cap; return how many."""
+    def evict(self) -> int:
+        """Drop the indexed rows that are not of tier hot; return how many."""
         dropped = 0
         with self._lock:
             for hs in self._sets.values():
                 n = hs.n
-                old = hs.indexed[:n] & (hs.born[:n] < now - self._ttl)
-                victims = [int(k) for k in hs.keys[:n][old]]
-                over = n - len(victims) - self._cap
-                if over > 0:
-                    rest = np.nonzero(hs.indexed[:n] & ~old)[0]
-                    rest = rest[np.argsort(hs.born[rest], kind="stable")][:over]
-                    victims.extend(int(k) for k in hs.keys[rest])
+                victims = hs.keys[:n][hs.indexed[:n] & ~hs.hot[:n]].tolist()
                 for key in victims:
-                    hs.drop(key)
-                    self._ns_of.pop(key, None)
+                    hs.drop(int(key))
+                    self._ns_of.pop(int(key), None)
                 dropped += len(victims)
         return dropped
 
@@ -172,10 +177,14 @@ class HotTier:
             idx, sims = exact_topk(hs.mat[: hs.n], query, mask, k)
         return keys[idx], sims
 
-    def keyword(self, namespace: str, terms: list[str], mask_fn: MaskFn) -> tuple[KeyArray, F32]:
-        """Unindexed rows that contain query terms, scored by the share of terms they contain."""
-        wanted = frozenset(terms)
-        if not wanted:
+    def keyword(
+        self, namespace: str, weights: dict[str, float], mask_fn: MaskFn
+    ) -> tuple[KeyArray, F32]:
+        """Unindexed rows that contain query terms, scored by the weighted share of the terms
+        they contain (`weights`: term → idf)."""
+        wanted = frozenset(weights)
+        total = sum(weights.values())
+        if not wanted or total <= 0:
             return np.empty(0, np.int64), np.empty(0, np.float32)
         with self._lock:
             hs = self._sets.get(namespace)
@@ -184,19 +193,34 @@ class HotTier:
             rows = [i for i in np.nonzero(~hs.indexed[: hs.n])[0] if hs.terms[i] & wanted]
             keys = hs.keys[rows].astype(np.int64)
             scores = np.array(
-                [len(hs.terms[i] & wanted) / len(wanted) for i in rows], dtype=np.float32
+                [sum(weights[t] for t in hs.terms[i] & wanted) / total for i in rows],
+                dtype=np.float32,
             )
         keep = mask_fn(keys)
         return keys[keep], scores[keep]
 
-    def pending_rows(self, namespace: str, kind: int) -> tuple[KeyArray, F32]:
-        """Keys and unit vectors (copies) of the namespace's unindexed rows of one kind.
+    def moments(
+        self, namespace: str, pocket_of: npt.NDArray[np.int32], pocket: int
+    ) -> tuple[npt.NDArray[np.float64], int]:
+        """The sum and count of the vectors of the namespace's rows in `pocket` (`pocket_of`:
+        the pocket of each key)."""
+        with self._lock:
+            hs = self._sets.get(namespace)
+            if hs is None or hs.n == 0:
+                return np.zeros(self._dim, np.float64), 0
+            keys = hs.keys[: hs.n]
+            inside = keys < len(pocket_of)
+            sel = np.zeros(hs.n, dtype=np.bool_)
+            sel[inside] = pocket_of[keys[inside]] == pocket
+            return hs.mat[: hs.n][sel].astype(np.float64).sum(axis=0), int(sel.sum())
 
-        The warm index answers for indexed rows; only these need an exact look for duplicates.
-        """
+    def rows(self, namespace: str, kind: int) -> tuple[KeyArray, F32]:
+        """Keys and unit vectors (copies) of the namespace's rows of one kind: the unindexed
+        ones and those of tier hot, which no warm index holds (a near-duplicate probe needs an
+        exact look at them)."""
         with self._lock:
             hs = self._sets.get(namespace)
             if hs is None:
                 return np.empty(0, np.int64), np.empty((0, self._dim), np.float32)
-            rows = np.nonzero(~hs.indexed[: hs.n] & (hs.kinds[: hs.n] == kind))[0]
+            rows = np.nonzero(hs.kinds[: hs.n] == kind)[0]
             return hs.keys[rows].copy(), hs.mat[rows].copy()

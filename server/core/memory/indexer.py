@@ -1,8 +1,12 @@
 """The background indexer: follows the record store's revisions into the warm indexes.
 
 Each step reads the rows changed since the last indexed revision, upserts live rows into their
-partition's HNSW index and into BM25, removes forgotten rows from both, commits BM25, then marks
-the rows indexed in the hot tier (which may then evict them). BM25 commits every step. The vector
+pocket's HNSW index and into BM25, removes forgotten rows from both, commits BM25, then marks
+the rows indexed in the hot tier (which may then evict them). Rows of tier hot are kept out of
+the vector indexes: the hot tier holds and scans them exactly until they move to warm, so each
+memory is put into an HNSW graph once. Every indexed key is removed from the namespace's other
+pockets, so a record whose pocket changed (a tier move, a kind changed by an upsert) leaves no
+ghost behind. BM25 commits every step. The vector
 indexes are snapshotted by the amount of work a crash would redo as well as by time: once
 `snapshot_rows` rows (or `snapshot_fraction` of the index, if more) were indexed since the last
 snapshot, after `snapshot_seconds` with any, and on stop.
@@ -23,13 +27,13 @@ import numpy as np
 import numpy.typing as npt
 
 from server.core.memory.hot import HotTier
-from server.core.memory.model import Kind
+from server.core.memory.model import Record, Tier
+from server.core.memory.pockets import PocketScheme
 from server.core.memory.ports import Clock, KeywordIndex, RecordStore, VectorIndexSet
 from server.core.memory.writer import unit
 from server.core.settings import IndexSettings
 
 log = logging.getLogger(__name__)
-KINDS = [int(k) for k in Kind if k != Kind.UNSPECIFIED]
 
 
 class Indexer:
@@ -42,10 +46,12 @@ class Indexer:
         vectors: VectorIndexSet,
         keywords: KeywordIndex,
         hot: HotTier,
+        scheme: PocketScheme,
         clock: Clock,
         publish_lock: threading.Lock,
     ) -> None:
         self._s = settings
+        self._scheme = scheme
         self._store = store
         self._vectors = vectors
         self._keywords = keywords
@@ -65,24 +71,26 @@ class Indexer:
         rows = self._store.changes_since(self.rev, self._s.batch_size)
         if not rows:
             return 0
-        adds: dict[tuple[str, int], list[tuple[int, np.ndarray]]] = defaultdict(list)  # type: ignore[type-arg]
-        removes: dict[tuple[str, int], list[int]] = defaultdict(list)
-        live = []
+        adds: dict[tuple[str, str], list[tuple[int, np.ndarray]]] = defaultdict(list)  # type: ignore[type-arg]
+        removes: dict[str, list[int]] = defaultdict(list)
+        live: list[tuple[Record, str]] = []
         for row in rows:
             rec = row.record
-            part = (rec.namespace, int(rec.kind))
-            if row.deleted or row.vector is None:
-                removes[part].append(rec.key)
+            if row.deleted:
+                removes[rec.namespace].append(rec.key)
+                continue
+            pocket = self._scheme.key_of(rec).name
+            live.append((rec, pocket))
+            if row.vector is None or rec.tier == Tier.HOT:
+                removes[rec.namespace].append(rec.key)
             else:
-                adds[part].append((rec.key, unit(row.vector)))
-            if not row.deleted:
-                live.append(rec)
-        for (ns, _kind), gone_keys in removes.items():
+                adds[(rec.namespace, pocket)].append((rec.key, unit(row.vector)))
+        for ns, gone_keys in removes.items():
             self._remove(ns, np.array(gone_keys, dtype=np.int64), keep=None)
-        for (ns, kind), pairs in adds.items():
+        for (ns, pocket), pairs in adds.items():
             added = np.array([k for k, _ in pairs], dtype=np.int64)
-            self._remove(ns, added, keep=kind)  # an upsert may have changed the kind
-            index = self._vectors.partition(ns, kind, True)
+            self._remove(ns, added, keep=pocket)  # the record may have changed pockets
+            index = self._vectors.partition(ns, pocket, True)
             assert index is not None
             index.add(added, np.stack([v for _, v in pairs]))
         gone = [r.record.key for r in rows if r.deleted]
@@ -92,20 +100,20 @@ class Indexer:
         rev = rows[-1].rev
         self._keywords.commit(rev)
         with self._lock:
-            self._hot.mark_indexed(r.key for r in live)
-            self._hot.evict(self._clock.now())
+            self._hot.mark_indexed(r.key for r, _ in live)
+            self._hot.evict()
         self.unsnapshotted += len(rows)
         if self._snapshot_due():
             self._snapshot(rev)
         self.rev = rev  # last: once a reader sees it, the snapshot counters are current
         return len(rows)
 
-    def _remove(self, namespace: str, keys: npt.NDArray[np.int64], keep: int | None) -> None:
-        """Remove `keys` from every partition of the namespace but kind `keep`. A key lives in
-        one partition, but an upsert that changed the kind would otherwise leave a ghost in the
-        old one, which outscores real hits and survives a Forget."""
-        for kind in KINDS:
-            if kind != keep and (index := self._vectors.partition(namespace, kind, False)):
+    def _remove(self, namespace: str, keys: npt.NDArray[np.int64], keep: str | None) -> None:
+        """Remove `keys` from every pocket index of the namespace but `keep`. A key lives in one
+        pocket, but a record that moved (an upsert that changed the kind, a tier move) would
+        otherwise leave a ghost in the old one, which outscores real hits and survives Forget."""
+        for pocket, index in self._vectors.partitions(namespace).items():
+            if pocket != keep:
                 index.remove(keys)
 
     def _snapshot_due(self) -> bool:
@@ -148,7 +156,7 @@ class Indexer:
                     self._wake.wait(0.05)
                     self._wake.clear()
                     with self._lock:
-                        self._hot.evict(self._clock.now())
+                        self._hot.evict()
             except Exception:  # keep indexing alive; the store still has every record
                 log.exception("indexer step failed; retrying in 1 s")
                 self._stop.wait(1.0)

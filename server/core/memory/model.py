@@ -150,6 +150,8 @@ class RecallQuery(msgspec.Struct):
     include_vectors: bool = False
     # The relevance floor on the fused score; None: `hybrid_search.min_score`.
     min_score: float | None = None
+    # The pockets to search, in order; None: every pocket the filter allows.
+    plan: list[PlanStep] | None = None
 
 
 class Score(msgspec.Struct, frozen=True):
@@ -160,12 +162,33 @@ class Score(msgspec.Struct, frozen=True):
     final: float
     vector_hit: bool
     keyword_hit: bool
+    exact_hit: bool = False
 
 
 class Hit(msgspec.Struct, frozen=True):
     record: Record
     score: Score
     vector: Vector | None = None
+    # The name of the pocket it was found in.
+    pocket: str = ""
+
+
+class PlanStep(msgspec.Struct, frozen=True):
+    """One step of a recall plan: search `pocket` for up to `depth` vector candidates."""
+
+    pocket: str
+    depth: int
+
+
+class StepReport(msgspec.Struct, frozen=True):
+    """What a plan step did: how (`exact`, `hnsw` or `hot`), how many vectors it scanned
+    (an HNSW search reports its pocket's size), and what it cost."""
+
+    pocket: str
+    depth: int
+    method: str
+    scanned: int
+    cost_units: float
 
 
 class RecallResult(msgspec.Struct, frozen=True):
@@ -175,6 +198,10 @@ class RecallResult(msgspec.Struct, frozen=True):
     vector_candidates: int
     keyword_candidates: int
     took_micros: int
+    plan: list[StepReport] = msgspec.field(default_factory=list)
+    # Vector steps plus the keyword search.
+    cost_units: float = 0.0
+    keyword_cost_units: float = 0.0
 
 
 class TierCount(msgspec.Struct, frozen=True):
@@ -182,11 +209,33 @@ class TierCount(msgspec.Struct, frozen=True):
     count: int
 
 
+class PocketStats(msgspec.Struct, frozen=True):
+    """One pocket as a router sees it."""
+
+    name: str
+    kind: Kind
+    tier: Tier
+    modality: Modality
+    bucket: str
+    size: int
+    # How it is searched ("exact", "hnsw" or "hot"), the cost of one scanned vector, and of a
+    # search at the default depth, in cost units (one exact 384-d f16 dot product).
+    method: str
+    cost_per_vector: float
+    search_cost: float
+    oldest: float
+    newest: float
+    # The mean cosine distance of its indexed vectors to their centroid (0: all alike).
+    radius: float
+    centroid: Vector | None = None
+
+
 class NamespaceStats(msgspec.Struct, frozen=True):
     namespace: str
     record_count: int
     obsolete_count: int
     tiers: tuple[TierCount, ...]
+    pockets: tuple[PocketStats, ...] = ()
 
 
 class IndexState(msgspec.Struct, frozen=True):

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from server.core.memory.model import Record, Vector
+from server.core.memory.model import MemoryFilter, Record, Vector
 
 KeyArray = npt.NDArray[np.int64]
 
@@ -73,7 +73,7 @@ class RecordStore(Protocol):
 
 
 class VectorIndex(Protocol):
-    """An ANN index over unit vectors, one per partition (namespace, kind)."""
+    """An ANN index over unit vectors, one per pocket."""
 
     def add(self, keys: KeyArray, vectors: Vector) -> None: ...
 
@@ -94,13 +94,23 @@ class VectorIndex(Protocol):
         """The indexed vectors of `keys`, one row each (zeros for missing keys)."""
         ...
 
+    def moments(self) -> tuple[npt.NDArray[np.float64], int]:
+        """The sum of the indexed vectors and their count (a centroid and a radius for free)."""
+        ...
+
     def __len__(self) -> int: ...
 
 
 class VectorIndexSet(Protocol):
-    """The partitions' vector indexes, persisted together with a watermark revision."""
+    """The pockets' vector indexes, persisted together with a watermark revision."""
 
-    def partition(self, namespace: str, kind: int, create: bool) -> VectorIndex | None: ...
+    def partition(self, namespace: str, pocket: str, create: bool) -> VectorIndex | None:
+        """The index of a pocket (by its name inside the namespace)."""
+        ...
+
+    def partitions(self, namespace: str) -> Mapping[str, VectorIndex]:
+        """Every index of a namespace, by pocket name."""
+        ...
 
     def save(self, rev: int) -> None:
         """Persist every index, then record `rev` as the revision they contain."""
@@ -113,14 +123,48 @@ class VectorIndexSet(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class KeywordQuery:
+    """A BM25 search inside one namespace. The pocket restriction and the filter are part of the
+    index query, so a selective filter still gets its full `count` of candidates."""
+
+    namespace: str
+    text: str
+    count: int
+    filter: MemoryFilter
+    now: float
+    include_obsolete: bool = False
+    include_expired: bool = False
+    # Pocket names to search; None: every pocket of the namespace.
+    pockets: tuple[str, ...] | None = None
+    # Analysed query terms that are exact identifiers: `exact` lists the matching records that
+    # hold every one of them.
+    identifiers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class KeywordResult:
+    # (key, BM25 score under the namespace's own term statistics), best first.
+    hits: list[tuple[int, float]]
+    # Each query term present in the namespace, with its idf there.
+    idf: dict[str, float]
+    # Postings the search read (the sum of the terms' document frequencies): its cost.
+    postings: int
+    # Matching records that hold every identifier of the query.
+    exact: frozenset[int] = frozenset()
+
+
 class KeywordIndex(Protocol):
-    """A BM25 index over memory text, filtered by namespace."""
+    """A BM25 index over memory text; documents carry their namespace, pocket and filter
+    fields, and term statistics are those of the namespace searched."""
 
     def analyze(self, text: str) -> list[str]:
         """The terms `text` is indexed under (and queried by)."""
         ...
 
-    def upsert(self, records: Sequence[Record]) -> None: ...
+    def upsert(self, docs: Sequence[tuple[Record, str]]) -> None:
+        """Index records, each with the name of its pocket."""
+        ...
 
     def remove(self, keys: Sequence[int]) -> None: ...
 
@@ -130,8 +174,11 @@ class KeywordIndex(Protocol):
 
     def committed_rev(self) -> int: ...
 
-    def search(self, namespace: str, text: str, count: int) -> list[tuple[int, float]]:
-        """Return (key, raw BM25 score), best first."""
+    def search(self, q: KeywordQuery) -> KeywordResult: ...
+
+    def pocket_terms(self, namespace: str, terms: Sequence[str]) -> dict[str, dict[str, int]]:
+        """Document frequency of each term in each pocket of the namespace: {pocket: {term: df}}
+        (a router feature)."""
         ...
 
     def close(self) -> None: ...

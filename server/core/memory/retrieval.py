@@ -1,18 +1,18 @@
-"""Hybrid recall: vector and keyword candidates, fused and decayed in the compiled kernels.
+"""Hybrid recall, run as a plan over pockets: vector and keyword candidates, fused and decayed in
+the compiled kernels.
 
-Vector channel: an exact scan of the hot tier, plus the warm HNSW index of each (namespace, kind)
-partition. usearch cannot filter during search, so:
-- with no filter beyond the defaults (obsolete and expired memories out), over-fetch
-  `overfetch × candidates_per_channel` and filter the result;
-- with a filter, count the partition's matching rows from the metadata columns: at most
-  `exact_scan_max_rows` are scanned exactly (so a selective filter never starves the ANN result);
-  otherwise over-fetch in proportion to the filter's selectivity.
+A plan is an ordered list of (pocket, depth) steps; the default visits every pocket of the
+namespace that the filter allows. Each warm step searches its pocket's vectors: exactly (numba,
+over the pocket's matching rows) when the pocket is small or the filter selective, by its HNSW
+index otherwise, over-fetching in proportion to the filter's selectivity (usearch cannot filter
+during search). Hot pockets and every memory not yet indexed are scanned exactly in the hot tier,
+restricted to the plan's pockets. The keyword channel is one tantivy BM25 query over the plan's
+pockets with the filter inside it; memories not yet in BM25 are matched in the hot tier.
 
-Keyword channel: tantivy BM25 restricted to the namespace, filtered, then divided by its best
-score; memories not yet in the BM25 index are matched in the hot tier.
-
-Both channels keep `candidates_per_channel` (≥ 50) candidates, so a hit strong in one channel
-is not lost before fusion.
+Scales never depend on the other candidates, so a candidate's fused score is the same whichever
+pockets are searched (a router can stop early with a sound bound): the vector score is the cosine
+above `vector_floor`, rescaled to [0, 1]; the keyword score is BM25 over Σ idf of the query's
+terms in the namespace, clipped to [0, 1]. Every step reports what it cost in cost units.
 """
 
 from __future__ import annotations
@@ -20,31 +20,68 @@ from __future__ import annotations
 import math
 import re
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from kernels.decay import step_decay
-from kernels.fusion import fuse, normalise_by_max
+from kernels.fusion import fuse, scale_channels
 from kernels.rank import rank_final
 from kernels.scan import exact_topk
 from server.core.deadline import Deadline
 from server.core.memory.columns import Columns
+from server.core.memory.costs import CostModel
 from server.core.memory.hot import HotTier
 from server.core.memory.model import (
     Hit,
     Kind,
     MemoryFilter,
+    PlanStep,
     RecallQuery,
     RecallResult,
     Score,
+    StepReport,
     Tier,
     Vector,
 )
-from server.core.memory.ports import Clock, KeywordIndex, RecordStore, VectorIndexSet
+from server.core.memory.ports import Clock, KeywordIndex, KeywordQuery, RecordStore, VectorIndexSet
 from server.core.settings import MemorySettings
 
 _DAY = 86_400.0
-_KINDS = [k for k in Kind if k != Kind.UNSPECIFIED]
+_DIGIT = re.compile(r"\d")
+_LETTER = re.compile(r"[^\W\d_]")
+KeyArray = npt.NDArray[np.int64]
+
+
+def exact_identifiers(terms: list[str]) -> tuple[str, ...]:
+    """The analysed query terms that name one thing exactly: a digit with a letter (`e1234`,
+    `rtx4090`) or a number of four digits or more (an order id)."""
+    return tuple(
+        t for t in dict.fromkeys(terms) if _DIGIT.search(t) and (_LETTER.search(t) or len(t) >= 4)
+    )
+
+
+@dataclass
+class _Run:
+    """The state of one recall while its plan runs."""
+
+    q: RecallQuery
+    ns_id: int
+    now: float
+    pockets: dict[int, PlanStep]  # pocket id → its step
+    vec: dict[int, float] = field(default_factory=dict)
+    kw: dict[int, float] = field(default_factory=dict)
+    exact: frozenset[int] = frozenset()
+    reports: list[StepReport] = field(default_factory=list)
+    keyword_cost: float = 0.0
+
+    def mask(self, cols: Columns, keys: KeyArray) -> npt.NDArray[np.bool_]:
+        q = self.q
+        m = cols.mask(keys, self.ns_id, q.filter, self.now, q.include_obsolete, q.include_expired)
+        inside = keys < len(cols.pocket)
+        m[inside] &= np.isin(cols.pocket[keys[inside]], list(self.pockets))
+        return m
 
 
 class Retriever:
@@ -61,6 +98,8 @@ class Retriever:
         clock: Clock,
     ) -> None:
         self._s = settings.hybrid_search
+        self._p = settings.pockets
+        self._costs = CostModel(settings.pockets, settings.hybrid_search.expansion_search)
         self._cols = columns
         self._hot = hot
         self._vectors = vectors
@@ -92,140 +131,199 @@ class Retriever:
         """A question about time: it asks for the old memory itself, so nothing decays."""
         return self._temporal.search(q.text.lower()) is not None
 
+    def default_plan(self, ns_id: int, flt: MemoryFilter) -> list[PlanStep]:
+        """Every pocket the filter allows, at the default depth."""
+        depth = self._s.candidates_per_channel
+        cat = self._cols.catalog
+        return [PlanStep(cat.key(p).name, depth) for p in cat.allowed(ns_id, flt)]
+
     def recall(self, q: RecallQuery, deadline: Deadline) -> RecallResult:
         t0 = time.perf_counter()
         now = self._clock.now()
         w_vec, w_kw = self.weights(q)
         top_k = q.top_k or self._s.top_k
         ns_id = self._cols.ns_id(q.namespace)
-        vec: dict[int, float] = {}
-        kw: dict[int, float] = {}
+        run = _Run(q, ns_id, now, {})
         if ns_id >= 0:
-
-            def mask_fn(keys: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
-                return self._cols.mask(
-                    keys, ns_id, q.filter, now, q.include_obsolete, q.include_expired
-                )
-
+            plan = self.default_plan(ns_id, q.filter) if q.plan is None else q.plan
+            names = {
+                self._cols.catalog.key(p).name: p for p in self._cols.catalog.of_namespace(ns_id)
+            }
+            run.pockets = {names[s.pocket]: s for s in plan if s.pocket in names}
             if q.vector is not None:
-                vec = self._vector_channel(q, q.vector, ns_id, now, mask_fn, deadline)
+                self._vector_channel(run, q.vector, deadline)
             if q.text:
                 deadline.check("the keyword channel")
-                kw = self._keyword_channel(q, mask_fn)
+                everything = q.plan is None
+                self._keyword_channel(run, everything)
         deadline.check("ranking")
-        hits = self._rank(q, vec, kw, w_vec, w_kw, top_k, now)
+        hits = self._rank(run, w_vec, w_kw, top_k)
+        vector_cost = sum(r.cost_units for r in run.reports)
         return RecallResult(
             hits=hits,
             vector_weight=w_vec,
             keyword_weight=w_kw,
-            vector_candidates=len(vec),
-            keyword_candidates=len(kw),
+            vector_candidates=len(run.vec),
+            keyword_candidates=len(run.kw),
             took_micros=int((time.perf_counter() - t0) * 1e6),
+            plan=run.reports,
+            cost_units=vector_cost + run.keyword_cost,
+            keyword_cost_units=run.keyword_cost,
         )
 
-    def _vector_channel(  # type: ignore[no-untyped-def]
-        self, q: RecallQuery, query: Vector, ns_id: int, now: float, mask_fn, deadline: Deadline
-    ):
-        depth = self._s.candidates_per_channel
-        out: dict[int, float] = {}
-        kinds = q.filter.kinds or tuple(_KINDS)
+    def _vector_channel(self, run: _Run, query: Vector, deadline: Deadline) -> None:
+        q = run.q
+        cat = self._cols.catalog
         selective = q.filter != MemoryFilter(kinds=q.filter.kinds)
-        for kind in kinds:
-            deadline.check("a vector partition")
-            part = self._vectors.partition(q.namespace, int(kind), False)
-            if part is None or len(part) == 0:
+        # The hot tier first: hot pockets and every unindexed memory of the plan's pockets.
+        depth = max((s.depth for s in run.pockets.values()), default=0)
+        hk, hs = self._hot.scan(q.namespace, query, depth, lambda k: run.mask(self._cols, k))
+        hot_seen = self._hot.count(q.namespace)
+        for pid, step in run.pockets.items():
+            key = cat.key(pid)
+            if key.tier == Tier.HOT:
+                run.reports.append(StepReport(step.pocket, step.depth, "hot", 0, 0.0))
                 continue
-            size = len(part)
-            fetch = math.ceil(depth * self._s.overfetch)
-            if selective:
-                keys = self._cols.matching_keys(
-                    ns_id, int(kind), q.filter, now, q.include_obsolete, q.include_expired
-                )
-                if len(keys) == 0:
-                    continue
-                if len(keys) <= self._s.exact_scan_max_rows:
-                    mat = part.get(keys)
-                    idx, sims = exact_topk(mat, query, np.any(mat != 0, axis=1), depth)
-                    out.update(zip(keys[idx].tolist(), sims.tolist(), strict=True))
-                    continue
-                fetch = math.ceil(fetch * size / len(keys))
-            keys, sims = part.search(query, min(fetch, size))
-            keep = mask_fn(keys)
-            keys, sims = keys[keep][:depth], sims[keep][:depth]
-            out.update(zip(keys.tolist(), sims.tolist(), strict=True))
+            deadline.check("a vector pocket")
+            run.reports.append(self._warm_step(run, pid, step, query, selective))
+        # The hot scan's cost goes to the first step (it is one scan for the whole plan).
+        if run.reports and hot_seen:
+            r = run.reports[0]
+            run.reports[0] = StepReport(
+                r.pocket, r.depth, r.method, r.scanned + hot_seen, r.cost_units + hot_seen
+            )
         # The hot tier is exact and holds the newest version of a memory: it overrides the ANN.
-        hk, hs = self._hot.scan(q.namespace, query, depth, mask_fn)
-        out.update(zip(hk.tolist(), hs.tolist(), strict=True))
-        return out
+        run.vec.update(zip(hk.tolist(), hs.tolist(), strict=True))
 
-    def _keyword_channel(self, q: RecallQuery, mask_fn) -> dict[int, float]:  # type: ignore[no-untyped-def]
+    def _warm_step(
+        self, run: _Run, pid: int, step: PlanStep, query: Vector, selective: bool
+    ) -> StepReport:
+        q = run.q
+        part = self._vectors.partition(q.namespace, step.pocket, False)
+        size = 0 if part is None else len(part)
+        if part is None or size == 0 or step.depth <= 0:
+            return StepReport(step.pocket, step.depth, "exact", 0, 0.0)
+        small = size <= self._p.exact_max_rows
+        if selective or small:
+            keys = self._cols.matching_keys(
+                run.ns_id, [pid], q.filter, run.now, q.include_obsolete, q.include_expired
+            )
+            if len(keys) == 0:
+                return StepReport(step.pocket, step.depth, "exact", 0, 0.0)
+            if small or len(keys) <= self._s.exact_scan_max_rows:
+                mat = part.get(keys)
+                idx, sims = exact_topk(mat, query, np.any(mat != 0, axis=1), step.depth)
+                run.vec.update(zip(keys[idx].tolist(), sims.tolist(), strict=True))
+                return StepReport(
+                    step.pocket, step.depth, "exact", len(keys), self._costs.exact(len(keys))
+                )
+            fetch = math.ceil(step.depth * self._s.overfetch * size / len(keys))
+        else:
+            fetch = math.ceil(step.depth * self._s.overfetch)
+        fetch = min(fetch, size)
+        keys, sims = part.search(query, fetch)
+        keep = run.mask(self._cols, keys)
+        keys, sims = keys[keep][: step.depth], sims[keep][: step.depth]
+        run.vec.update(zip(keys.tolist(), sims.tolist(), strict=True))
+        return StepReport(step.pocket, step.depth, "hnsw", size, self._costs.hnsw(size, fetch))
+
+    def _keyword_channel(self, run: _Run, everything: bool) -> None:
+        q = run.q
+        if not run.pockets:
+            return
         depth = self._s.candidates_per_channel
-        found = self._keywords.search(q.namespace, q.text, math.ceil(depth * self._s.overfetch))
-        out: dict[int, float] = {}
-        if found:
-            keys = np.array([k for k, _ in found], dtype=np.int64)
-            raw = np.array([s for _, s in found], dtype=np.float32)
-            keep = mask_fn(keys)
+        terms = self._keywords.analyze(q.text)
+        pockets = None if everything else tuple(s.pocket for s in run.pockets.values())
+        res = self._keywords.search(
+            KeywordQuery(
+                namespace=q.namespace,
+                text=q.text,
+                count=math.ceil(depth * self._s.overfetch),
+                filter=q.filter,
+                now=run.now,
+                include_obsolete=q.include_obsolete,
+                include_expired=q.include_expired,
+                pockets=pockets,
+                identifiers=exact_identifiers(terms),
+            )
+        )
+        run.keyword_cost = self._costs.bm25(res.postings)
+        reference = sum(res.idf.values())
+        if res.hits:
+            keys = np.array([k for k, _ in res.hits], dtype=np.int64)
+            raw = np.array([s for _, s in res.hits], dtype=np.float32)
+            keep = run.mask(self._cols, keys)  # the index lags a supersede or a Forget
             keys, raw = keys[keep][:depth], raw[keep][:depth]
-            norm = normalise_by_max(raw, np.ones(len(raw), dtype=np.bool_))
-            out.update(zip(keys.tolist(), norm.tolist(), strict=True))
-        hk, hs = self._hot.keyword(q.namespace, self._keywords.analyze(q.text), mask_fn)
+            _, norm = scale_channels(np.zeros(len(raw), np.float32), raw, 0.0, reference)
+            run.kw.update(zip(keys.tolist(), norm.tolist(), strict=True))
+        # Unindexed memories: the weighted share of the query's terms, on the same scale. A
+        # term the index has not seen yet is as rare as its rarest.
+        unseen = max(res.idf.values(), default=1.0)
+        weights = {t: res.idf.get(t, unseen) for t in terms}
+        hk, hs = self._hot.keyword(q.namespace, weights, lambda k: run.mask(self._cols, k))
         for k, s in zip(hk.tolist(), hs.tolist(), strict=True):
-            out[k] = max(out.get(k, 0.0), s)
-        return out
+            run.kw[k] = max(run.kw.get(k, 0.0), s)
+        run.exact = res.exact | self._hot_exact(run, terms)
 
-    def _rank(
-        self,
-        q: RecallQuery,
-        vec: dict[int, float],
-        kw: dict[int, float],
-        w_vec: float,
-        w_kw: float,
-        top_k: int,
-        now: float,
-    ) -> list[Hit]:
+    def _hot_exact(self, run: _Run, terms: list[str]) -> frozenset[int]:
+        """Unindexed memories that hold every identifier of the query."""
+        ident = exact_identifiers(terms)
+        if not ident:
+            return frozenset()
+        hk, hs = self._hot.keyword(
+            run.q.namespace, {t: 1.0 for t in ident}, lambda k: run.mask(self._cols, k)
+        )
+        return frozenset(int(k) for k, s in zip(hk.tolist(), hs.tolist(), strict=True) if s >= 1.0)
+
+    def _rank(self, run: _Run, w_vec: float, w_kw: float, top_k: int) -> list[Hit]:
+        q, vec, kw = run.q, run.vec, run.kw
         keys = np.array(sorted(vec.keys() | kw.keys()), dtype=np.int64)
         if len(keys) == 0:
             return []
-        v = np.array([max(vec.get(k, 0.0), 0.0) for k in keys.tolist()], dtype=np.float32)
+        cos = np.array([vec.get(k, -1.0) for k in keys.tolist()], dtype=np.float32)
         b = np.array([kw.get(k, 0.0) for k in keys.tolist()], dtype=np.float32)
-        vh = np.array([k in vec for k in keys.tolist()], dtype=np.bool_)
+        v, _ = scale_channels(cos, b, self._s.vector_floor, 0.0)
+        vh = v > 0  # a vector hit clears the floor, so only such a hit earns the both-boost
         kh = np.array([k in kw for k in keys.tolist()], dtype=np.bool_)
         fused = fuse(v, b, vh, kh, w_vec, w_kw, self._s.both_boost)
+        if run.exact:
+            fused += np.float32(self._s.exact_boost) * np.isin(keys, list(run.exact))
         floor = self._s.min_score if q.min_score is None else q.min_score
         relevant = fused >= floor
         if not relevant.all():
-            keys, fused = keys[relevant], fused[relevant]
+            keys, fused, cos = keys[relevant], fused[relevant], cos[relevant]
             v, b, vh, kh = v[relevant], b[relevant], vh[relevant], kh[relevant]
             if len(keys) == 0:
                 return []
         c = self._cols
         decays = np.isin(c.kind[keys], self._decay_kinds) & (not self.temporal(q))
-        decay = step_decay(now - c.refreshed[keys], decays, self._thresholds, self._factors)
+        decay = step_decay(run.now - c.refreshed[keys], decays, self._thresholds, self._factors)
         order, final = rank_final(fused, decay, c.obsolete[keys], top_k)
         chosen = [int(keys[i]) for i in order]
         records = self._store.get(chosen)
         vectors = self._store.get_vectors(chosen) if q.include_vectors else {}
+        cat = c.catalog
         hits: list[Hit] = []
         for i in order.tolist():
             key = int(keys[i])
             rec = records.get(key)
             if rec is None:  # forgotten between ranking and reading
                 continue
-            rec.tier = Tier.HOT if self._hot.contains(key) else Tier.WARM
             hits.append(
                 Hit(
                     record=rec,
                     score=Score(
-                        vector=float(v[i]) if vh[i] else 0.0,
+                        vector=max(float(cos[i]), 0.0) if key in vec else 0.0,
                         bm25=float(b[i]),
                         fused=float(fused[i]),
                         decay=float(decay[i]),
                         final=float(final[i]),
                         vector_hit=bool(vh[i]),
                         keyword_hit=bool(kh[i]),
+                        exact_hit=key in run.exact,
                     ),
                     vector=vectors.get(key),
+                    pocket=cat.key(int(c.pocket[key])).name,
                 )
             )
         return hits

@@ -25,7 +25,15 @@ from server.core.memory.columns import Columns
 from server.core.memory.dedup import MergePolicy
 from server.core.memory.gate import ImportanceGate
 from server.core.memory.hot import HotTier
-from server.core.memory.model import GateDecision, NewMemory, Record, Tier, Vector, WriteResult
+from server.core.memory.model import (
+    GateDecision,
+    Kind,
+    NewMemory,
+    Record,
+    Tier,
+    Vector,
+    WriteResult,
+)
 from server.core.memory.ports import Clock, KeywordIndex, RecordStore, VectorIndexSet
 from server.core.settings import MemorySettings
 
@@ -103,6 +111,8 @@ class Writer:
         self._keywords = keywords
         self._clock = clock
         self._lock = publish_lock
+        self._scheme = columns.catalog.scheme
+        self._hot_kinds = frozenset(Kind[k.upper()] for k in settings.hot.kinds)
 
     def _wait_for_indexer(self, deadline: Deadline) -> None:
         """Backpressure: hold new writes while too many are unindexed (hot scans stay small).
@@ -144,6 +154,39 @@ class Writer:
             self._hot.remove(keys)
         return n
 
+    def _arrival_tier(self, kind: Kind, event_time: float, now: float) -> Tier:
+        """Hot for a recent turn of a hot kind (a session's raw memory), else warm."""
+        recent = now - event_time < self._s.hot.ttl_seconds
+        return Tier.HOT if kind in self._hot_kinds and recent else Tier.WARM
+
+    def move_tiers(self, deadline: Deadline) -> int:
+        """Move hot memories to warm: those older than `hot.ttl_seconds`, and the oldest beyond
+        `hot.max_records_per_namespace` in a namespace. One change per record, through the same
+        lock and the same publish as every write; return how many moved."""
+        hs = self._s.hot
+        with self._lock:
+            now = self._clock.now()
+            c = self._cols
+            hot = np.nonzero((c.ns >= 0) & (c.tier == int(Tier.HOT)))[0]
+            if len(hot) == 0:
+                return 0
+            due = c.created[hot] <= now - hs.ttl_seconds
+            for ns_id in np.unique(c.ns[hot]).tolist():
+                mine = np.nonzero(c.ns[hot] == ns_id)[0]
+                over = len(mine) - hs.max_records_per_namespace
+                if over > 0:
+                    due[mine[np.argsort(c.created[hot[mine]], kind="stable")[:over]]] = True
+            keys = hot[due].tolist()
+            if not keys:
+                return 0
+            deadline.check("the tier move")
+            moved = [
+                msgspec.structs.replace(r, tier=Tier.WARM, updated_at=now)
+                for r in self._store.get(keys).values()
+            ]
+            self._commit(moved, [None] * len(moved), now)
+            return len(moved)
+
     def _supersede_targets(self, items: list[NewMemory]) -> list[list[int]]:
         targets: list[list[int]] = []
         for i, item in enumerate(items):
@@ -164,16 +207,18 @@ class Writer:
         still hold a ghost of a record whose kind an upsert changed, until the indexer runs).
         """
         floor = self._s.write_policy.dedup_cosine
-        groups: dict[tuple[str, int], list[int]] = defaultdict(list)
+        groups: dict[tuple[str, int, str], list[int]] = defaultdict(list)
         for i, st in enumerate(staged):
             if st is not None and st.unit is not None and not st.client_id:
-                groups[(st.record.namespace, int(st.record.kind))].append(i)
+                # The warm pocket it would live in; hot rows are in the hot tier.
+                warm = msgspec.structs.replace(self._scheme.key_of(st.record), tier=Tier.WARM)
+                groups[(st.record.namespace, int(st.record.kind), warm.name)].append(i)
         out: dict[int, list[_Candidate]] = defaultdict(list)
-        for (ns, kind), idx in groups.items():
+        for (ns, kind, pocket), idx in groups.items():
             units = np.stack(
                 [u for i in idx if (st := staged[i]) is not None and (u := st.unit) is not None]
             )
-            part = self._vectors.partition(ns, kind, False)
+            part = self._vectors.partition(ns, pocket, False)
             if part is not None and len(part):
                 keys, sims = part.search_batch(
                     units, DEDUP_CANDIDATES, self._s.index.dedup_expansion_search
@@ -181,7 +226,7 @@ class Writer:
                 ok = self._cols.current(keys.reshape(-1), kind).reshape(keys.shape)
                 for n, row in zip(*np.nonzero(ok & (sims >= floor)), strict=True):
                     out[idx[n]].append(_Candidate(float(sims[n, row]), -1, int(keys[n, row])))
-            hot_keys, hot_mat = self._hot.pending_rows(ns, kind)
+            hot_keys, hot_mat = self._hot.rows(ns, kind)
             live = self._cols.current(hot_keys, kind)  # never merge into an obsolete row
             hot_keys, hot_mat = hot_keys[live], hot_mat[live]
             if len(hot_keys):
@@ -229,7 +274,7 @@ class Writer:
                 updated_at=now,
                 refreshed_at=created,
                 expires_at=expires if expires is not None else now + wp.expire_after_days * _DAY,
-                tier=Tier.HOT,
+                tier=self._arrival_tier(rec.kind, created, now),
                 key=0,
             )
             if item.client_memory_id:
@@ -242,6 +287,8 @@ class Writer:
                     rec.obsolete, rec.superseded_by = prev.obsolete, prev.superseded_by
                     rec.access_count = prev.access_count
                     rec.last_accessed_at = prev.last_accessed_at
+                    if prev.tier == Tier.COLD:
+                        rec.tier = Tier.COLD
             u = None if item.vector is None else unit(item.vector)
             staged.append(_Staged(rec, item.vector, u, item.client_memory_id, verdict.reason))
             results.append(
@@ -251,7 +298,7 @@ class Writer:
                     verdict.reason,
                     rec.importance,
                     rec.expires_at,
-                    Tier.HOT,
+                    rec.tier,
                 )
             )
         dups = self._duplicates(staged)
@@ -274,7 +321,7 @@ class Writer:
                     f"{entry.reason}; {st.reason}",
                     entry.record.importance,
                     entry.record.expires_at,
-                    Tier.HOT,
+                    entry.record.tier,
                 )
             elif st.record.key and st.record.key in entries:  # an upsert of a pending entry
                 entry = entries[st.record.key]
@@ -288,16 +335,7 @@ class Writer:
         superseded = self._mark_superseded(targets, slots, batch, now)
         records = [p.record for p in batch] + superseded
         deadline.check("the commit")  # the last point at which the write can still be dropped
-        keys = self._store.write(records, [p.vector for p in batch] + [None] * len(superseded))
-        for rec, key in zip(records, keys, strict=True):
-            rec.key = key
-            self._cols.put(rec)
-        for p in batch:
-            if p.unit is not None:
-                terms = self._keywords.analyze(p.record.text)
-                self._hot.put(
-                    p.record.namespace, p.record.key, int(p.record.kind), p.unit, terms, now
-                )
+        self._commit(records, [p.vector for p in batch] + [None] * len(superseded), now)
         # A result names the final record (an entry may have absorbed later duplicates).
         return [
             res
@@ -307,9 +345,27 @@ class Writer:
                 memory_id=slot.record.memory_id,
                 importance=slot.record.importance,
                 expires_at=slot.record.expires_at,
+                tier=slot.record.tier,
             )
             for res, slot in zip(results, slots, strict=True)
         ]
+
+    def _commit(self, records: list[Record], vectors: list[Vector | None], now: float) -> None:
+        """Write `records` durably, then publish them to the columns and the hot tier. A record
+        written without a vector keeps its stored one (a tier move, a supersede), which the hot
+        tier gets from the store."""
+        keys = self._store.write(records, vectors)
+        for rec, key in zip(records, keys, strict=True):
+            rec.key = key
+            self._cols.put(rec)
+        missing = [r.key for r, v in zip(records, vectors, strict=True) if v is None]
+        stored = self._store.get_vectors(missing) if missing else {}
+        for rec, vec in zip(records, vectors, strict=True):
+            v = vec if vec is not None else stored.get(rec.key)
+            if v is not None:
+                terms = self._keywords.analyze(rec.text)
+                hot = rec.tier == Tier.HOT
+                self._hot.put(rec.namespace, rec.key, int(rec.kind), unit(v), terms, now, hot)
 
     def _merge_target(
         self,
@@ -388,5 +444,4 @@ def _merge(base: Record, new: Record, now: float) -> Record:
         source_type=new.source_type or base.source_type,
         blob=new.blob or base.blob,
         group_id=base.group_id or new.group_id,
-        tier=Tier.HOT,
     )

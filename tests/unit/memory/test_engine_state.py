@@ -5,8 +5,12 @@ included), supersede, forget by id and by filter, recall and restart (clean, or 
 loses the unsaved vector snapshot), and after every step checks:
 - Get agrees with the model (text, kind, obsolete) and forgotten records are NOT_FOUND;
 - Recall never returns a forgotten record, nor an obsolete one unless asked for;
-- once indexed, every live record is in exactly one partition, and the partition sizes sum to
-  the live count.
+- once indexed, every live record is in exactly one place (its pocket's vector index, or the hot
+  tier for a hot one), which is the pocket it is listed in, no record is in two pockets, and the
+  pocket sizes sum to the live count.
+
+Episodes arrive in tier hot; `move_tiers` (time passes) moves them to warm, which changes their
+pocket.
 
 `POCKETD_STATE_EXAMPLES` sets the number of sequences of 20 steps (15 in `make test`; the `slow`
 variant runs 300).
@@ -28,6 +32,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, rule
 
+from server.core.deadline import no_deadline
 from server.core.errors import NotFoundError
 from server.core.memory.model import (
     GateDecision,
@@ -36,6 +41,7 @@ from server.core.memory.model import (
     NewMemory,
     RecallQuery,
     Record,
+    Tier,
 )
 from server.core.settings import MemorySettings
 from tests.conftest import DIM, FakeClock, open_engine
@@ -181,13 +187,18 @@ class EngineMachine(RuleBasedStateMachine):
         if want:
             assert set(got) & want, (text, got, want)
 
+    @rule(hours=st.integers(0, 2))
+    def time_passes(self, hours: int) -> None:
+        self.clock.t += hours * 3600.0
+        self.engine._writer.move_tiers(no_deadline())
+
     @rule(crash=st.booleans())
     def restart(self, crash: bool) -> None:
         eng = self.engine
         if crash:  # the process dies: the vector snapshot and the uncounted accesses are lost
-            eng.access._stop.set()
-            if eng.access._thread is not None:
-                eng.access._thread.join()
+            eng.maintenance._stop.set()
+            if eng.maintenance._thread is not None:
+                eng.maintenance._thread.join()
             eng.indexer._stop.set()
             eng.indexer._wake.set()
             if eng.indexer._thread is not None:
@@ -208,22 +219,27 @@ class EngineMachine(RuleBasedStateMachine):
                 self.engine.get(NS, mid, False)
 
     @invariant()
-    def each_record_is_in_exactly_one_partition(self) -> None:
-        self.engine.indexer.catch_up()
-        sizes = 0
-        where: dict[int, int] = {}
-        for kind in Kind:
-            part = self.engine._vectors.partition(NS, int(kind), False)
-            if part is None:
-                continue
-            sizes += len(part)
-            for mid in self.model:
-                key = self.engine._store.key_of(NS, mid)
-                assert key is not None
-                if len(part.get(np.array([key], dtype=np.int64)).nonzero()[0]):
-                    where[key] = where.get(key, 0) + 1
-        assert all(n == 1 for n in where.values()), where
-        assert sizes == len(self.model) == len(where)
+    def each_record_is_in_exactly_one_pocket(self) -> None:
+        eng = self.engine
+        eng.indexer.catch_up()
+        stats = eng.stats(NS).namespaces
+        pockets = {p.name: p.size for p in stats[0].pockets} if stats else {}
+        assert sum(pockets.values()) == len(self.model), pockets
+        parts = eng._vectors.partitions(NS)
+        listed: dict[str, int] = {}
+        for mid in self.model:
+            key = eng._store.key_of(NS, mid)
+            assert key is not None
+            probe = np.array([key], dtype=np.int64)
+            places = [name for name, part in parts.items() if part.get(probe).any()]
+            rec, _ = eng.get(NS, mid, False)
+            pocket = eng.columns.catalog.scheme.key_of(rec)
+            if pocket.tier == Tier.HOT:  # the hot tier holds it, no vector index does
+                assert eng.hot.contains(key) and places == [], (mid, places)
+            else:
+                assert places == [pocket.name], (mid, places, pocket.name)
+            listed[pocket.name] = listed.get(pocket.name, 0) + 1
+        assert listed == {name: n for name, n in pockets.items() if n}, (listed, pockets)
 
 
 def run(examples: int) -> None:

@@ -23,7 +23,7 @@ def write(engine: MemoryEngine, n: int, seed: int = 0) -> None:
     engine.remember(
         [
             NewMemory(
-                record=Record(memory_id="", namespace="ix", kind=Kind.OBSERVATION),
+                record=Record(memory_id="", namespace="ix", kind=Kind.FACT),
                 vector=unit_vec(rng),
                 explicit_importance=3,
             )

@@ -12,6 +12,8 @@ from server.core.errors import NotFoundError
 from server.core.memory.columns import Columns
 from server.core.memory.engine import MemoryEngine
 from server.core.memory.model import GateDecision, Kind, MemoryFilter, RecallQuery, Record
+from server.core.memory.pockets import PocketCatalog, PocketScheme
+from server.core.settings import PocketSettings
 from tests.conftest import unit_vec
 from tests.unit.memory.test_engine import NS, mem
 
@@ -80,7 +82,7 @@ def test_an_upsert_that_changes_kind_leaves_no_ghost_in_the_old_kind(
     engine.indexer.catch_up()
     engine.remember([mem("Dark mode on", Kind.FACT, unit_vec(rng), memory_id="ui")])
     engine.indexer.catch_up()
-    old_kind = engine._vectors.partition(NS, int(Kind.PREFERENCE), False)
+    old_kind = engine._vectors.partition(NS, "preference/warm/text", False)
     assert old_kind is not None and len(old_kind) == 0  # the ghost is gone from the old index
     res = engine.recall(
         RecallQuery(
@@ -96,7 +98,7 @@ def test_an_upsert_that_changes_kind_leaves_no_ghost_in_the_old_kind(
 def test_keys_beyond_the_metadata_arrays_are_simply_not_live() -> None:
     """After a restart an index can return a forgotten record's key beyond the arrays, until
     the indexer has replayed the deletion: that used to be an IndexError and INTERNAL."""
-    cols = Columns(capacity=4)
+    cols = Columns(PocketCatalog(PocketScheme(PocketSettings())), capacity=4)
     cols.put(Record(memory_id="a", namespace="n", kind=Kind.FACT, key=1))
     ns_id = cols.ns_id("n")
     keys = np.array([1, 10_000, 3], dtype=np.int64)
@@ -171,6 +173,6 @@ def test_forgetting_a_record_whose_kind_changed_clears_every_index(engine: Memor
     engine.remember([mem("Dark mode on", Kind.FACT, unit_vec(rng), memory_id="ui")])
     engine.forget(NS, "ui", None)
     engine.indexer.catch_up()
-    for kind in (Kind.PREFERENCE, Kind.FACT):
-        part = engine._vectors.partition(NS, int(kind), False)
-        assert part is None or len(part) == 0, kind
+    for pocket in ("preference/warm/text", "fact/warm/text"):
+        part = engine._vectors.partition(NS, pocket, False)
+        assert part is None or len(part) == 0, pocket

@@ -141,7 +141,7 @@ class MemoryRecord(_message.Message):
     def __init__(self, memory_id: _Optional[str] = ..., namespace: _Optional[str] = ..., session_id: _Optional[str] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., modality: _Optional[_Union[Modality, str]] = ..., text: _Optional[str] = ..., vector: _Optional[_Iterable[float]] = ..., blob: _Optional[_Union[BlobRef, _Mapping]] = ..., source: _Optional[_Union[MemorySource, _Mapping]] = ..., source_type: _Optional[_Union[SourceType, str]] = ..., importance: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., topic: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., obsolete: _Optional[bool] = ..., superseded_by: _Optional[str] = ..., group_id: _Optional[str] = ..., tier: _Optional[_Union[Tier, str]] = ..., access: _Optional[_Union[AccessStats, _Mapping]] = ...) -> None: ...
 
 class ScoreBreakdown(_message.Message):
-    __slots__ = ("vector", "bm25", "fused", "decay", "final", "vector_hit", "keyword_hit")
+    __slots__ = ("vector", "bm25", "fused", "decay", "final", "vector_hit", "keyword_hit", "exact_hit")
     VECTOR_FIELD_NUMBER: _ClassVar[int]
     BM25_FIELD_NUMBER: _ClassVar[int]
     FUSED_FIELD_NUMBER: _ClassVar[int]
@@ -149,6 +149,7 @@ class ScoreBreakdown(_message.Message):
     FINAL_FIELD_NUMBER: _ClassVar[int]
     VECTOR_HIT_FIELD_NUMBER: _ClassVar[int]
     KEYWORD_HIT_FIELD_NUMBER: _ClassVar[int]
+    EXACT_HIT_FIELD_NUMBER: _ClassVar[int]
     vector: float
     bm25: float
     fused: float
@@ -156,4 +157,5 @@ class ScoreBreakdown(_message.Message):
     final: float
     vector_hit: bool
     keyword_hit: bool
-    def __init__(self, vector: _Optional[float] = ..., bm25: _Optional[float] = ..., fused: _Optional[float] = ..., decay: _Optional[float] = ..., final: _Optional[float] = ..., vector_hit: _Optional[bool] = ..., keyword_hit: _Optional[bool] = ...) -> None: ...
+    exact_hit: bool
+    def __init__(self, vector: _Optional[float] = ..., bm25: _Optional[float] = ..., fused: _Optional[float] = ..., decay: _Optional[float] = ..., final: _Optional[float] = ..., vector_hit: _Optional[bool] = ..., keyword_hit: _Optional[bool] = ..., exact_hit: _Optional[bool] = ...) -> None: ...

@@ -87,7 +87,7 @@ class MemoryFilter(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., kinds: _Optional[_Iterable[_Union[_memory_pb2.MemoryKind, str]]] = ..., modalities: _Optional[_Iterable[_Union[_memory_pb2.Modality, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., min_importance: _Optional[int] = ...) -> None: ...
 
 class RecallRequest(_message.Message):
-    __slots__ = ("namespace", "query_text", "query_vector", "query_modality", "top_k", "filter", "include_obsolete", "include_expired", "include_vectors", "min_score")
+    __slots__ = ("namespace", "query_text", "query_vector", "query_modality", "top_k", "filter", "include_obsolete", "include_expired", "include_vectors", "min_score", "plan")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     QUERY_TEXT_FIELD_NUMBER: _ClassVar[int]
     QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -98,6 +98,7 @@ class RecallRequest(_message.Message):
     INCLUDE_EXPIRED_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_VECTORS_FIELD_NUMBER: _ClassVar[int]
     MIN_SCORE_FIELD_NUMBER: _ClassVar[int]
+    PLAN_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     query_text: str
     query_vector: _containers.RepeatedScalarFieldContainer[float]
@@ -108,31 +109,62 @@ class RecallRequest(_message.Message):
     include_expired: bool
     include_vectors: bool
     min_score: float
-    def __init__(self, namespace: _Optional[str] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., query_modality: _Optional[_Union[_memory_pb2.Modality, str]] = ..., top_k: _Optional[int] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., include_obsolete: _Optional[bool] = ..., include_expired: _Optional[bool] = ..., include_vectors: _Optional[bool] = ..., min_score: _Optional[float] = ...) -> None: ...
+    plan: _containers.RepeatedCompositeFieldContainer[PlanStep]
+    def __init__(self, namespace: _Optional[str] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., query_modality: _Optional[_Union[_memory_pb2.Modality, str]] = ..., top_k: _Optional[int] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., include_obsolete: _Optional[bool] = ..., include_expired: _Optional[bool] = ..., include_vectors: _Optional[bool] = ..., min_score: _Optional[float] = ..., plan: _Optional[_Iterable[_Union[PlanStep, _Mapping]]] = ...) -> None: ...
+
+class PlanStep(_message.Message):
+    __slots__ = ("pocket", "depth")
+    POCKET_FIELD_NUMBER: _ClassVar[int]
+    DEPTH_FIELD_NUMBER: _ClassVar[int]
+    pocket: str
+    depth: int
+    def __init__(self, pocket: _Optional[str] = ..., depth: _Optional[int] = ...) -> None: ...
+
+class PlanStepReport(_message.Message):
+    __slots__ = ("pocket", "depth", "method", "scanned", "cost_units")
+    POCKET_FIELD_NUMBER: _ClassVar[int]
+    DEPTH_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    SCANNED_FIELD_NUMBER: _ClassVar[int]
+    COST_UNITS_FIELD_NUMBER: _ClassVar[int]
+    pocket: str
+    depth: int
+    method: str
+    scanned: int
+    cost_units: float
+    def __init__(self, pocket: _Optional[str] = ..., depth: _Optional[int] = ..., method: _Optional[str] = ..., scanned: _Optional[int] = ..., cost_units: _Optional[float] = ...) -> None: ...
 
 class RecallHit(_message.Message):
-    __slots__ = ("record", "score")
+    __slots__ = ("record", "score", "pocket")
     RECORD_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
+    POCKET_FIELD_NUMBER: _ClassVar[int]
     record: _memory_pb2.MemoryRecord
     score: _memory_pb2.ScoreBreakdown
-    def __init__(self, record: _Optional[_Union[_memory_pb2.MemoryRecord, _Mapping]] = ..., score: _Optional[_Union[_memory_pb2.ScoreBreakdown, _Mapping]] = ...) -> None: ...
+    pocket: str
+    def __init__(self, record: _Optional[_Union[_memory_pb2.MemoryRecord, _Mapping]] = ..., score: _Optional[_Union[_memory_pb2.ScoreBreakdown, _Mapping]] = ..., pocket: _Optional[str] = ...) -> None: ...
 
 class RecallResponse(_message.Message):
-    __slots__ = ("hits", "vector_weight", "keyword_weight", "vector_candidates", "keyword_candidates", "took_micros")
+    __slots__ = ("hits", "vector_weight", "keyword_weight", "vector_candidates", "keyword_candidates", "took_micros", "plan", "cost_units", "keyword_cost_units")
     HITS_FIELD_NUMBER: _ClassVar[int]
     VECTOR_WEIGHT_FIELD_NUMBER: _ClassVar[int]
     KEYWORD_WEIGHT_FIELD_NUMBER: _ClassVar[int]
     VECTOR_CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     KEYWORD_CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     TOOK_MICROS_FIELD_NUMBER: _ClassVar[int]
+    PLAN_FIELD_NUMBER: _ClassVar[int]
+    COST_UNITS_FIELD_NUMBER: _ClassVar[int]
+    KEYWORD_COST_UNITS_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[RecallHit]
     vector_weight: float
     keyword_weight: float
     vector_candidates: int
     keyword_candidates: int
     took_micros: int
-    def __init__(self, hits: _Optional[_Iterable[_Union[RecallHit, _Mapping]]] = ..., vector_weight: _Optional[float] = ..., keyword_weight: _Optional[float] = ..., vector_candidates: _Optional[int] = ..., keyword_candidates: _Optional[int] = ..., took_micros: _Optional[int] = ...) -> None: ...
+    plan: _containers.RepeatedCompositeFieldContainer[PlanStepReport]
+    cost_units: float
+    keyword_cost_units: float
+    def __init__(self, hits: _Optional[_Iterable[_Union[RecallHit, _Mapping]]] = ..., vector_weight: _Optional[float] = ..., keyword_weight: _Optional[float] = ..., vector_candidates: _Optional[int] = ..., keyword_candidates: _Optional[int] = ..., took_micros: _Optional[int] = ..., plan: _Optional[_Iterable[_Union[PlanStepReport, _Mapping]]] = ..., cost_units: _Optional[float] = ..., keyword_cost_units: _Optional[float] = ...) -> None: ...
 
 class GetRequest(_message.Message):
     __slots__ = ("namespace", "memory_id", "include_vector")
@@ -183,16 +215,48 @@ class TierStats(_message.Message):
     def __init__(self, tier: _Optional[_Union[_memory_pb2.Tier, str]] = ..., record_count: _Optional[int] = ...) -> None: ...
 
 class NamespaceStats(_message.Message):
-    __slots__ = ("namespace", "record_count", "obsolete_count", "tiers")
+    __slots__ = ("namespace", "record_count", "obsolete_count", "tiers", "pockets")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     RECORD_COUNT_FIELD_NUMBER: _ClassVar[int]
     OBSOLETE_COUNT_FIELD_NUMBER: _ClassVar[int]
     TIERS_FIELD_NUMBER: _ClassVar[int]
+    POCKETS_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     record_count: int
     obsolete_count: int
     tiers: _containers.RepeatedCompositeFieldContainer[TierStats]
-    def __init__(self, namespace: _Optional[str] = ..., record_count: _Optional[int] = ..., obsolete_count: _Optional[int] = ..., tiers: _Optional[_Iterable[_Union[TierStats, _Mapping]]] = ...) -> None: ...
+    pockets: _containers.RepeatedCompositeFieldContainer[PocketStats]
+    def __init__(self, namespace: _Optional[str] = ..., record_count: _Optional[int] = ..., obsolete_count: _Optional[int] = ..., tiers: _Optional[_Iterable[_Union[TierStats, _Mapping]]] = ..., pockets: _Optional[_Iterable[_Union[PocketStats, _Mapping]]] = ...) -> None: ...
+
+class PocketStats(_message.Message):
+    __slots__ = ("name", "kind", "tier", "modality", "bucket", "size", "method", "cost_per_vector", "search_cost", "oldest", "newest", "radius", "centroid")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    MODALITY_FIELD_NUMBER: _ClassVar[int]
+    BUCKET_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    COST_PER_VECTOR_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_COST_FIELD_NUMBER: _ClassVar[int]
+    OLDEST_FIELD_NUMBER: _ClassVar[int]
+    NEWEST_FIELD_NUMBER: _ClassVar[int]
+    RADIUS_FIELD_NUMBER: _ClassVar[int]
+    CENTROID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    kind: _memory_pb2.MemoryKind
+    tier: _memory_pb2.Tier
+    modality: _memory_pb2.Modality
+    bucket: str
+    size: int
+    method: str
+    cost_per_vector: float
+    search_cost: float
+    oldest: _timestamp_pb2.Timestamp
+    newest: _timestamp_pb2.Timestamp
+    radius: float
+    centroid: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[_Union[_memory_pb2.MemoryKind, str]] = ..., tier: _Optional[_Union[_memory_pb2.Tier, str]] = ..., modality: _Optional[_Union[_memory_pb2.Modality, str]] = ..., bucket: _Optional[str] = ..., size: _Optional[int] = ..., method: _Optional[str] = ..., cost_per_vector: _Optional[float] = ..., search_cost: _Optional[float] = ..., oldest: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., newest: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., radius: _Optional[float] = ..., centroid: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class IndexStats(_message.Message):
     __slots__ = ("head_revision", "indexed_revision", "snapshot_revision", "pending", "unsnapshotted", "catching_up")

@@ -1,0 +1,48 @@
+"""The cost model of a search, in cost units: one unit is one exact 384-d f16 dot product.
+
+An exact scan costs one unit per vector. An HNSW search visits about log2(n) layers' worth of
+neighbours at its breadth, `hnsw_units` units per (log2 n × breadth); a BM25 search costs
+`bm25_units` per posting it reads. The two factors are measured against an exact scan on the
+same machine by `python -m bench costs` and set in `memory.pockets`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from server.core.memory.model import Tier
+from server.core.settings import PocketSettings
+
+
+class CostModel:
+    """Prices and picks the search method of a pocket."""
+
+    def __init__(self, settings: PocketSettings, breadth: int) -> None:
+        self._s = settings
+        self._breadth = breadth
+
+    def method(self, tier: Tier, size: int) -> str:
+        """`hot` (the hot tier's exact scan), `exact` (a small warm pocket) or `hnsw`."""
+        if tier == Tier.HOT:
+            return "hot"
+        return "exact" if size <= self._s.exact_max_rows else "hnsw"
+
+    def exact(self, rows: int) -> float:
+        return float(rows)
+
+    def hnsw(self, size: int, depth: int) -> float:
+        if size <= 0:
+            return 0.0
+        return self._s.hnsw_units * math.log2(max(size, 2)) * max(depth, self._breadth)
+
+    def search(self, tier: Tier, size: int, depth: int) -> float:
+        """The cost of searching a pocket of `size` vectors for `depth` candidates."""
+        return self.hnsw(size, depth) if self.method(tier, size) == "hnsw" else self.exact(size)
+
+    def per_vector(self, tier: Tier, size: int) -> float:
+        """The cost of one scanned vector: 1 for an exact scan; an HNSW distance costs the same
+        dot product, plus the graph's overhead."""
+        return 1.0 if self.method(tier, size) != "hnsw" else self._s.hnsw_units
+
+    def bm25(self, postings: int) -> float:
+        return self._s.bm25_units * postings
