@@ -13,10 +13,14 @@ tags, importance, event time, expiry, obsolete). Restrictions are clauses of the
 wrapped in zero-score queries, so they filter inside the index without changing BM25, and a
 selective filter still gets its full count of candidates.
 
-Term statistics are per namespace: tantivy weighs a term by its idf over the whole index, so each
-query term is boosted by idf(namespace) / idf(index), counted with two cheap count queries per
-term. One tenant's memories then never shift another's scores. (The length normalisation still
-uses the index-wide average length, a far weaker signal.)
+Scores are BM25 (k1 1.2, b 0.75) under the namespace's own statistics, computed here: tantivy's
+own scores use index-wide statistics, and even those per segment, so they move with other tenants'
+memories and with merges. Tantivy finds the candidates (each query term boosted by
+idf(namespace) / idf(index), so the first stage ranks nearly as the second will), then each
+candidate is rescored from its stored terms: the namespace's document count and each term's
+document frequency in it (count queries), and its average length (an aggregation, cached per
+searcher). One tenant's memories therefore never shift another's scores, and a score does not
+depend on how the index happens to be segmented.
 
 `commit(rev)` makes changes durable and searchable, then records `rev` in `rev.json`. An index of
 an older schema (`schema.json`) is set aside on open and rebuilt from the record store.
@@ -52,6 +56,7 @@ from server.core.memory.ports import KeywordQuery, KeywordResult
 
 log = logging.getLogger(__name__)
 SCHEMA_VERSION = 2
+K1, B = 1.2, 0.75
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _EN_TOKENIZER = "pocketd_en"
 
@@ -74,6 +79,8 @@ def _schema() -> tantivy.Schema:
     sb.add_text_field("pocket", stored=False, tokenizer_name="raw", fast=True)
     sb.add_text_field("en", stored=False, tokenizer_name=_EN_TOKENIZER, index_option="freq")
     sb.add_text_field("cjk", stored=False, tokenizer_name="whitespace", index_option="freq")
+    sb.add_bytes_field("terms", stored=True, indexed=False, fast=False)
+    sb.add_integer_field("len", indexed=False, fast=True)
     sb.add_text_field("session", stored=False, tokenizer_name="raw")
     sb.add_text_field("tags", stored=False, tokenizer_name="raw")
     for name in ("kind", "modality", "importance", "obsolete"):
@@ -109,6 +116,7 @@ class TantivyKeywordIndex:
         self._rev = self._read_rev()
         self._index.reload()
         self._searcher = self._index.searcher()
+        self._avg_len: dict[str, float] = {}  # per namespace, for the current searcher
 
     def _rev_file(self) -> Path:
         return self._root / "rev.json"
@@ -127,12 +135,15 @@ class TantivyKeywordIndex:
         with self._lock:
             for rec, pocket in docs:
                 self._writer.delete_documents_by_term("key", rec.key)
+                terms = self.analyze(rec.text)
                 doc = Document(
                     key=rec.key,
                     ns=rec.namespace,
                     pocket=pocket,
                     en=_CJK.sub(" ", rec.text),
                     cjk=" ".join(cjk_terms(rec.text)),
+                    terms=" ".join(terms).encode(),
+                    len=len(terms),
                     session=rec.session_id,
                     kind=int(rec.kind),
                     modality=int(rec.modality),
@@ -161,7 +172,7 @@ class TantivyKeywordIndex:
             os.replace(tmp, self._rev_file())
             self._rev = rev
         self._index.reload()
-        self._searcher = self._index.searcher()
+        self._searcher, self._avg_len = self._index.searcher(), {}
 
     def committed_rev(self) -> int:
         return self._rev
@@ -239,10 +250,19 @@ class TantivyKeywordIndex:
             return KeywordResult([], idf, postings)
         restrict = self._restriction(q)
         query = Query.boolean_query([*restrict, (Occur.Must, Query.boolean_query(should))])
-        hits = [
-            (int(searcher.doc(addr)["key"][0]), float(score))
-            for score, addr in searcher.search(query, q.count).hits
-        ]
+        avg_len = self._average_length(searcher, q.namespace, ns_q)
+        hits = []
+        for _, addr in searcher.search(query, q.count).hits:
+            doc = searcher.doc(addr)
+            words = bytes(doc["terms"][0]).decode().split(" ")
+            norm = K1 * (1.0 - B + B * len(words) / avg_len)
+            tf: dict[str, int] = {}
+            for w in words:
+                if w in idf:
+                    tf[w] = tf.get(w, 0) + 1
+            score = sum(idf[t] * n * (K1 + 1.0) / (n + norm) for t, n in tf.items())
+            hits.append((int(doc["key"][0]), score))
+        hits.sort(key=lambda h: (-h[1], h[0]))
         exact: frozenset[int] = frozenset()
         if q.identifiers:
             ident = [
@@ -252,6 +272,15 @@ class TantivyKeywordIndex:
                 found = searcher.search(Query.boolean_query([*restrict, *ident]), q.count).hits
                 exact = frozenset(int(searcher.doc(addr)["key"][0]) for _, addr in found)
         return KeywordResult(hits, idf, postings, exact)
+
+    def _average_length(self, searcher: tantivy.Searcher, namespace: str, ns_q: Query) -> float:
+        avg = self._avg_len.get(namespace)
+        if avg is None:
+            agg = searcher.aggregate(ns_q, {"a": {"avg": {"field": "len"}}})
+            avg = float(agg["a"]["value"] or 1.0)
+            if searcher is self._searcher:
+                self._avg_len[namespace] = avg
+        return max(avg, 1.0)
 
     def pocket_terms(self, namespace: str, terms: Sequence[str]) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}

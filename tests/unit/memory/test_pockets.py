@@ -1,0 +1,278 @@
+"""Pockets: the scheme and catalog (server/core/memory/pockets.py), and recall as a plan over them
+through the engine: sizes, costs, plans that name pockets, the keyword channel restricted inside
+tantivy, and fusion scales that do not move with what else is searched."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pytest
+
+from server.core.deadline import no_deadline
+from server.core.memory.engine import MemoryEngine
+from server.core.memory.model import (
+    Kind,
+    MemoryFilter,
+    Modality,
+    PlanStep,
+    RecallQuery,
+    Record,
+    Tier,
+)
+from server.core.memory.pockets import (
+    PocketCatalog,
+    PocketKey,
+    PocketScheme,
+    bucket_of,
+    bucket_span,
+)
+from server.core.settings import PocketSettings
+from tests.conftest import DAY, FakeClock, unit_vec
+from tests.unit.memory.test_engine import NS, mem
+
+T0 = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC).timestamp()  # a Monday, ISO week 2026-W49
+
+
+@pytest.mark.parametrize(
+    ("granularity", "label"),
+    [("week", "2026-W49"), ("month", "2026-11"), ("day", "2026-11-30"), ("none", "")],
+)
+def test_buckets_label_and_span_the_event_time(granularity: str, label: str) -> None:
+    assert bucket_of(T0, granularity) == label
+    start, end = bucket_span(label)
+    assert start <= T0 < end
+    if label:
+        assert bucket_of(start, granularity) == label
+        assert bucket_of(end, granularity) != label
+        assert bucket_of(start - 1, granularity) != label
+
+
+def test_iso_weeks_cross_the_year_boundary() -> None:
+    jan1 = dt.datetime(2027, 1, 1, tzinfo=dt.UTC).timestamp()  # a Friday: ISO week 2026-W53
+    assert bucket_of(jan1, "week") == "2026-W53"
+    start, end = bucket_span("2026-W53")
+    assert start <= jan1 < end
+
+
+def test_the_scheme_buckets_only_episodes_and_observations() -> None:
+    scheme = PocketScheme(PocketSettings())
+    ep = Record(memory_id="a", namespace="n", kind=Kind.EPISODE, created_at=T0, tier=Tier.HOT)
+    fact = Record(memory_id="b", namespace="n", kind=Kind.FACT, created_at=T0, tier=Tier.WARM)
+    assert scheme.key_of(ep).name == "episode/hot/text/2026-W49"
+    assert scheme.key_of(fact).name == "fact/warm/text"
+
+
+def test_the_catalog_interns_per_namespace_and_filters_by_kind_modality_and_time() -> None:
+    cat = PocketCatalog(PocketScheme(PocketSettings()))
+    week = PocketKey(Kind.EPISODE, Tier.WARM, Modality.TEXT, "2026-W49")
+    older = PocketKey(Kind.EPISODE, Tier.WARM, Modality.TEXT, "2026-W40")
+    img = PocketKey(Kind.FACT, Tier.WARM, Modality.IMAGE)
+    a, b, c = cat.intern(0, week), cat.intern(0, older), cat.intern(0, img)
+    assert cat.intern(0, week) == a and cat.intern(1, week) not in (a, b, c)
+    assert set(cat.of_namespace(0)) == {a, b, c}
+    assert cat.allowed(0, MemoryFilter(kinds=(Kind.EPISODE,))) == sorted(
+        [a, b], key=lambda p: cat.key(p)
+    )
+    assert cat.allowed(0, MemoryFilter(modalities=(Modality.IMAGE,))) == [c]
+    recent = cat.allowed(0, MemoryFilter(created_after=T0 - DAY))
+    assert a in recent and b not in recent and c in recent  # an unbucketed pocket has no span
+
+
+def _pockets(engine: MemoryEngine) -> dict[str, int]:
+    ns = engine.stats(NS).namespaces
+    return {p.name: p.size for p in ns[0].pockets} if ns else {}
+
+
+def test_stats_lists_pockets_whose_sizes_sum_to_the_live_count(
+    engine: MemoryEngine, clock: FakeClock
+) -> None:
+    rng = np.random.default_rng(1)
+    engine.remember(
+        [
+            mem("Alice's laptop is a ThinkPad", Kind.FACT, unit_vec(rng)),
+            mem("Alice prefers dark mode", Kind.PREFERENCE, unit_vec(rng)),
+            mem("We talked about the trip", Kind.EPISODE, unit_vec(rng), session_id="s1"),
+            mem(
+                "Last year's trip to Oslo",
+                Kind.EPISODE,
+                unit_vec(rng),
+                session_id="s0",
+                created_at=clock.t - 400 * DAY,
+            ),
+        ]
+    )
+    engine.indexer.catch_up()
+    sizes = _pockets(engine)
+    week_now = bucket_of(clock.t, "week")
+    week_then = bucket_of(clock.t - 400 * DAY, "week")
+    assert sizes == {
+        "fact/warm/text": 1,
+        "preference/warm/text": 1,
+        f"episode/hot/text/{week_now}": 1,  # a recent turn is hot
+        f"episode/warm/text/{week_then}": 1,  # imported history is warm on arrival
+    }
+    st = engine.stats(NS).namespaces[0]
+    assert sum(sizes.values()) == st.record_count
+    assert {t.tier: t.count for t in st.tiers} == {Tier.HOT: 1, Tier.WARM: 3, Tier.COLD: 0}
+    for p in st.pockets:
+        assert p.method in {"exact", "hot"} and p.cost_per_vector == 1.0 and p.search_cost == 1.0
+        assert p.oldest <= p.newest and p.radius == pytest.approx(0.0, abs=1e-3)
+        assert p.centroid is not None and np.linalg.norm(p.centroid) == pytest.approx(1.0)
+
+
+def test_hot_memories_move_to_warm_after_the_ttl_and_change_pocket(
+    engine: MemoryEngine, clock: FakeClock
+) -> None:
+    rng = np.random.default_rng(2)
+    v = unit_vec(rng)
+    r = engine.remember([mem("We talked about the trip", Kind.EPISODE, v, session_id="s1")])[0]
+    assert r.tier == Tier.HOT
+    engine.indexer.catch_up()
+    assert engine._writer.move_tiers(no_deadline()) == 0  # not yet due
+    clock.advance(engine._s.hot.ttl_seconds + 1)
+    assert engine._writer.move_tiers(no_deadline()) == 1
+    engine.indexer.catch_up()
+    week = bucket_of(r.expires_at or 0, "week")  # unused: the bucket is of the event time
+    del week
+    rec, _ = engine.get(NS, r.memory_id, False)
+    assert rec.tier == Tier.WARM
+    name = engine.columns.catalog.scheme.key_of(rec).name
+    assert _pockets(engine) == {name: 1} and name.startswith("episode/warm/text/")
+    part = engine._vectors.partition(NS, name, False)
+    assert part is not None and len(part) == 1
+    assert not engine.hot.contains(engine._store.key_of(NS, r.memory_id) or 0)
+    hits = engine.recall(RecallQuery(namespace=NS, vector=v)).hits
+    assert [h.record.memory_id for h in hits] == [r.memory_id] and hits[0].pocket == name
+
+
+def test_a_plan_searches_only_the_pockets_it_names_and_reports_their_cost(
+    engine: MemoryEngine,
+) -> None:
+    rng = np.random.default_rng(3)
+    v = unit_vec(rng)
+    engine.remember(
+        [
+            mem("The VPN password rotates monthly", Kind.FACT, v),
+            mem("Prefers the VPN on at all times", Kind.PREFERENCE, v),
+        ]
+    )
+    engine.indexer.catch_up()
+    full = engine.recall(RecallQuery(namespace=NS, vector=v, text="VPN", top_k=5))
+    assert {h.pocket for h in full.hits} == {"fact/warm/text", "preference/warm/text"}
+    assert {s.pocket for s in full.plan} == {"fact/warm/text", "preference/warm/text"}
+    assert full.cost_units == pytest.approx(
+        sum(s.cost_units for s in full.plan) + full.keyword_cost_units
+    )
+    assert full.keyword_cost_units > 0 and all(s.scanned == 1 for s in full.plan)
+    one = engine.recall(
+        RecallQuery(namespace=NS, vector=v, text="VPN", plan=[PlanStep("fact/warm/text", 10)])
+    )
+    assert [h.pocket for h in one.hits] == ["fact/warm/text"]  # BM25 is restricted too
+    assert [s.pocket for s in one.plan] == ["fact/warm/text"]
+    missing = engine.recall(
+        RecallQuery(namespace=NS, vector=v, text="VPN", plan=[PlanStep("skill/warm/text", 10)])
+    )
+    assert missing.hits == [] and missing.plan == []
+
+
+def test_a_fused_score_does_not_change_when_another_pocket_is_searched(
+    engine: MemoryEngine,
+) -> None:
+    """The router's early stop needs it: BM25 used to be divided by the query's best hit."""
+    rng = np.random.default_rng(4)
+    v = unit_vec(rng)
+    engine.remember(
+        [
+            mem("Deploys go out on Tuesdays after review", Kind.FACT, v),
+            mem("Deploys deploys deploys: the deploy checklist for deploys", Kind.SKILL, v),
+        ]
+    )
+    engine.indexer.catch_up()
+    q = dict(namespace=NS, text="deploys review", vector=v, min_score=0.0)
+    alone = engine.recall(RecallQuery(**q, plan=[PlanStep("fact/warm/text", 64)])).hits  # type: ignore[arg-type]
+    both = engine.recall(RecallQuery(**q)).hits  # type: ignore[arg-type]
+    fact = next(h for h in both if h.pocket == "fact/warm/text")
+    assert alone[0].score.fused == pytest.approx(fact.score.fused, rel=1e-6)
+    assert alone[0].score.bm25 == pytest.approx(fact.score.bm25, rel=1e-6)
+
+
+def test_a_selective_filter_still_gets_keyword_candidates(engine: MemoryEngine) -> None:
+    """The filter is part of the tantivy query: 300 unfiltered matches used to fill the
+    over-fetch, and the one in session s9 was filtered out after it."""
+    rng = np.random.default_rng(5)
+    engine.remember(
+        [
+            mem(f"Invoice {i} was paid by bank transfer", Kind.FACT, unit_vec(rng), session_id="s1")
+            for i in range(300)
+        ]
+        + [mem("Invoice paid by card, finally", Kind.FACT, unit_vec(rng), session_id="s9")]
+    )
+    engine.indexer.catch_up()
+    res = engine.recall(
+        RecallQuery(namespace=NS, text="invoice paid", filter=MemoryFilter(session_id="s9"))
+    )
+    assert [h.record.text for h in res.hits] == ["Invoice paid by card, finally"]
+    assert res.keyword_candidates == 1
+
+
+def test_keyword_statistics_are_per_namespace(engine: MemoryEngine) -> None:
+    """Another tenant's memories must not shift a namespace's BM25 scores (nor leak through
+    them): not its document frequencies, not its average length."""
+    rng = np.random.default_rng(6)
+    engine.remember([mem("The quarterly report is due Friday", Kind.FACT, unit_vec(rng))])
+    engine.remember([mem("Lunch was pasta", Kind.FACT, unit_vec(rng))])
+    engine.indexer.catch_up()
+
+    def score() -> float:
+        hits = engine.recall(RecallQuery(namespace=NS, text="quarterly report")).hits
+        return hits[0].score.bm25
+
+    before = score()
+    other = "tenant-b:bob"
+    engine.remember(
+        [
+            mem(
+                f"quarterly report number {i} of the long series",
+                Kind.FACT,
+                unit_vec(rng),
+                namespace=other,
+            )
+            for i in range(50)
+        ]
+    )
+    engine.indexer.catch_up()
+    assert score() == pytest.approx(before, rel=1e-5)
+
+
+def test_the_both_boost_needs_a_vector_hit_above_the_floor(engine: MemoryEngine) -> None:
+    """In a small namespace every memory is a vector candidate, at any cosine: a keyword hit
+    used to get the both-channels boost even at cosine -1."""
+    rng = np.random.default_rng(7)
+    v = unit_vec(rng)
+    engine.remember([mem("The wifi password is on the fridge", Kind.FACT, -v)])
+    engine.indexer.catch_up()
+    hit = engine.recall(RecallQuery(namespace=NS, text="wifi password", vector=v)).hits[0]
+    assert hit.score.keyword_hit and not hit.score.vector_hit
+    assert hit.score.fused == pytest.approx(0.5 * hit.score.bm25, rel=1e-5)
+
+
+def test_the_holder_of_an_exact_identifier_is_never_outranked_by_topic_words(
+    engine: MemoryEngine,
+) -> None:
+    rng = np.random.default_rng(8)
+    q = unit_vec(rng)
+    engine.remember(
+        [
+            mem("Build error E1234 was a full disk", Kind.SKILL, unit_vec(rng)),
+            mem("Build error build error: the build failed, error in the build", Kind.SKILL, q),
+        ]
+    )
+    engine.indexer.catch_up()
+    hits = engine.recall(RecallQuery(namespace=NS, text="build error E1234", vector=q)).hits
+    assert hits[0].record.text.startswith("Build error E1234")
+    assert hits[0].score.exact_hit and not hits[1].score.exact_hit
+    # Before indexing, the hot tier gives the same signal.
+    engine.remember([mem("Error E7777 came from the proxy", Kind.SKILL, unit_vec(rng))])
+    hits = engine.recall(RecallQuery(namespace=NS, text="build error E7777", vector=q)).hits
+    assert hits[0].record.text.startswith("Error E7777") and hits[0].score.exact_hit
