@@ -1,12 +1,16 @@
 """Warm keyword index: tantivy BM25 over memory text, for English and Chinese alike.
 
-Analysis (the same for documents and queries):
-- Latin text goes to field `en`: split on non-alphanumerics, lower-cased, tokens over 40 bytes
-  dropped, then English (Snowball) stemming. An exact token such as `E1234` or `RTX4090` stays one
-  term (`e1234`), so it matches exactly.
-- CJK text (Han, kana, hangul) goes to field `cjk` as overlapping character bigrams, with a
-  unigram only for an isolated character (as Lucene's CJKBigramFilter does): no dictionary is
-  needed and "安卓" or "付款" match wherever they occur.
+Analysis (`analyze`, the same for documents and queries):
+- Latin text is split on non-alphanumerics, lower-cased, tokens over 40 bytes dropped, then
+  English (Snowball) stemming. An exact token such as `E1234` or `RTX4090` stays one term
+  (`e1234`), so it matches exactly.
+- CJK text (Han, kana, hangul) becomes overlapping character bigrams, with a unigram only for an
+  isolated character (as Lucene's CJKBigramFilter does): no dictionary is needed and "安卓" or
+  "付款" match wherever they occur.
+
+A document has three bags of analysed terms: `txt` (its text), `spk` (its speaker's name) and
+`ctx` (the text of its neighbouring turns in the session, the standard contextual expansion). A
+query term matches in each bag, weighted 1, `speaker_weight` and `context_weight`.
 
 Each document also carries its namespace, pocket and filter fields (kind, modality, session,
 tags, importance, event time, expiry, obsolete). Restrictions are clauses of the tantivy query
@@ -51,14 +55,12 @@ from tantivy import (
     Tokenizer,
 )
 
-from server.core.memory.model import Record
-from server.core.memory.ports import KeywordQuery, KeywordResult
+from server.core.memory.ports import KeywordDoc, KeywordQuery, KeywordResult
 
 log = logging.getLogger(__name__)
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 K1, B = 1.2, 0.75
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
-_EN_TOKENIZER = "pocketd_en"
 
 
 def cjk_terms(text: str) -> list[str]:
@@ -72,15 +74,21 @@ def cjk_terms(text: str) -> list[str]:
     return out
 
 
+# The three bags of terms a document has, pre-analysed (`analyze`): its own text, its speaker's
+# name, and the context of its neighbouring turns. Each is indexed for search and stored for the
+# exact rescoring, with its length as a fast field.
+BAGS = ("txt", "spk", "ctx")
+
+
 def _schema() -> tantivy.Schema:
     sb = SchemaBuilder()
     sb.add_integer_field("key", stored=True, indexed=True, fast=True)
     sb.add_text_field("ns", stored=False, tokenizer_name="raw")
     sb.add_text_field("pocket", stored=False, tokenizer_name="raw", fast=True)
-    sb.add_text_field("en", stored=False, tokenizer_name=_EN_TOKENIZER, index_option="freq")
-    sb.add_text_field("cjk", stored=False, tokenizer_name="whitespace", index_option="freq")
-    sb.add_bytes_field("terms", stored=True, indexed=False, fast=False)
-    sb.add_integer_field("len", indexed=False, fast=True)
+    for bag in BAGS:
+        sb.add_text_field(bag, stored=False, tokenizer_name="whitespace", index_option="freq")
+        sb.add_bytes_field(f"{bag}_terms", stored=True, indexed=False, fast=False)
+        sb.add_integer_field(f"{bag}_len", indexed=False, fast=True)
     sb.add_text_field("session", stored=False, tokenizer_name="raw")
     sb.add_text_field("tags", stored=False, tokenizer_name="raw")
     for name in ("kind", "modality", "importance", "obsolete"):
@@ -110,13 +118,13 @@ class TantivyKeywordIndex:
             .build()
         )
         self._index = Index(self._schema, path=str(root), reuse=True)
-        self._index.register_tokenizer(_EN_TOKENIZER, self._analyzer)
         self._writer = self._index.writer(heap_size=heap_bytes, num_threads=1)
         self._lock = threading.Lock()
         self._rev = self._read_rev()
         self._index.reload()
         self._searcher = self._index.searcher()
-        self._avg_len: dict[str, float] = {}  # per namespace, for the current searcher
+        # (namespace, bag) → average length, for the current searcher.
+        self._avg_len: dict[tuple[str, str], float] = {}
 
     def _rev_file(self) -> Path:
         return self._root / "rev.json"
@@ -131,19 +139,15 @@ class TantivyKeywordIndex:
         terms: list[str] = self._analyzer.analyze(_CJK.sub(" ", text))
         return terms + cjk_terms(text)
 
-    def upsert(self, docs: Sequence[tuple[Record, str]]) -> None:
+    def upsert(self, docs: Sequence[KeywordDoc]) -> None:
         with self._lock:
-            for rec, pocket in docs:
+            for d in docs:
+                rec = d.record
                 self._writer.delete_documents_by_term("key", rec.key)
-                terms = self.analyze(rec.text)
                 doc = Document(
                     key=rec.key,
                     ns=rec.namespace,
-                    pocket=pocket,
-                    en=_CJK.sub(" ", rec.text),
-                    cjk=" ".join(cjk_terms(rec.text)),
-                    terms=" ".join(terms).encode(),
-                    len=len(terms),
+                    pocket=d.pocket,
                     session=rec.session_id,
                     kind=int(rec.kind),
                     modality=int(rec.modality),
@@ -152,6 +156,11 @@ class TantivyKeywordIndex:
                     created=float(rec.created_at),
                     expires=math.inf if rec.expires_at is None else float(rec.expires_at),
                 )
+                for bag, text in zip(BAGS, (rec.text, rec.speaker, d.context), strict=True):
+                    terms = " ".join(self.analyze(text))
+                    doc.add_text(bag, terms)
+                    doc.add_bytes(f"{bag}_terms", terms.encode())
+                    doc.add_integer(f"{bag}_len", terms.count(" ") + 1 if terms else 0)
                 for tag in rec.tags:
                     doc.add_text("tags", tag)
                 self._writer.add_document(doc)
@@ -226,60 +235,78 @@ class TantivyKeywordIndex:
         return [(Occur.Must, self._zero(m)) for m in must]
 
     def search(self, q: KeywordQuery) -> KeywordResult:
-        terms = [("en", t) for t in dict.fromkeys(self._analyzer.analyze(_CJK.sub(" ", q.text)))]
-        terms += [("cjk", t) for t in dict.fromkeys(cjk_terms(q.text))]
+        terms = list(dict.fromkeys(self.analyze(q.text)))
         if not terms or q.count <= 0:
             return KeywordResult([], {}, 0)
         searcher = self._searcher
         ns_q = self._term("ns", q.namespace)
         ns_docs = _count(searcher, ns_q)
         total = searcher.num_docs
+        weights = {"txt": 1.0, "spk": q.speaker_weight, "ctx": q.context_weight}
+        # idf of each term in each bag, in the namespace; the first stage's boosts undo the
+        # index-wide idf that tantivy applies.
+        idf: dict[str, dict[str, float]] = {bag: {} for bag in BAGS}
         should: list[tuple[Occur, Query]] = []
-        idf: dict[str, float] = {}
         postings = 0
-        for field, t in terms:
-            term_q = self._term(field, t)
-            df = _count(searcher, Query.boolean_query([(Occur.Must, ns_q), (Occur.Must, term_q)]))
-            if df == 0:
-                continue
-            postings += df
-            idf[t] = _idf(ns_docs, df)
-            boost = idf[t] / _idf(total, searcher.doc_freq(field, t))
-            should.append((Occur.Should, Query.boost_query(term_q, boost)))
+        for t in terms:
+            for bag in BAGS:
+                if weights[bag] <= 0:
+                    continue
+                term_q = self._term(bag, t)
+                df = _count(
+                    searcher, Query.boolean_query([(Occur.Must, ns_q), (Occur.Must, term_q)])
+                )
+                if df == 0:
+                    continue
+                postings += df
+                idf[bag][t] = _idf(ns_docs, df)
+                boost = weights[bag] * idf[bag][t] / _idf(total, searcher.doc_freq(bag, t))
+                should.append((Occur.Should, Query.boost_query(term_q, boost)))
+        # The reference: each term counted once, in the bag where it weighs most.
+        best = {t: max(weights[bag] * idf[bag].get(t, 0.0) for bag in BAGS) for t in terms}
+        best = {t: w for t, w in best.items() if w > 0}
         if not should:
-            return KeywordResult([], idf, postings)
+            return KeywordResult([], best, postings)
         restrict = self._restriction(q)
         query = Query.boolean_query([*restrict, (Occur.Must, Query.boolean_query(should))])
-        avg_len = self._average_length(searcher, q.namespace, ns_q)
+        avg = {
+            bag: self._average_length(searcher, q.namespace, bag, ns_q) for bag in ("txt", "ctx")
+        }
         hits = []
         for _, addr in searcher.search(query, q.count).hits:
             doc = searcher.doc(addr)
-            words = bytes(doc["terms"][0]).decode().split(" ")
-            norm = K1 * (1.0 - B + B * len(words) / avg_len)
-            tf: dict[str, int] = {}
-            for w in words:
-                if w in idf:
-                    tf[w] = tf.get(w, 0) + 1
-            score = sum(idf[t] * n * (K1 + 1.0) / (n + norm) for t, n in tf.items())
+            score = 0.0
+            for bag in BAGS:
+                weights_b = idf[bag]
+                if not weights_b:
+                    continue
+                words = bytes(doc[f"{bag}_terms"][0]).decode().split(" ")
+                # No length normalisation for a speaker's name (b = 0).
+                norm = K1 * (1.0 - B + B * len(words) / avg[bag]) if bag in avg else K1
+                tf: dict[str, int] = {}
+                for w in words:
+                    if w in weights_b:
+                        tf[w] = tf.get(w, 0) + 1
+                part = sum(weights_b[t] * n * (K1 + 1.0) / (n + norm) for t, n in tf.items())
+                score += weights[bag] * part
             hits.append((int(doc["key"][0]), score))
         hits.sort(key=lambda h: (-h[1], h[0]))
         exact: frozenset[int] = frozenset()
         if q.identifiers:
-            ident = [
-                (Occur.Must, self._zero(self._term(f, t))) for f, t in terms if t in q.identifiers
-            ]
-            if ident:
-                found = searcher.search(Query.boolean_query([*restrict, *ident]), q.count).hits
-                exact = frozenset(int(searcher.doc(addr)["key"][0]) for _, addr in found)
-        return KeywordResult(hits, idf, postings, exact)
+            ident = [(Occur.Must, self._zero(self._term("txt", t))) for t in q.identifiers]
+            found = searcher.search(Query.boolean_query([*restrict, *ident]), q.count).hits
+            exact = frozenset(int(searcher.doc(addr)["key"][0]) for _, addr in found)
+        return KeywordResult(hits, best, postings, exact)
 
-    def _average_length(self, searcher: tantivy.Searcher, namespace: str, ns_q: Query) -> float:
-        avg = self._avg_len.get(namespace)
+    def _average_length(
+        self, searcher: tantivy.Searcher, namespace: str, bag: str, ns_q: Query
+    ) -> float:
+        avg = self._avg_len.get((namespace, bag))
         if avg is None:
-            agg = searcher.aggregate(ns_q, {"a": {"avg": {"field": "len"}}})
+            agg = searcher.aggregate(ns_q, {"a": {"avg": {"field": f"{bag}_len"}}})
             avg = float(agg["a"]["value"] or 1.0)
             if searcher is self._searcher:
-                self._avg_len[namespace] = avg
+                self._avg_len[(namespace, bag)] = avg
         return max(avg, 1.0)
 
     def pocket_terms(self, namespace: str, terms: Sequence[str]) -> dict[str, dict[str, int]]:
@@ -287,8 +314,7 @@ class TantivyKeywordIndex:
         searcher = self._searcher
         ns_q = self._term("ns", namespace)
         for t in dict.fromkeys(terms):
-            field = "cjk" if _CJK.fullmatch(t) else "en"
-            query = Query.boolean_query([(Occur.Must, ns_q), (Occur.Must, self._term(field, t))])
+            query = Query.boolean_query([(Occur.Must, ns_q), (Occur.Must, self._term("txt", t))])
             agg = searcher.aggregate(query, {"p": {"terms": {"field": "pocket", "size": 10_000}}})
             for bucket in agg["p"]["buckets"]:
                 out.setdefault(str(bucket["key"]), {})[t] = int(bucket["doc_count"])

@@ -10,7 +10,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
-from server.api.fields import MAX_SECONDS, MIN_SECONDS
+from server.api.fields import MAX_SECONDS, MIN_SECONDS, make_page_token
 from server.api.fields import seconds as ts_seconds
 from server.core.memory.model import (
     Blob,
@@ -20,6 +20,7 @@ from server.core.memory.model import (
     MemoryFilter,
     Modality,
     NewMemory,
+    Page,
     PlanStep,
     PocketStats,
     RecallQuery,
@@ -66,7 +67,9 @@ def new_memory(req: spb.RememberRequest) -> NewMemory:
         topic=r.topic,
         tags=tuple(r.tags),
         group_id=r.group_id,
+        speaker=r.speaker,
     )
+    event = next((getattr(r, n) for n in ("occurred_at", "created_at") if r.HasField(n)), None)
     return NewMemory(
         record=rec,
         vector=_vec(r.vector),
@@ -74,7 +77,8 @@ def new_memory(req: spb.RememberRequest) -> NewMemory:
         hints=WriteHints(req.hints.remember, req.hints.error_resolved),
         supersedes=tuple(req.supersedes),
         client_memory_id=bool(r.memory_id),
-        created_at=ts_seconds(r.created_at) if r.HasField("created_at") else None,
+        created_at=None if event is None else ts_seconds(event),
+        turn=r.turn if r.HasField("turn") else None,
     )
 
 
@@ -116,6 +120,8 @@ def recall_query(req: spb.RecallRequest) -> RecallQuery:
         include_vectors=req.include_vectors,
         min_score=req.min_score if req.HasField("min_score") else None,
         plan=[PlanStep(s.pocket, s.depth) for s in req.plan] if req.plan else None,
+        as_of=ts_seconds(req.as_of) if req.HasField("as_of") else None,
+        context_turns=req.context_turns,
     )
 
 
@@ -138,7 +144,10 @@ def record_pb(rec: Record, vector: Vector | None = None) -> pb.MemoryRecord:
         superseded_by=rec.superseded_by,
         group_id=rec.group_id,
         tier=int(rec.tier),  # type: ignore[arg-type]
+        speaker=rec.speaker,
     )
+    if rec.turn >= 0:
+        out.turn = rec.turn
     if rec.blob is not None:
         out.blob.CopyFrom(
             pb.BlobRef(
@@ -148,7 +157,8 @@ def record_pb(rec: Record, vector: Vector | None = None) -> pb.MemoryRecord:
                 sha256=rec.blob.sha256,
             )
         )
-    _ts(rec.created_at, out.created_at)
+    _ts(rec.created_at, out.occurred_at)
+    _ts(rec.stored_at or rec.created_at, out.created_at)
     _ts(rec.updated_at, out.updated_at)
     if rec.expires_at is not None:
         _ts(rec.expires_at, out.expires_at)
@@ -175,6 +185,7 @@ def hit_pb(hit: Hit) -> spb.RecallHit:
             exact_hit=s.exact_hit,
         ),
         pocket=hit.pocket,
+        context=[record_pb(r) for r in hit.context],
     )
 
 
@@ -198,6 +209,13 @@ def recall_response(res: RecallResult) -> spb.RecallResponse:
         ],
         cost_units=res.cost_units,
         keyword_cost_units=res.keyword_cost_units,
+    )
+
+
+def list_response(page: Page) -> spb.ListResponse:
+    return spb.ListResponse(
+        records=[record_pb(r) for r in page.records],
+        next_page_token="" if page.next_after is None else make_page_token(page.next_after),
     )
 
 

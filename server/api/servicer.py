@@ -17,7 +17,7 @@ from grpc_status import rpc_status
 
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
-from server.api import convert
+from server.api import convert, fields
 from server.api.calls import CallRecord, CallRunner, WorkerPools, code_name
 from server.api.errors import to_status
 from server.api.validation import Validator, Violations
@@ -30,6 +30,7 @@ T = TypeVar("T")
 # grpc.aio.ServicerContext: grpc ships no type hints, so it is Any to mypy either way.
 Ctx = Any
 log = logging.getLogger(__name__)
+DEFAULT_PAGE_SIZE = 100
 
 
 class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
@@ -146,6 +147,19 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
         # A read's worker: a delete is short and must not wait behind writers held back by
         # backpressure (it takes the writer's lock only for the delete itself).
         return await self._call(context, rec, lambda v: self._validator.forget(v, request), work)
+
+    async def List(self, request: spb.ListRequest, context: Ctx) -> spb.ListResponse:
+        rec = CallRecord("List", request.namespace, 0)
+
+        def work(eng: MemoryEngine, d: Deadline) -> spb.ListResponse:
+            size = request.page_size if request.HasField("page_size") else DEFAULT_PAGE_SIZE
+            after = fields.page_token(request.page_token) if request.page_token else None
+            flt = convert.memory_filter(request.filter)
+            page = eng.list(request.namespace, flt, size, after)
+            rec.items = len(page.records)
+            return convert.list_response(page)
+
+        return await self._call(context, rec, lambda v: self._validator.list(v, request), work)
 
     async def Stats(self, request: spb.StatsRequest, context: Ctx) -> spb.StatsResponse:
         return await self._call(

@@ -27,6 +27,9 @@ MAX_LABEL_CHARS = 128
 MAX_URI_CHARS = 2048
 MAX_SCORE = 10.0
 MAX_DEPTH = 10_000
+MAX_SPEAKER_CHARS = 64
+MAX_TURN = 10_000_000
+MAX_CONTEXT_TURNS = 8
 
 _KINDS = set(pb.MemoryKind.values()) - {pb.MEMORY_KIND_UNSPECIFIED}
 _MODALITIES = set(pb.Modality.values())
@@ -108,7 +111,7 @@ class Validator:
             return None
         ts: Timestamp = getattr(msg, name)
         problem = f.timestamp_problem(ts)
-        v.add_if(f"{field}.{name}", problem)
+        v.add_if(f"{field}.{name}" if field else name, problem)
         return None if problem else f.seconds(ts)
 
     def _blob(self, v: Violations, p: str, b: pb.BlobRef) -> None:
@@ -145,13 +148,21 @@ class Validator:
         self._session_id(v, f"{p}.source.task_id", r.source.task_id)
         self._blob(v, f"{p}.blob", r.blob)
         self._tags(v, f"{p}.tags", r.tags)
-        created = self._time(v, p, r, "created_at")
-        if created is not None and created > now + MAX_FUTURE_SECONDS:
-            v.add(f"{p}.created_at", "is more than 5 minutes ahead of the server's clock")
+        self._label(v, f"{p}.speaker", r.speaker, MAX_SPEAKER_CHARS)
+        if r.HasField("turn"):
+            if not r.session_id:
+                v.add(f"{p}.turn", "needs a session_id: a turn is a position in a session")
+            elif r.turn > MAX_TURN:
+                v.add(f"{p}.turn", f"{r.turn} is above {MAX_TURN}")
+        event = None
+        for name in ("created_at", "occurred_at"):
+            t = self._time(v, p, r, name)
+            if t is not None and t > now + MAX_FUTURE_SECONDS:
+                v.add(f"{p}.{name}", "is more than 5 minutes ahead of the server's clock")
+            event = t if t is not None else event
         expires = self._time(v, p, r, "expires_at")
-        base = created if r.HasField("created_at") else now
-        if expires is not None and base is not None and expires <= base:
-            v.add(f"{p}.expires_at", "must be after created_at")
+        if expires is not None and expires <= (now if event is None else event):
+            v.add(f"{p}.expires_at", "must be after the event time (occurred_at) and now")
 
     def remember(self, v: Violations, p: str, req: spb.RememberRequest, now: float) -> None:
         if not req.HasField("record"):
@@ -209,6 +220,9 @@ class Validator:
         if req.HasField("min_score") and not 0.0 <= req.min_score <= MAX_SCORE:
             v.add("min_score", f"{req.min_score} is outside 0-{MAX_SCORE:g}")
         self.filter(v, "filter", req.filter)
+        self._time(v, "", req, "as_of")
+        if req.context_turns > MAX_CONTEXT_TURNS:
+            v.add("context_turns", f"{req.context_turns} is above {MAX_CONTEXT_TURNS}")
         if self._count(v, "plan", len(req.plan), self._lim.max_plan_steps, "steps"):
             for i, step in enumerate(req.plan):
                 if not f.matches(f.POCKET_RE, step.pocket):
@@ -231,6 +245,14 @@ class Validator:
             self.filter(v, "filter", req.filter)
             if req.filter == spb.MemoryFilter() and not req.all:
                 v.add("filter", "is empty; set all=true to forget the whole namespace")
+
+    def list(self, v: Violations, req: spb.ListRequest) -> None:
+        self.namespace(v, "namespace", req.namespace)
+        self.filter(v, "filter", req.filter)
+        if req.HasField("page_size") and not 1 <= req.page_size <= self._lim.max_page_size:
+            v.add("page_size", f"{req.page_size} is outside 1-{self._lim.max_page_size}")
+        if req.page_token and f.page_token(req.page_token) is None:
+            v.add("page_token", "is not a next_page_token of List")
 
     def stats(self, v: Violations, req: spb.StatsRequest) -> None:
         self.namespace(v, "namespace", req.namespace, required=False)

@@ -63,6 +63,8 @@ class LimitSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_supersedes: Annotated[int, between(0, 4096)] = 64
     # Steps of a Recall plan.
     max_plan_steps: Annotated[int, between(1, 65_536)] = 1024
+    # Records per List page.
+    max_page_size: Annotated[int, between(1, 100_000)] = 1000
 
 
 class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -92,6 +94,13 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     # (an error code, an order id): at 1 or more such a holder is never outranked by a memory
     # that merely shares topic words.
     exact_boost: Annotated[float, between(0.0, 10.0)] = 1.0
+    # Added to the fused score of a memory that occurred inside the window a time cue of the
+    # query names ("last week", "上周"; see server/core/memory/timecues.py).
+    time_cue_boost: Annotated[float, between(0.0, 10.0)] = 0.3
+    # Weights of the keyword channel's secondary fields against the memory's own text: the
+    # speaker's name, and the context built from neighbouring turns of the same session.
+    speaker_weight: Ratio = 0.5
+    context_weight: Ratio = 0.3
     top_k: Annotated[int, between(1, 10_000)] = 5
     # Candidates taken from each channel before fusion; deep enough that a strong hit of one
     # channel is not lost.

@@ -221,16 +221,18 @@ async def test_a_batch_with_one_bad_timestamp_stores_nothing(server: RunningServ
 
 
 async def test_the_extremes_of_the_range_are_kept_as_given(server: RunningServer) -> None:
-    """1970-01-01 is a time, not "unset"; year 9999 reads back in the Python client."""
+    """1970-01-01 is a time, not "unset"; year 9999 reads back in the Python client. (A
+    created_at sent on write is the event time, read back as occurred_at.)"""
     s = stub(server)
     r = await s.Remember(
         spb.RememberRequest(record=record(created_at=ts(0), expires_at=ts(MAX_TS)))
     )
     got = (await s.Get(spb.GetRequest(namespace="ns1", memory_id=r.memory_id))).record
-    assert got.created_at.seconds == 0 and got.expires_at.seconds == MAX_TS
+    assert got.HasField("occurred_at") and got.occurred_at.seconds == 0
+    assert got.expires_at.seconds == MAX_TS and got.created_at.seconds > 0  # stored now
     async with AsyncClient(server.target) as c:
         mem = await c.get("ns1", r.memory_id)
-        assert mem.created_at is not None and mem.created_at.year == 1970
+        assert mem.occurred_at is not None and mem.occurred_at.year == 1970
         assert mem.expires_at is not None and mem.expires_at.year == 9999
         res = await c.recall("ns1", "build host", include_expired=True)
         assert res.hits and res.hits[0].memory.expires_at.year == 9999  # type: ignore[union-attr]

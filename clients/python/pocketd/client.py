@@ -19,10 +19,11 @@ from pocketd.requests import (
     batch_timeout,
     channel_options,
     forget_request,
+    list_request,
     memory_filter,
     recall_request,
 )
-from pocketd.types import Memory, RecallResult, RememberResult, Stats
+from pocketd.types import Memory, Page, RecallResult, RememberResult, Stats
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 
@@ -54,33 +55,19 @@ class Client:
         resp = self._stub.RememberBatch(req, timeout=batch_timeout(self.timeout, len(items)))
         return [RememberResult.from_pb(r) for r in resp.results]
 
-    def recall(
-        self,
-        namespace: str,
-        text: str = "",
-        *,
-        vector: Sequence[float] | None = None,
-        top_k: int | None = None,
-        image: bool = False,
-        include_obsolete: bool = False,
-        include_expired: bool = False,
-        min_score: float | None = None,
-        **filter_fields: Any,
-    ) -> RecallResult:
-        """Hybrid search; `filter_fields` are those of `requests.memory_filter`. `min_score` is
-        the relevance floor on the fused score (None: the server's default, 0.1)."""
-        req = recall_request(
-            namespace,
-            text,
-            vector,
-            top_k,
-            image,
-            include_obsolete,
-            include_expired,
-            memory_filter(**filter_fields),
-            min_score,
-        )
+    def recall(self, namespace: str, text: str = "", **options: Any) -> RecallResult:
+        """Hybrid search. `options`: vector, top_k, image, include_obsolete, include_expired,
+        min_score (the relevance floor, None: the server's 0.1), as_of, context_turns, plan
+        ((pocket, depth) steps), and the filter fields of `requests.memory_filter`."""
+        req = recall_request(namespace, text, **options)
         return RecallResult.from_pb(self._stub.Recall(req, timeout=self.timeout))
+
+    def list(
+        self, namespace: str, page_size: int | None = None, page_token: str = "", **filters: Any
+    ) -> Page:
+        """One page of List; `filters` are those of `requests.memory_filter`."""
+        req = list_request(namespace, page_size, page_token, **filters)
+        return Page.from_pb(self._stub.List(req, timeout=self.timeout))
 
     def get(self, namespace: str, memory_id: str, include_vector: bool = False) -> Memory:
         req = spb.GetRequest(
@@ -143,31 +130,19 @@ class AsyncClient:
         resp = await self._stub.RememberBatch(req, timeout=batch_timeout(self.timeout, len(items)))
         return [RememberResult.from_pb(r) for r in resp.results]
 
-    async def recall(
-        self,
-        namespace: str,
-        text: str = "",
-        *,
-        vector: Sequence[float] | None = None,
-        top_k: int | None = None,
-        image: bool = False,
-        include_obsolete: bool = False,
-        include_expired: bool = False,
-        min_score: float | None = None,
-        **filter_fields: Any,
-    ) -> RecallResult:
-        req = recall_request(
-            namespace,
-            text,
-            vector,
-            top_k,
-            image,
-            include_obsolete,
-            include_expired,
-            memory_filter(**filter_fields),
-            min_score,
-        )
+    async def recall(self, namespace: str, text: str = "", **options: Any) -> RecallResult:
+        """Hybrid search. `options`: vector, top_k, image, include_obsolete, include_expired,
+        min_score (the relevance floor, None: the server's 0.1), as_of, context_turns, plan
+        ((pocket, depth) steps), and the filter fields of `requests.memory_filter`."""
+        req = recall_request(namespace, text, **options)
         return RecallResult.from_pb(await self._stub.Recall(req, timeout=self.timeout))
+
+    async def list(
+        self, namespace: str, page_size: int | None = None, page_token: str = "", **filters: Any
+    ) -> Page:
+        """One page of List; `filters` are those of `requests.memory_filter`."""
+        req = list_request(namespace, page_size, page_token, **filters)
+        return Page.from_pb(await self._stub.List(req, timeout=self.timeout))
 
     async def get(self, namespace: str, memory_id: str, include_vector: bool = False) -> Memory:
         req = spb.GetRequest(

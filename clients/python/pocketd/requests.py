@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -82,7 +83,13 @@ class MemoryInput:
     topic: str = ""
     group_id: str = ""
     memory_id: str = ""
+    # When it happened (the event time); None: now.
+    occurred_at: datetime | float | None = None
+    # The v1 name of the event time, still accepted.
     created_at: datetime | float | None = None
+    # Who said it ("user", "assistant", a name), and its position in its session (None: next).
+    speaker: str = ""
+    turn: int | None = None
     # When it stops being returned; None: `write_policy.expire_after_days` after it is stored.
     expires_at: datetime | float | None = None
     blob_uri: str = ""
@@ -103,7 +110,12 @@ class MemoryInput:
             tags=list(self.tags),
             topic=self.topic,
             group_id=self.group_id,
+            speaker=self.speaker,
         )
+        if self.turn is not None:
+            rec.turn = self.turn
+        if self.occurred_at is not None:
+            rec.occurred_at.CopyFrom(_ts(self.occurred_at))
         if self.vector is not None:
             rec.vector.extend(self.vector)
         if self.importance is not None:
@@ -145,32 +157,68 @@ def memory_filter(
     return f
 
 
+_FILTER_FIELDS = frozenset(
+    (
+        "session_id",
+        "kinds",
+        "modalities",
+        "tags",
+        "created_after",
+        "created_before",
+        "min_importance",
+    )
+)
+
+
 def recall_request(
     namespace: str,
     text: str = "",
+    *,
     vector: Sequence[float] | None = None,
     top_k: int | None = None,
     image: bool = False,
     include_obsolete: bool = False,
     include_expired: bool = False,
-    flt: spb.MemoryFilter | None = None,
     min_score: float | None = None,
+    as_of: datetime | float | None = None,
+    context_turns: int = 0,
+    plan: Sequence[tuple[str, int]] = (),
+    **filter_fields: Any,
 ) -> spb.RecallRequest:
+    """A RecallRequest; `filter_fields` are those of `memory_filter`, `plan` is (pocket, depth)
+    steps."""
+    unknown = set(filter_fields) - _FILTER_FIELDS
+    if unknown:
+        raise TypeError(f"unknown recall arguments: {sorted(unknown)}")
     req = spb.RecallRequest(
         namespace=namespace,
         query_text=text,
         query_modality=pb.MODALITY_IMAGE if image else pb.MODALITY_UNSPECIFIED,
         include_obsolete=include_obsolete,
         include_expired=include_expired,
+        context_turns=context_turns,
+        plan=[spb.PlanStep(pocket=p, depth=d) for p, d in plan],
     )
+    req.filter.CopyFrom(memory_filter(**filter_fields))
     if vector is not None:
         req.query_vector.extend(vector)
     if top_k is not None:
         req.top_k = top_k
-    if flt is not None:
-        req.filter.CopyFrom(flt)
     if min_score is not None:
         req.min_score = min_score
+    if as_of is not None:
+        req.as_of.CopyFrom(_ts(as_of))
+    return req
+
+
+def list_request(
+    namespace: str, page_size: int | None = None, page_token: str = "", **filter_fields: Any
+) -> spb.ListRequest:
+    req = spb.ListRequest(
+        namespace=namespace, filter=memory_filter(**filter_fields), page_token=page_token
+    )
+    if page_size is not None:
+        req.page_size = page_size
     return req
 
 

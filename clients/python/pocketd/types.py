@@ -45,6 +45,10 @@ class Memory:
     obsolete: bool = False
     superseded_by: str = ""
     vector: tuple[float, ...] = field(default=(), repr=False)
+    # When it happened; who said it; its position in its session (None: none).
+    occurred_at: datetime | None = None
+    speaker: str = ""
+    turn: int | None = None
 
     @classmethod
     def from_pb(cls, r: pb.MemoryRecord) -> Memory:
@@ -67,6 +71,9 @@ class Memory:
             obsolete=r.obsolete,
             superseded_by=r.superseded_by,
             vector=tuple(r.vector),
+            occurred_at=_dt(r.occurred_at, r.HasField("occurred_at")),
+            speaker=r.speaker,
+            turn=r.turn if r.HasField("turn") else None,
         )
 
 
@@ -90,6 +97,20 @@ class Hit:
     score: Score
     # The pocket it was found in.
     pocket: str = ""
+    # With context_turns: the neighbouring turns of its session, in turn order.
+    context: tuple[Memory, ...] = ()
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of List; pass `next_page_token` to `list` for the next ("" on the last)."""
+
+    memories: tuple[Memory, ...]
+    next_page_token: str
+
+    @classmethod
+    def from_pb(cls, r: spb.ListResponse) -> Page:
+        return cls(tuple(Memory.from_pb(m) for m in r.records), r.next_page_token)
 
 
 @dataclass(frozen=True)
@@ -129,6 +150,7 @@ class RecallResult:
                         h.score.exact_hit,
                     ),
                     h.pocket,
+                    tuple(Memory.from_pb(c) for c in h.context),
                 )
                 for h in r.hits
             ),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import threading
+from array import array
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +33,8 @@ class Columns:
         self._ns_ids: dict[str, int] = {}
         self._session_ids: dict[str, int] = {"": 0}
         self.tags: dict[int, frozenset[str]] = {}
+        # (namespace id, session id) → the keys of its turns, for neighbours and next positions.
+        self._sessions: dict[tuple[int, int], array[int]] = {}
         self._alloc(capacity)
 
     def _alloc(self, n: int) -> None:
@@ -46,6 +49,7 @@ class Columns:
         self.session = np.zeros(n, dtype=np.int32)
         self.tier = np.zeros(n, dtype=np.int8)
         self.pocket = np.full(n, -1, dtype=np.int32)
+        self.turn = np.full(n, -1, dtype=np.int32)
 
     def _grow(self, key: int) -> None:
         n = len(self.ns)
@@ -64,11 +68,12 @@ class Columns:
             "session",
             "tier",
             "pocket",
+            "turn",
         ):
             old = getattr(self, name)
             new = np.empty(m, dtype=old.dtype)
             new[:n] = old
-            new[n:] = {"ns": -1, "expires": np.inf, "pocket": -1}.get(name, 0)
+            new[n:] = {"ns": -1, "expires": np.inf, "pocket": -1, "turn": -1}.get(name, 0)
             setattr(self, name, new)
 
     def ns_id(self, namespace: str) -> int:
@@ -96,9 +101,13 @@ class Columns:
             self.refreshed[k] = rec.refreshed_at or rec.created_at
             self.expires[k] = math.inf if rec.expires_at is None else rec.expires_at
             self.obsolete[k] = rec.obsolete
+            self._leave_session(k)
             self.session[k] = sid
             self.tier[k] = int(rec.tier)
             self.pocket[k] = pocket
+            self.turn[k] = rec.turn
+            if rec.session_id and rec.turn >= 0:
+                self._sessions.setdefault((ns, sid), array("q")).append(k)
             if rec.tags:
                 self.tags[k] = frozenset(rec.tags)
             else:
@@ -121,8 +130,44 @@ class Columns:
     def drop(self, key: int) -> None:
         with self._lock:
             if key < len(self.ns):
+                self._leave_session(key)
                 self.ns[key] = -1
                 self.tags.pop(key, None)
+
+    def _leave_session(self, key: int) -> None:
+        """Take a live row out of its session's turn list (before it moves or goes)."""
+        if key < len(self.ns) and self.ns[key] >= 0 and self.turn[key] >= 0:
+            keys = self._sessions.get((int(self.ns[key]), int(self.session[key])))
+            if keys is not None and key in keys:
+                keys.remove(key)
+
+    def session_keys(self, ns_id: int, session: str) -> KeyArray:
+        """The live keys of a session's turns, in turn order."""
+        keys = self._session_copy(ns_id, self.session_id(session))
+        return keys[np.argsort(self.turn[keys], kind="stable")] if len(keys) else keys
+
+    def _session_copy(self, ns_id: int, sid: int) -> KeyArray:
+        with self._lock:  # a copy: the writer may append to the list meanwhile
+            return np.array(self._sessions.get((ns_id, sid), ()), dtype=np.int64)
+
+    def next_turn(self, ns_id: int, session: str) -> int:
+        """One past the largest turn of the session (0 for a new one)."""
+        keys = self.session_keys(ns_id, session)
+        return int(self.turn[keys].max()) + 1 if len(keys) else 0
+
+    def neighbours(self, key: int, n: int) -> tuple[KeyArray, KeyArray]:
+        """Up to `n` turns of the same session before and after `key`, in turn order."""
+        if n <= 0 or key >= len(self.ns) or self.ns[key] < 0 or self.turn[key] < 0:
+            empty = np.empty(0, np.int64)
+            return empty, empty
+        keys = self._session_copy(int(self.ns[key]), int(self.session[key]))
+        turns = self.turn[keys]
+        order = np.argsort(turns, kind="stable")
+        keys, turns = keys[order], turns[order]
+        mine = int(self.turn[key])
+        before = keys[(turns < mine)][-n:]
+        after = keys[(turns > mine)][:n]
+        return before, after
 
     def mask(
         self,

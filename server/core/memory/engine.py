@@ -26,6 +26,7 @@ from server.core.memory.model import (
     MemoryFilter,
     NamespaceStats,
     NewMemory,
+    Page,
     PocketStats,
     RecallQuery,
     RecallResult,
@@ -82,6 +83,7 @@ class MemoryEngine:
             keywords,
             self.hot,
             self.columns.catalog.scheme,
+            self.columns.neighbours,
             clock,
             publish,
         )
@@ -236,6 +238,35 @@ class MemoryEngine:
         n = self._writer.forget(keys, deadline or no_deadline())
         self.indexer.wake()
         return n
+
+    def list(
+        self,
+        namespace: str,
+        flt: MemoryFilter,
+        limit: int,
+        after: tuple[float, int, int] | None,
+    ) -> Page:
+        """A page of the namespace's memories that pass `flt` (obsolete and expired ones too),
+        in (event time, turn, key) order, starting after the position `after`."""
+        c = self.columns
+        ns_id = c.ns_id(namespace)
+        if ns_id < 0:
+            return Page([], None)
+        keys = c.matching_keys(ns_id, None, flt, self._clock.now(), True, True)
+        created, turn = c.created[keys], c.turn[keys]
+        if after is not None:
+            t, n, k = after
+            later = (created > t) | ((created == t) & ((turn > n) | ((turn == n) & (keys > k))))
+            keys, created, turn = keys[later], created[later], turn[later]
+        order = np.lexsort((keys, turn, created))[: limit + 1]
+        page = keys[order[:limit]].tolist()
+        records = self._store.get(page)
+        out = [records[k] for k in page if k in records]
+        nxt = None
+        if len(order) > limit and page:
+            last = order[limit - 1]
+            nxt = (float(created[last]), int(turn[last]), int(keys[last]))
+        return Page(out, nxt)
 
     def stats(self, namespace: str) -> Stats:
         c = self.columns

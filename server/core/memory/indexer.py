@@ -22,6 +22,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import numpy.typing as npt
@@ -29,11 +30,20 @@ import numpy.typing as npt
 from server.core.memory.hot import HotTier
 from server.core.memory.model import Record, Tier
 from server.core.memory.pockets import PocketScheme
-from server.core.memory.ports import Clock, KeywordIndex, RecordStore, VectorIndexSet
+from server.core.memory.ports import (
+    Clock,
+    KeyArray,
+    KeywordDoc,
+    KeywordIndex,
+    RecordStore,
+    VectorIndexSet,
+)
 from server.core.memory.writer import unit
 from server.core.settings import IndexSettings
 
 log = logging.getLogger(__name__)
+# (key, n) → up to n neighbouring turns of the key's session before and after it.
+Neighbours = Callable[[int, int], tuple[KeyArray, KeyArray]]
 
 
 class Indexer:
@@ -47,11 +57,13 @@ class Indexer:
         keywords: KeywordIndex,
         hot: HotTier,
         scheme: PocketScheme,
+        neighbours: Neighbours,
         clock: Clock,
         publish_lock: threading.Lock,
     ) -> None:
         self._s = settings
         self._scheme = scheme
+        self._neighbours = neighbours
         self._store = store
         self._vectors = vectors
         self._keywords = keywords
@@ -96,7 +108,7 @@ class Indexer:
         gone = [r.record.key for r in rows if r.deleted]
         if gone:
             self._keywords.remove(gone)
-        self._keywords.upsert(live)
+        self._keywords.upsert(self._keyword_docs(live))
         rev = rows[-1].rev
         self._keywords.commit(rev)
         with self._lock:
@@ -107,6 +119,39 @@ class Indexer:
             self._snapshot(rev)
         self.rev = rev  # last: once a reader sees it, the snapshot counters are current
         return len(rows)
+
+    def _keyword_docs(self, live: list[tuple[Record, str]]) -> list[KeywordDoc]:
+        """BM25 documents for the step's live rows, each with the text of its neighbouring
+        turns as context; the neighbours already indexed are re-indexed too, since a new turn
+        changes their context."""
+        recs = {r.key: r for r, _ in live}
+        around: dict[int, list[int]] = {}
+        extra: set[int] = set()
+        for rec, _ in live:
+            if rec.session_id and rec.turn >= 0:
+                before, after = self._neighbours(rec.key, 1)
+                around[rec.key] = [*before.tolist(), *after.tolist()]
+                extra.update(k for k in around[rec.key] if k not in recs)
+        recs.update(self._store.get(sorted(extra)))
+        for key in extra:
+            before, after = self._neighbours(key, 1)
+            around[key] = [*before.tolist(), *after.tolist()]
+        missing = {k for ks in around.values() for k in ks} - recs.keys()
+        recs.update(self._store.get(sorted(missing)))
+        docs = [
+            KeywordDoc(rec, pocket, self._context(around.get(rec.key, ()), recs))
+            for rec, pocket in live
+        ]
+        docs += [
+            KeywordDoc(r, self._scheme.key_of(r).name, self._context(around[k], recs))
+            for k in sorted(extra)
+            if (r := recs.get(k)) is not None
+        ]
+        return docs
+
+    @staticmethod
+    def _context(keys: Iterable[int], recs: dict[int, Record]) -> str:
+        return "\n".join(r.text for k in keys if (r := recs.get(k)) is not None)
 
     def _remove(self, namespace: str, keys: npt.NDArray[np.int64], keep: str | None) -> None:
         """Remove `keys` from every pocket index of the namespace but `keep`. A key lives in one

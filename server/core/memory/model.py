@@ -81,6 +81,7 @@ class Record(msgspec.Struct):
     source: Source = msgspec.field(default_factory=Source)
     source_type: SourceType = SourceType.UNSPECIFIED
     importance: int = 3
+    # When it happened (`occurred_at` on the wire): decay, time filters and buckets use it.
     created_at: float = 0.0
     updated_at: float = 0.0
     # When the content was last asserted (creation, or a near-duplicate merged into it). Time decay
@@ -96,6 +97,10 @@ class Record(msgspec.Struct):
     access_count: int = 0
     last_accessed_at: float | None = None
     key: int = 0
+    # Who said it; its position in its session (-1: none); when pocketd first stored it.
+    speaker: str = ""
+    turn: int = -1
+    stored_at: float = 0.0
 
 
 class WriteHints(msgspec.Struct, frozen=True):
@@ -114,6 +119,8 @@ class NewMemory(msgspec.Struct):
     client_memory_id: bool = False
     # When it happened, as the client said; None: now. (1970-01-01 is a valid time, not "unset".)
     created_at: float | None = None
+    # Its position in its session; None: the next one.
+    turn: int | None = None
 
 
 class WriteResult(msgspec.Struct, frozen=True):
@@ -152,6 +159,10 @@ class RecallQuery(msgspec.Struct):
     min_score: float | None = None
     # The pockets to search, in order; None: every pocket the filter allows.
     plan: list[PlanStep] | None = None
+    # The reference time for decay and time cues; None: now.
+    as_of: float | None = None
+    # Neighbouring turns to return on each side of each hit.
+    context_turns: int = 0
 
 
 class Score(msgspec.Struct, frozen=True):
@@ -171,6 +182,16 @@ class Hit(msgspec.Struct, frozen=True):
     vector: Vector | None = None
     # The name of the pocket it was found in.
     pocket: str = ""
+    # Neighbouring turns of its session, in turn order (with `context_turns`).
+    context: list[Record] = msgspec.field(default_factory=list)
+
+
+class Page(msgspec.Struct, frozen=True):
+    """A page of List: records in event-time order, and where the next page starts (None: this
+    was the last)."""
+
+    records: list[Record]
+    next_after: tuple[float, int, int] | None
 
 
 class PlanStep(msgspec.Struct, frozen=True):

@@ -124,6 +124,16 @@ class VectorIndexSet(Protocol):
 
 
 @dataclass(frozen=True)
+class KeywordDoc:
+    """A record as the keyword index holds it: with its pocket's name and the text of its
+    neighbouring turns (the context field)."""
+
+    record: Record
+    pocket: str
+    context: str = ""
+
+
+@dataclass(frozen=True)
 class KeywordQuery:
     """A BM25 search inside one namespace. The pocket restriction and the filter are part of the
     index query, so a selective filter still gets its full `count` of candidates."""
@@ -140,6 +150,9 @@ class KeywordQuery:
     # Analysed query terms that are exact identifiers: `exact` lists the matching records that
     # hold every one of them.
     identifiers: tuple[str, ...] = ()
+    # Weights of a match in the speaker's name and in the neighbouring turns' context.
+    speaker_weight: float = 0.0
+    context_weight: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -162,9 +175,7 @@ class KeywordIndex(Protocol):
         """The terms `text` is indexed under (and queried by)."""
         ...
 
-    def upsert(self, docs: Sequence[tuple[Record, str]]) -> None:
-        """Index records, each with the name of its pocket."""
-        ...
+    def upsert(self, docs: Sequence[KeywordDoc]) -> None: ...
 
     def remove(self, keys: Sequence[int]) -> None: ...
 

@@ -46,6 +46,7 @@ from server.core.memory.model import (
     Vector,
 )
 from server.core.memory.ports import Clock, KeywordIndex, KeywordQuery, RecordStore, VectorIndexSet
+from server.core.memory.timecues import window
 from server.core.settings import MemorySettings
 
 _DAY = 86_400.0
@@ -69,6 +70,7 @@ class _Run:
     q: RecallQuery
     ns_id: int
     now: float
+    ref: float  # the reference time: `as_of`, else now
     pockets: dict[int, PlanStep]  # pocket id → its step
     vec: dict[int, float] = field(default_factory=dict)
     kw: dict[int, float] = field(default_factory=dict)
@@ -143,7 +145,7 @@ class Retriever:
         w_vec, w_kw = self.weights(q)
         top_k = q.top_k or self._s.top_k
         ns_id = self._cols.ns_id(q.namespace)
-        run = _Run(q, ns_id, now, {})
+        run = _Run(q, ns_id, now, now if q.as_of is None else q.as_of, {})
         if ns_id >= 0:
             plan = self.default_plan(ns_id, q.filter) if q.plan is None else q.plan
             names = {
@@ -245,6 +247,8 @@ class Retriever:
                 include_expired=q.include_expired,
                 pockets=pockets,
                 identifiers=exact_identifiers(terms),
+                speaker_weight=self._s.speaker_weight,
+                context_weight=self._s.context_weight,
             )
         )
         run.keyword_cost = self._costs.bm25(res.postings)
@@ -286,8 +290,12 @@ class Retriever:
         vh = v > 0  # a vector hit clears the floor, so only such a hit earns the both-boost
         kh = np.array([k in kw for k in keys.tolist()], dtype=np.bool_)
         fused = fuse(v, b, vh, kh, w_vec, w_kw, self._s.both_boost)
+        c = self._cols
         if run.exact:
             fused += np.float32(self._s.exact_boost) * np.isin(keys, list(run.exact))
+        if q.text and (span := window(q.text, run.ref)) is not None:
+            inside = (c.created[keys] >= span[0]) & (c.created[keys] < span[1])
+            fused += np.float32(self._s.time_cue_boost) * inside
         floor = self._s.min_score if q.min_score is None else q.min_score
         relevant = fused >= floor
         if not relevant.all():
@@ -295,12 +303,14 @@ class Retriever:
             v, b, vh, kh = v[relevant], b[relevant], vh[relevant], kh[relevant]
             if len(keys) == 0:
                 return []
-        c = self._cols
         decays = np.isin(c.kind[keys], self._decay_kinds) & (not self.temporal(q))
-        decay = step_decay(run.now - c.refreshed[keys], decays, self._thresholds, self._factors)
+        age = np.maximum(run.ref - c.refreshed[keys], 0.0)
+        decay = step_decay(age, decays, self._thresholds, self._factors)
         order, final = rank_final(fused, decay, c.obsolete[keys], top_k)
         chosen = [int(keys[i]) for i in order]
-        records = self._store.get(chosen)
+        context = {k: self._cols.neighbours(k, q.context_turns) for k in chosen}
+        around = sorted({int(n) for b, a in context.values() for n in (*b, *a)})
+        records = self._store.get(chosen + around)
         vectors = self._store.get_vectors(chosen) if q.include_vectors else {}
         cat = c.catalog
         hits: list[Hit] = []
@@ -324,6 +334,11 @@ class Retriever:
                     ),
                     vector=vectors.get(key),
                     pocket=cat.key(int(c.pocket[key])).name,
+                    context=[
+                        records[int(n)]
+                        for n in (*context[key][0], *context[key][1])
+                        if int(n) in records
+                    ],
                 )
             )
         return hits

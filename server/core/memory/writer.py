@@ -87,6 +87,25 @@ class _Staged:
     reason: str
 
 
+class _Turns:
+    """Positions in their sessions for a batch's items: a turn the client gives, or the next
+    free one (past the session's stored turns and the batch's earlier items)."""
+
+    def __init__(self, columns: Columns) -> None:
+        self._cols = columns
+        self._next: dict[tuple[str, str], int] = {}
+
+    def place(self, rec: Record, turn: int | None) -> int:
+        key = (rec.namespace, rec.session_id)
+        nxt = self._next.get(key)
+        if nxt is None:
+            ns_id = self._cols.ns_id(rec.namespace)
+            nxt = self._cols.next_turn(ns_id, rec.session_id) if ns_id >= 0 else 0
+        placed = nxt if turn is None else turn
+        self._next[key] = max(nxt, placed + 1)
+        return placed
+
+
 class Writer:
     """Turns validated, encoded `NewMemory` items into durable records."""
 
@@ -246,6 +265,7 @@ class Writer:
         now = self._clock.now()
         wp = self._s.write_policy
         targets = self._supersede_targets(items)
+        turns = _Turns(self._cols)
         staged: list[_Staged | None] = []
         results: list[WriteResult] = []
         for item in items:
@@ -275,6 +295,8 @@ class Writer:
                 refreshed_at=created,
                 expires_at=expires if expires is not None else now + wp.expire_after_days * _DAY,
                 tier=self._arrival_tier(rec.kind, created, now),
+                stored_at=now,
+                turn=-1 if not rec.session_id else turns.place(rec, item.turn),
                 key=0,
             )
             if item.client_memory_id:
@@ -287,6 +309,9 @@ class Writer:
                     rec.obsolete, rec.superseded_by = prev.obsolete, prev.superseded_by
                     rec.access_count = prev.access_count
                     rec.last_accessed_at = prev.last_accessed_at
+                    rec.stored_at = prev.stored_at or now
+                    if item.turn is None and prev.session_id == rec.session_id:
+                        rec.turn = prev.turn  # rewriting a turn does not move it
                     if prev.tier == Tier.COLD:
                         rec.tier = Tier.COLD
             u = None if item.vector is None else unit(item.vector)
@@ -440,6 +465,7 @@ def _merge(base: Record, new: Record, now: float) -> Record:
         expires_at=max(base.expires_at or 0.0, new.expires_at or 0.0) or None,
         tags=tuple(dict.fromkeys(base.tags + new.tags)),
         session_id=new.session_id or base.session_id,
+        speaker=new.speaker or base.speaker,
         source=new.source,
         source_type=new.source_type or base.source_type,
         blob=new.blob or base.blob,

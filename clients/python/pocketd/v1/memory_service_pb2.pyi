@@ -87,7 +87,7 @@ class MemoryFilter(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., kinds: _Optional[_Iterable[_Union[_memory_pb2.MemoryKind, str]]] = ..., modalities: _Optional[_Iterable[_Union[_memory_pb2.Modality, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., min_importance: _Optional[int] = ...) -> None: ...
 
 class RecallRequest(_message.Message):
-    __slots__ = ("namespace", "query_text", "query_vector", "query_modality", "top_k", "filter", "include_obsolete", "include_expired", "include_vectors", "min_score", "plan")
+    __slots__ = ("namespace", "query_text", "query_vector", "query_modality", "top_k", "filter", "include_obsolete", "include_expired", "include_vectors", "min_score", "plan", "as_of", "context_turns")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     QUERY_TEXT_FIELD_NUMBER: _ClassVar[int]
     QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -99,6 +99,8 @@ class RecallRequest(_message.Message):
     INCLUDE_VECTORS_FIELD_NUMBER: _ClassVar[int]
     MIN_SCORE_FIELD_NUMBER: _ClassVar[int]
     PLAN_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_TURNS_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     query_text: str
     query_vector: _containers.RepeatedScalarFieldContainer[float]
@@ -110,7 +112,9 @@ class RecallRequest(_message.Message):
     include_vectors: bool
     min_score: float
     plan: _containers.RepeatedCompositeFieldContainer[PlanStep]
-    def __init__(self, namespace: _Optional[str] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., query_modality: _Optional[_Union[_memory_pb2.Modality, str]] = ..., top_k: _Optional[int] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., include_obsolete: _Optional[bool] = ..., include_expired: _Optional[bool] = ..., include_vectors: _Optional[bool] = ..., min_score: _Optional[float] = ..., plan: _Optional[_Iterable[_Union[PlanStep, _Mapping]]] = ...) -> None: ...
+    as_of: _timestamp_pb2.Timestamp
+    context_turns: int
+    def __init__(self, namespace: _Optional[str] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., query_modality: _Optional[_Union[_memory_pb2.Modality, str]] = ..., top_k: _Optional[int] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., include_obsolete: _Optional[bool] = ..., include_expired: _Optional[bool] = ..., include_vectors: _Optional[bool] = ..., min_score: _Optional[float] = ..., plan: _Optional[_Iterable[_Union[PlanStep, _Mapping]]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., context_turns: _Optional[int] = ...) -> None: ...
 
 class PlanStep(_message.Message):
     __slots__ = ("pocket", "depth")
@@ -135,14 +139,16 @@ class PlanStepReport(_message.Message):
     def __init__(self, pocket: _Optional[str] = ..., depth: _Optional[int] = ..., method: _Optional[str] = ..., scanned: _Optional[int] = ..., cost_units: _Optional[float] = ...) -> None: ...
 
 class RecallHit(_message.Message):
-    __slots__ = ("record", "score", "pocket")
+    __slots__ = ("record", "score", "pocket", "context")
     RECORD_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     POCKET_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
     record: _memory_pb2.MemoryRecord
     score: _memory_pb2.ScoreBreakdown
     pocket: str
-    def __init__(self, record: _Optional[_Union[_memory_pb2.MemoryRecord, _Mapping]] = ..., score: _Optional[_Union[_memory_pb2.ScoreBreakdown, _Mapping]] = ..., pocket: _Optional[str] = ...) -> None: ...
+    context: _containers.RepeatedCompositeFieldContainer[_memory_pb2.MemoryRecord]
+    def __init__(self, record: _Optional[_Union[_memory_pb2.MemoryRecord, _Mapping]] = ..., score: _Optional[_Union[_memory_pb2.ScoreBreakdown, _Mapping]] = ..., pocket: _Optional[str] = ..., context: _Optional[_Iterable[_Union[_memory_pb2.MemoryRecord, _Mapping]]] = ...) -> None: ...
 
 class RecallResponse(_message.Message):
     __slots__ = ("hits", "vector_weight", "keyword_weight", "vector_candidates", "keyword_candidates", "took_micros", "plan", "cost_units", "keyword_cost_units")
@@ -199,6 +205,26 @@ class ForgetResponse(_message.Message):
     FORGOTTEN_COUNT_FIELD_NUMBER: _ClassVar[int]
     forgotten_count: int
     def __init__(self, forgotten_count: _Optional[int] = ...) -> None: ...
+
+class ListRequest(_message.Message):
+    __slots__ = ("namespace", "filter", "page_size", "page_token")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    filter: MemoryFilter
+    page_size: int
+    page_token: str
+    def __init__(self, namespace: _Optional[str] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListResponse(_message.Message):
+    __slots__ = ("records", "next_page_token")
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    records: _containers.RepeatedCompositeFieldContainer[_memory_pb2.MemoryRecord]
+    next_page_token: str
+    def __init__(self, records: _Optional[_Iterable[_Union[_memory_pb2.MemoryRecord, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class StatsRequest(_message.Message):
     __slots__ = ("namespace",)

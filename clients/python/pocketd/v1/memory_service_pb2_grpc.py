@@ -66,6 +66,11 @@ class MemoryServiceStub:
                 request_serializer=pocketd_dot_v1_dot_memory__service__pb2.StatsRequest.SerializeToString,
                 response_deserializer=pocketd_dot_v1_dot_memory__service__pb2.StatsResponse.FromString,
                 _registered_method=True)
+        self.List = channel.unary_unary(
+                '/pocketd.v1.MemoryService/List',
+                request_serializer=pocketd_dot_v1_dot_memory__service__pb2.ListRequest.SerializeToString,
+                response_deserializer=pocketd_dot_v1_dot_memory__service__pb2.ListResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -115,7 +120,16 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Stats(self, request, context):
-        """Counts per namespace and per tier.
+        """Counts per namespace and per tier; with a namespace, its pockets.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def List(self, request, context):
+        """Pages through a namespace's memories without a query, by session and time window, in
+        event-time order (a session's turns in turn order). Errors: INVALID_ARGUMENT (a bad
+        filter or page token).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -153,6 +167,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.Stats,
                     request_deserializer=pocketd_dot_v1_dot_memory__service__pb2.StatsRequest.FromString,
                     response_serializer=pocketd_dot_v1_dot_memory__service__pb2.StatsResponse.SerializeToString,
+            ),
+            'List': grpc.unary_unary_rpc_method_handler(
+                    servicer.List,
+                    request_deserializer=pocketd_dot_v1_dot_memory__service__pb2.ListRequest.FromString,
+                    response_serializer=pocketd_dot_v1_dot_memory__service__pb2.ListResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -319,6 +338,33 @@ class MemoryService:
             '/pocketd.v1.MemoryService/Stats',
             pocketd_dot_v1_dot_memory__service__pb2.StatsRequest.SerializeToString,
             pocketd_dot_v1_dot_memory__service__pb2.StatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def List(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pocketd.v1.MemoryService/List',
+            pocketd_dot_v1_dot_memory__service__pb2.ListRequest.SerializeToString,
+            pocketd_dot_v1_dot_memory__service__pb2.ListResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,65 @@
+"""Time cues in a query ("yesterday", "last week", "上周", "3 days ago"), read as a window of event
+time relative to the query's reference time (`as_of`, else now).
+
+Recall boosts the memories that occurred inside the window (`hybrid_search.time_cue_boost`) rather
+than filtering on it: a cue is a hint about when, not a hard condition, and "last week" in a
+question asked on Monday may mean the days just before. Weeks start on Monday and months on the
+1st, in UTC.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+_DAY = dt.timedelta(days=1)
+_N_DAYS = re.compile(r"\b(\d{1,3}) days? ago\b|(\d{1,3}) ?天前")
+_CUES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p), name)
+    for p, name in (
+        (r"\btoday\b|今天", "today"),
+        (r"\byesterday\b|昨天", "yesterday"),
+        (r"\bthis week\b|本周|这周|这个星期", "this_week"),
+        (r"\blast week\b|上周|上个星期|上星期", "last_week"),
+        (r"\bthis month\b|本月|这个月", "this_month"),
+        (r"\blast month\b|上个月|上月", "last_month"),
+        (r"\bthis year\b|今年", "this_year"),
+        (r"\blast year\b|去年", "last_year"),
+    )
+)
+
+
+def _month_start(d: dt.datetime) -> dt.datetime:
+    return d.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def window(text: str, reference: float) -> tuple[float, float] | None:
+    """The [start, end) event-time window the first cue of `text` names, or None."""
+    low = text.lower()
+    ref = dt.datetime.fromtimestamp(reference, dt.UTC)
+    day = ref.replace(hour=0, minute=0, second=0, microsecond=0)
+    if m := _N_DAYS.search(low):
+        n = int(m.group(1) or m.group(2))
+        start = day - n * _DAY
+        return start.timestamp(), (start + _DAY).timestamp()
+    for pattern, name in _CUES:
+        if not pattern.search(low):
+            continue
+        week = day - day.weekday() * _DAY
+        month = _month_start(ref)
+        year = month.replace(month=1)
+        if not 1 < year.year < 9999:  # no window reaches past the calendar's ends
+            return None
+        spans = {
+            "today": (day, day + _DAY),
+            "yesterday": (day - _DAY, day),
+            "this_week": (week, week + 7 * _DAY),
+            "last_week": (week - 7 * _DAY, week),
+            "this_month": (month, _month_start(month + 32 * _DAY)),
+            "last_month": (_month_start(month - _DAY), month),
+            "this_year": (year, year.replace(year=year.year + 1)),
+            "last_year": (year.replace(year=year.year - 1), year),
+        }
+        start, end = spans[name]
+        return start.timestamp(), end.timestamp()
+    return None
