@@ -95,6 +95,12 @@ def dense_ranker(data: DialogSet) -> Ranker:
     return rank
 
 
+def words(t: Turn) -> str:
+    """The turn without its "Speaker: " prefix: pocketd gets the speaker as its own field."""
+    prefix = f"{t.speaker}: "
+    return t.text[len(prefix) :] if t.text.startswith(prefix) else t.text
+
+
 class PocketdRanker:
     """Imports the turns into a real server, then ranks by Recall."""
 
@@ -116,10 +122,11 @@ class PocketdRanker:
                 [
                     MemoryInput(
                         t.namespace,
-                        t.text,
+                        words(t),
                         kind="episode",
                         session_id=t.session_id,
-                        created_at=t.time,
+                        speaker=t.speaker,
+                        occurred_at=t.time,
                     )
                     for t in turns
                 ]

@@ -162,6 +162,8 @@ class MergePolicy:
             return None
         if new.kind != old.kind or new.namespace != old.namespace:
             return None
+        if new.speaker != old.speaker:  # two people saying the same words are two memories
+            return None
         mode = self.mode(new.kind)
         if mode == "identical_in_session":
             same_session = bool(new.session_id) and new.session_id == old.session_id
