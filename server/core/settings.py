@@ -88,8 +88,10 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     # Multiplier for a hit found by both channels (a vector hit is above `vector_floor`).
     both_boost: Annotated[float, between(1.0, 10.0)] = 1.2
     # The cosine at or below which a memory is no vector hit; above it the vector score is
-    # (cos − floor) / (1 − floor). MiniLM puts unrelated texts at 0 to 0.3.
-    vector_floor: Annotated[float, between(-1.0, 0.99)] = 0.2
+    # (cos − floor) / (1 − floor). MiniLM puts unrelated texts around 0, and a related turn
+    # that shares few words with the question at 0.1 to 0.3 (0.2 lost 5 points of overall R@5
+    # in `bench quality --seed 1`, bench/RESULTS.md).
+    vector_floor: Annotated[float, between(-1.0, 0.99)] = 0.1
     # Added to the fused score of a memory that holds every exact identifier of the query
     # (an error code, an order id): at 1 or more such a holder is never outranked by a memory
     # that merely shares topic words.
@@ -98,9 +100,10 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     # query names ("last week", "上周"; see server/core/memory/timecues.py).
     time_cue_boost: Annotated[float, between(0.0, 10.0)] = 0.3
     # Weights of the keyword channel's secondary fields against the memory's own text: the
-    # speaker's name, and the context built from neighbouring turns of the same session.
-    speaker_weight: Ratio = 0.5
-    context_weight: Ratio = 0.3
+    # speaker's name (a question names whom it is about), and the context built from the
+    # neighbouring turns of the same session (low: a neighbour is often unrelated small talk).
+    speaker_weight: Ratio = 1.0
+    context_weight: Ratio = 0.1
     top_k: Annotated[int, between(1, 10_000)] = 5
     # Candidates taken from each channel before fusion; deep enough that a strong hit of one
     # channel is not lost.

@@ -25,7 +25,7 @@ from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
 from server.core.settings import Settings
 from tests.api.test_memory_api import expect, record, stub, violations
-from tests.conftest import DIM, RunningServer, make_settings, start_server
+from tests.conftest import DIM, RunningServer, make_settings, start_server, wait_for
 
 MAX_TS = 253_402_300_799  # 9999-12-31T23:59:59Z
 
@@ -430,7 +430,14 @@ async def test_every_call_is_logged_once_without_its_text(
     await expect(
         s.Get(spb.GetRequest(namespace="ns1", memory_id="nope")), grpc.StatusCode.NOT_FOUND
     )
-    calls = [r for r in caplog.records if r.name == "pocketd.calls"]
+
+    # The server logs a failed call once its handler has unwound, which can be just after the
+    # client got the status.
+    def logged() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if r.name == "pocketd.calls"]
+
+    await asyncio.to_thread(wait_for, lambda: len(logged()) >= 2, 30.0)
+    calls = logged()
     assert [r.fields["method"] for r in calls] == ["Remember", "Get"]  # type: ignore[attr-defined]
     assert [r.fields["status"] for r in calls] == ["OK", "NOT_FOUND"]  # type: ignore[attr-defined]
     assert all(r.fields["namespace"] == "ns1" for r in calls)  # type: ignore[attr-defined]

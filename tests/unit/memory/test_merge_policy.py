@@ -74,7 +74,7 @@ def test_an_episode_merges_only_with_the_same_text_in_the_same_session(
 
 
 def test_two_speakers_saying_the_same_words_are_two_memories(engine: MemoryEngine) -> None:
-    """"Tell me more." from each side of one conversation, or the same fact stated about two
+    """ "Tell me more." from each side of one conversation, or the same fact stated about two
     people, must not fold into one record."""
     for kind in (Kind.EPISODE, Kind.FACT):
         text = f"Oh really? Tell me more about the {kind.name.lower()}."
