@@ -17,6 +17,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
+from server.core.memory.changes import Applied, Erase, Op, Put, Touch
 from server.core.memory.model import Record, Vector
 from server.core.memory.ports import ChangedRow
 
@@ -78,38 +79,21 @@ class SqliteRecordStore:
                 self._readers.append(conn)
         return conn
 
-    def write(self, records: Sequence[Record], vectors: Sequence[Vector | None]) -> list[int]:
-        keys: list[int] = []
+    def apply(self, ops: Sequence[Op]) -> list[Applied]:
+        """Apply a change in one durable transaction; every Put and Erase gets a revision."""
+        out: list[Applied] = []
         with self._wlock:
             cur = self._w.cursor()
             cur.execute("BEGIN IMMEDIATE")
             try:
-                for rec, vec in zip(records, vectors, strict=True):
-                    self._rev += 1
-                    payload = _encoder.encode(rec)
-                    if rec.key:
-                        cur.execute(
-                            "UPDATE records SET rev=?, deleted=0, payload=?,"
-                            " vector=COALESCE(?, vector), kind=? WHERE key=?",
-                            (self._rev, payload, _vec_bytes(vec), int(rec.kind), rec.key),
-                        )
-                        keys.append(rec.key)
+                for op in ops:
+                    if isinstance(op, Put):
+                        out.append(self._put(cur, op))
+                    elif isinstance(op, Erase):
+                        if (gone := self._erase(cur, op.key)) is not None:
+                            out.append(gone)
                     else:
-                        cur.execute(
-                            "INSERT INTO records(namespace, memory_id, kind, rev, payload, vector)"
-                            " VALUES (?,?,?,?,?,?)",
-                            (
-                                rec.namespace,
-                                rec.memory_id,
-                                int(rec.kind),
-                                self._rev,
-                                payload,
-                                _vec_bytes(vec),
-                            ),
-                        )
-                        key = cur.lastrowid
-                        assert key is not None
-                        keys.append(key)
+                        self._touch(cur, op)
                 cur.execute("COMMIT")
             except BaseException:
                 cur.execute("ROLLBACK")
@@ -117,49 +101,57 @@ class SqliteRecordStore:
                     self._w.execute("SELECT COALESCE(MAX(rev),0) FROM records").fetchone()[0]
                 )
                 raise
-        return keys
+        return out
 
-    def delete(self, keys: Sequence[int]) -> int:
-        n = 0
-        with self._wlock:
-            cur = self._w.cursor()
-            cur.execute("BEGIN IMMEDIATE")
-            try:
-                for key in keys:
-                    self._rev += 1
-                    cur.execute(
-                        "UPDATE records SET rev=?, deleted=1, payload=NULL, vector=NULL"
-                        " WHERE key=? AND deleted=0",
-                        (self._rev, key),
-                    )
-                    n += cur.rowcount
-                cur.execute("COMMIT")
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
-        return n
+    def _put(self, cur: sqlite3.Cursor, op: Put) -> Applied:
+        rec = op.record
+        self._rev += 1
+        payload = _encoder.encode(rec)
+        vec = _vec_bytes(op.vector)
+        if rec.key:
+            cur.execute(
+                "UPDATE records SET rev=?, deleted=0, payload=?,"
+                " vector=COALESCE(?, vector), kind=? WHERE key=?",
+                (self._rev, payload, vec, int(rec.kind), rec.key),
+            )
+            key = rec.key
+            if vec is None:
+                row = cur.execute("SELECT vector FROM records WHERE key=?", (key,)).fetchone()
+                vec = None if row is None else row[0]
+        else:
+            cur.execute(
+                "INSERT INTO records(namespace, memory_id, kind, rev, payload, vector)"
+                " VALUES (?,?,?,?,?,?)",
+                (rec.namespace, rec.memory_id, int(rec.kind), self._rev, payload, vec),
+            )
+            assert cur.lastrowid is not None
+            key = cur.lastrowid
+        stored = msgspec.structs.replace(rec, key=key)
+        return Applied(self._rev, key, rec.namespace, stored, _vec(vec))
 
-    def add_access(self, tally: dict[int, tuple[int, float]]) -> None:
-        with self._wlock:
-            cur = self._w.cursor()
-            cur.execute("BEGIN IMMEDIATE")
-            try:
-                for key, (n, last) in tally.items():
-                    row = cur.execute(
-                        "SELECT payload FROM records WHERE key=? AND deleted=0", (key,)
-                    ).fetchone()
-                    if row is None:  # forgotten since it was read
-                        continue
-                    rec = _decoder.decode(row[0])
-                    rec.access_count += n
-                    rec.last_accessed_at = max(rec.last_accessed_at or 0.0, last)
-                    cur.execute(
-                        "UPDATE records SET payload=? WHERE key=?", (_encoder.encode(rec), key)
-                    )
-                cur.execute("COMMIT")
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
+    def _erase(self, cur: sqlite3.Cursor, key: int) -> Applied | None:
+        row = cur.execute(
+            "SELECT namespace FROM records WHERE key=? AND deleted=0", (key,)
+        ).fetchone()
+        if row is None:
+            return None
+        self._rev += 1
+        cur.execute(
+            "UPDATE records SET rev=?, deleted=1, payload=NULL, vector=NULL WHERE key=?",
+            (self._rev, key),
+        )
+        return Applied(self._rev, key, str(row[0]), None, None)
+
+    def _touch(self, cur: sqlite3.Cursor, op: Touch) -> None:
+        row = cur.execute(
+            "SELECT payload FROM records WHERE key=? AND deleted=0", (op.key,)
+        ).fetchone()
+        if row is None:  # forgotten since it was read
+            return
+        rec = _decoder.decode(row[0])
+        rec.access_count += op.accesses
+        rec.last_accessed_at = max(rec.last_accessed_at or 0.0, op.last)
+        cur.execute("UPDATE records SET payload=? WHERE key=?", (_encoder.encode(rec), op.key))
 
     def _live_column(self, column: str, keys: Sequence[int]) -> list[tuple[int, bytes]]:
         """(key, column) of the live rows among `keys`."""

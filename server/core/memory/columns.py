@@ -12,10 +12,12 @@ from __future__ import annotations
 import math
 import threading
 from array import array
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
+from server.core.memory.changes import Applied
 from server.core.memory.model import MemoryFilter, Record
 from server.core.memory.pockets import PocketCatalog
 
@@ -126,6 +128,14 @@ class Columns:
             ok &= self.kind[k] == kind
         out[inside] = ok
         return out
+
+    def follow(self, applied: Sequence[Applied]) -> None:
+        """Follow committed revisions: a written record is put, an erased one dropped."""
+        for a in applied:
+            if a.record is None:
+                self.drop(a.key)
+            else:
+                self.put(a.record)
 
     def drop(self, key: int) -> None:
         with self._lock:

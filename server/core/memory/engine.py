@@ -18,7 +18,7 @@ from server.core.errors import FailedPreconditionError, Location, NotFoundError
 from server.core.memory.access import AccessRecorder
 from server.core.memory.columns import Columns
 from server.core.memory.costs import CostModel
-from server.core.memory.hot import HotTier
+from server.core.memory.hot import MemoryHotTier
 from server.core.memory.indexer import Indexer
 from server.core.memory.maintenance import Maintenance
 from server.core.memory.model import (
@@ -36,11 +36,20 @@ from server.core.memory.model import (
     TierCount,
     Vector,
     WriteResult,
+    unit,
 )
 from server.core.memory.pockets import PocketCatalog, PocketScheme
-from server.core.memory.ports import Clock, KeywordIndex, RecordStore, TextEncoder, VectorIndexSet
+from server.core.memory.ports import (
+    Clock,
+    HotTier,
+    KeywordIndex,
+    MetadataColumns,
+    RecordStore,
+    TextEncoder,
+    VectorIndexSet,
+)
 from server.core.memory.retrieval import Retriever
-from server.core.memory.writer import Writer, unit
+from server.core.memory.writer import Writer
 from server.core.settings import MemorySettings
 
 log = logging.getLogger(__name__)
@@ -66,12 +75,20 @@ class MemoryEngine:
         self._keywords = keywords
         self._encoder = encoder
         self._clock = clock
-        self.columns = Columns(PocketCatalog(PocketScheme(settings.pockets)))
-        self.hot = HotTier(settings.embedding_dim)
+        self.columns: MetadataColumns = Columns(PocketCatalog(PocketScheme(settings.pockets)))
+        self.hot: HotTier = MemoryHotTier(settings.embedding_dim, keywords.analyze, clock)
         self._costs = CostModel(settings.pockets, settings.hybrid_search.expansion_search)
         publish = threading.Lock()
         self._writer = Writer(
-            settings, store, self.columns, self.hot, vectors, keywords, clock, publish
+            settings,
+            store,
+            self.columns,
+            self.hot,
+            vectors,
+            keywords.analyze,
+            clock,
+            publish,
+            followers=(self.columns, self.hot),
         )
         self.retriever = Retriever(
             settings, self.columns, self.hot, vectors, keywords, store, clock

@@ -14,17 +14,15 @@ idf-weighted share of query terms they contain (in [0, 1], on the keyword channe
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from kernels.scan import exact_topk
-from server.core.memory.model import Vector
-
-KeyArray = npt.NDArray[np.int64]
-F32 = npt.NDArray[np.float32]
-MaskFn = Callable[[KeyArray], npt.NDArray[np.bool_]]
+from server.core.memory.changes import Applied
+from server.core.memory.model import Tier, Vector, unit
+from server.core.memory.ports import F32, Clock, KeyArray, MaskFn
 
 
 class _HotSet:
@@ -86,11 +84,13 @@ class _HotSet:
         self.n = last
 
 
-class HotTier:
+class MemoryHotTier:
     """Every namespace's hot set, behind one lock (scans are sub-millisecond)."""
 
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int, terms: Callable[[str], list[str]], clock: Clock) -> None:
         self._dim = dim
+        self._terms = terms
+        self._clock = clock
         self._sets: dict[str, _HotSet] = {}
         self._ns_of: dict[int, str] = {}
         self._pending = 0
@@ -117,6 +117,19 @@ class HotTier:
                 self._pending += 1
             hs.put(key, kind, vec, frozenset(terms), now, hot)
             self._ns_of[key] = namespace
+
+    def follow(self, applied: Sequence[Applied]) -> None:
+        """Follow committed revisions: a written record with a vector enters (unindexed, so
+        readable at once), an erased one leaves."""
+        now = self._clock.now()
+        for a in applied:
+            rec = a.record
+            if rec is None:
+                self.remove((a.key,))
+            elif a.vector is not None:
+                terms = self._terms(rec.text)
+                hot = rec.tier == Tier.HOT
+                self.put(rec.namespace, a.key, int(rec.kind), unit(a.vector), terms, now, hot)
 
     def remove(self, keys: Iterable[int]) -> None:
         with self._lock:

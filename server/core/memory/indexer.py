@@ -27,18 +27,17 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import numpy.typing as npt
 
-from server.core.memory.hot import HotTier
-from server.core.memory.model import Record, Tier
+from server.core.memory.model import Record, Tier, unit
 from server.core.memory.pockets import PocketScheme
 from server.core.memory.ports import (
     Clock,
+    HotTier,
     KeyArray,
     KeywordDoc,
     KeywordIndex,
     RecordStore,
     VectorIndexSet,
 )
-from server.core.memory.writer import unit
 from server.core.settings import IndexSettings
 
 log = logging.getLogger(__name__)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from server.core.memory.changes import Applied, Op
 from server.core.memory.model import MemoryFilter, Record, Vector
+from server.core.memory.pockets import PocketCatalog
 
 KeyArray = npt.NDArray[np.int64]
 
@@ -29,15 +31,11 @@ class ChangedRow:
 class RecordStore(Protocol):
     """The source of truth. Writes are durable when `write` returns."""
 
-    def write(self, records: Sequence[Record], vectors: Sequence[Vector | None]) -> list[int]:
-        """Insert or update records in one durable transaction; assign and return their keys.
-
-        A record with key 0 is new; a record with a key replaces that row.
-        """
-        ...
-
-    def delete(self, keys: Sequence[int]) -> int:
-        """Erase records (text and vector) in one durable transaction; return how many."""
+    def apply(self, ops: Sequence[Op]) -> list[Applied]:
+        """Apply a change (`server.core.memory.changes`) in one durable transaction, giving each
+        Put and Erase the next revision; return what was applied, in revision order. A Put with
+        key 0 inserts; an Erase of a record that is not live is skipped; a Touch adds to the
+        access statistics without a revision."""
         ...
 
     def get(self, keys: Sequence[int]) -> dict[int, Record]:
@@ -54,11 +52,6 @@ class RecordStore(Protocol):
 
     def changes_since(self, rev: int, limit: int) -> list[ChangedRow]:
         """Rows changed after revision `rev`, oldest change first (deleted rows included)."""
-        ...
-
-    def add_access(self, tally: dict[int, tuple[int, float]]) -> None:
-        """Add {key: (accesses, latest time)} to live records' access statistics, in one
-        transaction, without a new revision (no index follows them)."""
         ...
 
     def head_rev(self) -> int:
@@ -193,6 +186,121 @@ class KeywordIndex(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+BoolArray = npt.NDArray[np.bool_]
+F32 = npt.NDArray[np.float32]
+MaskFn = Callable[[KeyArray], BoolArray]
+
+
+class HotTier(Protocol):
+    """The hot tier: memories of tier hot and every memory the indexer has not reached, scanned
+    exactly. A follower of the revision feed (`follow`); the indexer marks rows indexed. The
+    built-in one is in memory (`server.core.memory.hot`); a shared one (Redis) can implement
+    the same methods."""
+
+    def follow(self, applied: Sequence[Applied]) -> None: ...
+
+    def put(
+        self,
+        namespace: str,
+        key: int,
+        kind: int,
+        vec: Vector,
+        terms: Iterable[str],
+        now: float,
+        hot: bool,
+    ) -> None:
+        """Add or replace a row (rebuilding after a restart)."""
+        ...
+
+    def mark_indexed(self, keys: Iterable[int]) -> None: ...
+
+    def evict(self) -> int:
+        """Drop the indexed rows not of tier hot; return how many."""
+        ...
+
+    def pending(self) -> int:
+        """Rows not yet indexed."""
+        ...
+
+    def contains(self, key: int) -> bool: ...
+
+    def count(self, namespace: str) -> int: ...
+
+    def scan(self, namespace: str, query: Vector, k: int, mask_fn: MaskFn) -> tuple[KeyArray, F32]:
+        """Exact top-k by cosine of the rows that pass `mask_fn`."""
+        ...
+
+    def keyword(
+        self, namespace: str, weights: dict[str, float], mask_fn: MaskFn
+    ) -> tuple[KeyArray, F32]:
+        """Unindexed rows holding query terms, by their weighted share of the terms."""
+        ...
+
+    def rows(self, namespace: str, kind: int) -> tuple[KeyArray, F32]:
+        """Keys and unit vectors of the rows of one kind."""
+        ...
+
+    def moments(
+        self, namespace: str, pocket_of: npt.NDArray[np.int32], pocket: int
+    ) -> tuple[npt.NDArray[np.float64], int]:
+        """Sum and count of the vectors of the rows in `pocket`."""
+        ...
+
+
+class MetadataColumns(Protocol):
+    """Per-key metadata arrays of every live memory (a follower of the revision feed), for
+    vectorised filtering, ranking and pocket sizes. The built-in one is
+    `server.core.memory.columns.Columns`."""
+
+    catalog: PocketCatalog
+    ns: npt.NDArray[np.int32]
+    kind: npt.NDArray[np.int8]
+    created: npt.NDArray[np.float64]
+    refreshed: npt.NDArray[np.float64]
+    obsolete: BoolArray
+    tier: npt.NDArray[np.int8]
+    pocket: npt.NDArray[np.int32]
+    turn: npt.NDArray[np.int32]
+
+    def follow(self, applied: Sequence[Applied]) -> None: ...
+
+    def put(self, rec: Record) -> int:
+        """Insert or update a row (rebuilding after a restart); return its pocket id."""
+        ...
+
+    def ns_id(self, namespace: str) -> int: ...
+
+    def namespaces(self) -> dict[str, int]: ...
+
+    def current(self, keys: KeyArray, kind: int | None = None) -> BoolArray: ...
+
+    def mask(
+        self,
+        keys: KeyArray,
+        ns_id: int,
+        flt: MemoryFilter,
+        now: float,
+        include_obsolete: bool,
+        include_expired: bool,
+    ) -> BoolArray: ...
+
+    def matching_keys(
+        self,
+        ns_id: int,
+        pockets: list[int] | None,
+        flt: MemoryFilter,
+        now: float,
+        include_obsolete: bool,
+        include_expired: bool,
+    ) -> KeyArray: ...
+
+    def pocket_sizes(self, ns_id: int, pockets: int) -> npt.NDArray[np.int64]: ...
+
+    def next_turn(self, ns_id: int, session: str) -> int: ...
+
+    def neighbours(self, key: int, n: int) -> tuple[KeyArray, KeyArray]: ...
 
 
 class TextEncoder(Protocol):

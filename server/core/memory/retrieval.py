@@ -30,9 +30,7 @@ from kernels.fusion import fuse, scale_channels
 from kernels.rank import rank_final
 from kernels.scan import exact_topk
 from server.core.deadline import Deadline
-from server.core.memory.columns import Columns
 from server.core.memory.costs import CostModel
-from server.core.memory.hot import HotTier
 from server.core.memory.model import (
     Hit,
     Kind,
@@ -45,7 +43,15 @@ from server.core.memory.model import (
     Tier,
     Vector,
 )
-from server.core.memory.ports import Clock, KeywordIndex, KeywordQuery, RecordStore, VectorIndexSet
+from server.core.memory.ports import (
+    Clock,
+    HotTier,
+    KeywordIndex,
+    KeywordQuery,
+    MetadataColumns,
+    RecordStore,
+    VectorIndexSet,
+)
 from server.core.memory.timecues import window
 from server.core.settings import MemorySettings
 
@@ -78,7 +84,7 @@ class _Run:
     reports: list[StepReport] = field(default_factory=list)
     keyword_cost: float = 0.0
 
-    def mask(self, cols: Columns, keys: KeyArray) -> npt.NDArray[np.bool_]:
+    def mask(self, cols: MetadataColumns, keys: KeyArray) -> npt.NDArray[np.bool_]:
         q = self.q
         m = cols.mask(keys, self.ns_id, q.filter, self.now, q.include_obsolete, q.include_expired)
         inside = keys < len(cols.pocket)
@@ -92,7 +98,7 @@ class Retriever:
     def __init__(
         self,
         settings: MemorySettings,
-        columns: Columns,
+        columns: MetadataColumns,
         hot: HotTier,
         vectors: VectorIndexSet,
         keywords: KeywordIndex,

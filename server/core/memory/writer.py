@@ -1,19 +1,21 @@
-"""The write path after validation and encoding: gate, near-duplicate merge, supersede, durable
-write, then publish to the metadata columns and the hot tier.
+"""The single writer: every mutation of memory becomes a typed change (`changes.py`) here.
 
-All writes are serialised by one lock, so the near-duplicate check sees every earlier write,
-including those earlier in the same batch. The record store commit happens before anything is
-published or acknowledged. The same lock is held while publishing, and the indexer takes it to
-mark rows indexed, so it can never mark a row before the writer has put it into the hot tier.
+Remember (gate, near-duplicate merge, upsert, supersede), Forget, the tier moves and the access
+statistics all build a list of operations and hand it to `_commit`, which applies it in one
+store transaction (each operation gets its revision), then passes what was applied to the
+synchronous followers (the metadata columns and the hot tier), then returns; only then is the
+call acknowledged. One lock serialises all of it, so the near-duplicate check sees every earlier
+write, a merge that read a record can never write it back after a Forget, and the indexer (which
+takes the same lock to mark rows indexed) never marks a row before the hot tier has it.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -21,10 +23,9 @@ import numpy as np
 
 from server.core.deadline import Deadline
 from server.core.errors import Location, NotFoundError, UnavailableError
-from server.core.memory.columns import Columns
+from server.core.memory.changes import Applied, Cause, Erase, Follower, Op, Put, Touch
 from server.core.memory.dedup import MergePolicy
 from server.core.memory.gate import ImportanceGate
-from server.core.memory.hot import HotTier
 from server.core.memory.model import (
     GateDecision,
     Kind,
@@ -33,8 +34,9 @@ from server.core.memory.model import (
     Tier,
     Vector,
     WriteResult,
+    unit,
 )
-from server.core.memory.ports import Clock, KeywordIndex, RecordStore, VectorIndexSet
+from server.core.memory.ports import Clock, HotTier, MetadataColumns, RecordStore, VectorIndexSet
 from server.core.settings import MemorySettings
 
 _DAY = 86_400.0
@@ -49,14 +51,6 @@ def new_memory_id(now: float) -> str:
     return f"m{int(now * 1000):012x}{os.urandom(5).hex()}"
 
 
-def unit(v: Vector) -> Vector:
-    """`v` scaled to length 1, computed in float64 so that a vector scaled by 1e20 or 1e-30
-    neither overflows nor underflows (validation has refused vectors with no direction)."""
-    w = np.asarray(v, dtype=np.float64)
-    n = float(np.linalg.norm(w))
-    return (w / n).astype(np.float32) if n > 0 and math.isfinite(n) else w.astype(np.float32)
-
-
 @dataclass
 class _Pending:
     """A record about to be written (new, or an existing one being merged into)."""
@@ -65,6 +59,7 @@ class _Pending:
     vector: Vector | None
     unit: Vector | None
     reason: str = ""
+    cause: Cause = Cause.STORE
 
 
 @dataclass(frozen=True)
@@ -91,7 +86,7 @@ class _Turns:
     """Positions in their sessions for a batch's items: a turn the client gives, or the next
     free one (past the session's stored turns and the batch's earlier items)."""
 
-    def __init__(self, columns: Columns) -> None:
+    def __init__(self, columns: MetadataColumns) -> None:
         self._cols = columns
         self._next: dict[tuple[str, str], int] = {}
 
@@ -113,23 +108,24 @@ class Writer:
         self,
         settings: MemorySettings,
         store: RecordStore,
-        columns: Columns,
+        columns: MetadataColumns,
         hot: HotTier,
         vectors: VectorIndexSet,
-        keywords: KeywordIndex,
+        terms: Callable[[str], list[str]],
         clock: Clock,
         publish_lock: threading.Lock,
+        followers: Sequence[Follower],
     ) -> None:
         self._s = settings
         self._gate = ImportanceGate(settings.write_policy)
-        self._merge = MergePolicy(settings.write_policy, keywords.analyze)
+        self._merge = MergePolicy(settings.write_policy, terms)
         self._store = store
         self._cols = columns
         self._hot = hot
         self._vectors = vectors
-        self._keywords = keywords
         self._clock = clock
         self._lock = publish_lock
+        self._followers = list(followers)
         self._scheme = columns.catalog.scheme
         self._hot_kinds = frozenset(Kind[k.upper()] for k in settings.hot.kinds)
 
@@ -157,21 +153,23 @@ class Writer:
             return self._write_locked(items, deadline)
 
     def add_access(self, tally: dict[int, tuple[int, float]]) -> None:
-        """Fold counted accesses into the records, under the writer's lock like every change,
-        so a merge or an upsert never writes back a stale count."""
+        """Fold counted accesses into the records, as one change like every other, so a merge
+        or an upsert never writes back a stale count."""
         with self._lock:
-            self._store.add_access(tally)
+            self._commit([Touch(k, n, last) for k, (n, last) in tally.items()])
 
     def forget(self, keys: list[int], deadline: Deadline) -> int:
-        """Erase records, under the same lock as every write: a merge that read a record before
-        it was forgotten can never write it back."""
+        """Erase records; return how many were live."""
         with self._lock:
             deadline.check("the delete")
-            n = self._store.delete(keys)
-            for key in keys:
-                self._cols.drop(key)
-            self._hot.remove(keys)
-        return n
+            return len(self._commit([Erase(k) for k in keys]))
+
+    def _commit(self, ops: Sequence[Op]) -> list[Applied]:
+        """Apply a change durably, then hand it to the followers. Called under the lock."""
+        applied = self._store.apply(ops)
+        for follower in self._followers:
+            follower.follow(applied)
+        return applied
 
     def _arrival_tier(self, kind: Kind, event_time: float, now: float) -> Tier:
         """Hot for a recent turn of a hot kind (a session's raw memory), else warm."""
@@ -200,11 +198,14 @@ class Writer:
                 return 0
             deadline.check("the tier move")
             moved = [
-                msgspec.structs.replace(r, tier=Tier.WARM, updated_at=now)
+                Put(
+                    msgspec.structs.replace(r, tier=Tier.WARM, updated_at=now),
+                    None,
+                    Cause.TIER_MOVE,
+                )
                 for r in self._store.get(keys).values()
             ]
-            self._commit(moved, [None] * len(moved), now)
-            return len(moved)
+            return len(self._commit(moved))
 
     def _supersede_targets(self, items: list[NewMemory]) -> list[list[int]]:
         targets: list[list[int]] = []
@@ -352,15 +353,18 @@ class Writer:
                 entry = entries[st.record.key]
                 entry.record, entry.vector, entry.unit = st.record, st.vector, st.unit
             else:
-                entry = _Pending(st.record, st.vector, st.unit)
+                cause = Cause.UPSERT if st.record.key else Cause.STORE
+                entry = _Pending(st.record, st.vector, st.unit, cause=cause)
                 batch.append(entry)
                 if st.record.key:
                     entries[st.record.key] = entry
             slots.append(entry)
         superseded = self._mark_superseded(targets, slots, batch, now)
-        records = [p.record for p in batch] + superseded
         deadline.check("the commit")  # the last point at which the write can still be dropped
-        self._commit(records, [p.vector for p in batch] + [None] * len(superseded), now)
+        self._commit(
+            [Put(p.record, p.vector, p.cause) for p in batch]
+            + [Put(r, None, Cause.SUPERSEDE) for r in superseded]
+        )
         # A result names the final record (an entry may have absorbed later duplicates).
         return [
             res
@@ -374,23 +378,6 @@ class Writer:
             )
             for res, slot in zip(results, slots, strict=True)
         ]
-
-    def _commit(self, records: list[Record], vectors: list[Vector | None], now: float) -> None:
-        """Write `records` durably, then publish them to the columns and the hot tier. A record
-        written without a vector keeps its stored one (a tier move, a supersede), which the hot
-        tier gets from the store."""
-        keys = self._store.write(records, vectors)
-        for rec, key in zip(records, keys, strict=True):
-            rec.key = key
-            self._cols.put(rec)
-        missing = [r.key for r, v in zip(records, vectors, strict=True) if v is None]
-        stored = self._store.get_vectors(missing) if missing else {}
-        for rec, vec in zip(records, vectors, strict=True):
-            v = vec if vec is not None else stored.get(rec.key)
-            if v is not None:
-                terms = self._keywords.analyze(rec.text)
-                hot = rec.tier == Tier.HOT
-                self._hot.put(rec.namespace, rec.key, int(rec.kind), unit(v), terms, now, hot)
 
     def _merge_target(
         self,
@@ -417,11 +404,12 @@ class Writer:
                 continue
             rec = _merge(base, st.record, now)
             if entry is None:
-                entry = _Pending(rec, st.vector, st.unit)
+                entry = _Pending(rec, st.vector, st.unit, cause=Cause.MERGE)
                 batch.append(entry)
                 entries[c.key] = entry
             else:
                 entry.record, entry.vector, entry.unit = rec, st.vector, st.unit
+                entry.cause = Cause.MERGE if entry.cause == Cause.STORE else entry.cause
             entry.reason = f"near-duplicate of {base.memory_id} ({why})"
             return entry
         return None

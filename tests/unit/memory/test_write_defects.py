@@ -38,7 +38,7 @@ def test_forget_waits_for_a_merge_in_progress_and_wins(engine: MemoryEngine) -> 
     undone, so Get returned the "forgotten" card number."""
     first = engine.remember([mem("Alice's card number is 4111 1111 1111 1111", Kind.FACT)])[0]
     store = engine._writer._store
-    real_write = store.write
+    real_apply = store.apply
     forgot = threading.Event()
     errors: list[BaseException] = []
 
@@ -49,20 +49,20 @@ def test_forget_waits_for_a_merge_in_progress_and_wins(engine: MemoryEngine) -> 
             errors.append(exc)
         forgot.set()
 
-    def write_during_forget(records, vectors):  # type: ignore[no-untyped-def]
-        store.write = real_write  # type: ignore[method-assign]  # only the merge is intercepted
+    def write_during_forget(ops):  # type: ignore[no-untyped-def]
+        store.apply = real_apply  # type: ignore[method-assign]  # only the merge is intercepted
         t = threading.Thread(target=forget)
         t.start()
         # Forget must not get through while the merge holds the write path. (If it could, it
         # usually would within this wait; a slow machine can only hide the old bug, never fail
         # the fixed code.)
         forgot.wait(0.5)
-        keys = real_write(records, vectors)
+        applied = real_apply(ops)
         t_holder.append(t)
-        return keys
+        return applied
 
     t_holder: list[threading.Thread] = []
-    store.write = write_during_forget  # type: ignore[method-assign]
+    store.apply = write_during_forget  # type: ignore[method-assign]
     merged = engine.remember([mem("Alice's card number is 4111 1111 1111 1111.", Kind.FACT)])[0]
     assert merged.decision == GateDecision.MERGED
     t_holder[0].join(30)
