@@ -281,8 +281,8 @@ class HotSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The hot tier: a session's raw recent turns, scanned exactly, and every memory until the
     indexer has it."""
 
-    # Memories of these kinds whose event time lies within `ttl_seconds` arrive in tier hot;
-    # the rest arrive warm. Hot memories move to warm after `ttl_seconds`.
+    # Memories of these kinds, with a session, whose event time lies within `ttl_seconds`
+    # arrive in tier hot; the rest arrive warm. Hot memories move to warm after `ttl_seconds`.
     kinds: tuple[str, ...] = ("episode", "observation")
     ttl_seconds: Seconds = 1800.0
     # Hot memories per namespace beyond this move to warm early, oldest first.

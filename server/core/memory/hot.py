@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from kernels.scan import exact_topk
 from server.core.memory.changes import Applied
-from server.core.memory.model import Tier, Vector, unit
+from server.core.memory.model import Tier, Vector, units
 from server.core.memory.ports import F32, Clock, KeyArray, MaskFn
 
 
@@ -122,14 +122,16 @@ class MemoryHotTier:
         """Follow committed revisions: a written record with a vector enters (unindexed, so
         readable at once), an erased one leaves."""
         now = self._clock.now()
-        for a in applied:
+        self.remove(a.key for a in applied if a.record is None)
+        put = [a for a in applied if a.record is not None and a.vector is not None]
+        if not put:
+            return
+        vecs = units(np.stack([a.vector for a in put if a.vector is not None]))
+        for a, v in zip(put, vecs, strict=True):
             rec = a.record
-            if rec is None:
-                self.remove((a.key,))
-            elif a.vector is not None:
-                terms = self._terms(rec.text)
-                hot = rec.tier == Tier.HOT
-                self.put(rec.namespace, a.key, int(rec.kind), unit(a.vector), terms, now, hot)
+            assert rec is not None
+            hot = rec.tier == Tier.HOT
+            self.put(rec.namespace, a.key, int(rec.kind), v, self._terms(rec.text), now, hot)
 
     def remove(self, keys: Iterable[int]) -> None:
         with self._lock:

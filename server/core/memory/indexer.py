@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import numpy.typing as npt
 
-from server.core.memory.model import Record, Tier, unit
+from server.core.memory.model import Record, Tier, units
 from server.core.memory.pockets import PocketScheme
 from server.core.memory.ports import (
     Clock,
@@ -95,7 +95,7 @@ class Indexer:
             if row.vector is None or rec.tier == Tier.HOT:
                 removes[rec.namespace].append(rec.key)
             else:
-                adds[(rec.namespace, pocket)].append((rec.key, unit(row.vector)))
+                adds[(rec.namespace, pocket)].append((rec.key, row.vector))
         for ns, gone_keys in removes.items():
             self._remove(ns, np.array(gone_keys, dtype=np.int64), keep=None)
         for (ns, pocket), pairs in adds.items():
@@ -103,7 +103,7 @@ class Indexer:
             self._remove(ns, added, keep=pocket)  # the record may have changed pockets
             index = self._vectors.partition(ns, pocket, True)
             assert index is not None
-            index.add(added, np.stack([v for _, v in pairs]))
+            index.add(added, units(np.stack([v for _, v in pairs])))
         gone = [r.record.key for r in rows if r.deleted]
         if gone:
             self._keywords.remove(gone)

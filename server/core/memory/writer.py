@@ -24,7 +24,7 @@ import numpy as np
 from server.core.deadline import Deadline
 from server.core.errors import Location, NotFoundError, UnavailableError
 from server.core.memory.changes import Applied, Cause, Erase, Follower, Op, Put, Touch
-from server.core.memory.dedup import MergePolicy
+from server.core.memory.dedup import MergePolicy, normalised
 from server.core.memory.gate import ImportanceGate
 from server.core.memory.model import (
     GateDecision,
@@ -171,10 +171,12 @@ class Writer:
             follower.follow(applied)
         return applied
 
-    def _arrival_tier(self, kind: Kind, event_time: float, now: float) -> Tier:
-        """Hot for a recent turn of a hot kind (a session's raw memory), else warm."""
+    def _arrival_tier(self, rec: Record, event_time: float, now: float) -> Tier:
+        """Hot for a recent turn of a session of a hot kind (a session's raw memory), else
+        warm."""
         recent = now - event_time < self._s.hot.ttl_seconds
-        return Tier.HOT if kind in self._hot_kinds and recent else Tier.WARM
+        hot = rec.kind in self._hot_kinds and bool(rec.session_id) and recent
+        return Tier.HOT if hot else Tier.WARM
 
     def move_tiers(self, deadline: Deadline) -> int:
         """Move hot memories to warm: those older than `hot.ttl_seconds`, and the oldest beyond
@@ -228,12 +230,18 @@ class Writer:
         """
         floor = self._s.write_policy.dedup_cosine
         groups: dict[tuple[str, int, str], list[int]] = defaultdict(list)
+        sessions: dict[tuple[str, str], list[int]] = defaultdict(list)
         for i, st in enumerate(staged):
-            if st is not None and st.unit is not None and not st.client_id:
+            if st is None or st.client_id:
+                continue
+            mode = self._merge.mode(st.record.kind)
+            if mode == "identical_in_session" and st.record.session_id:
+                sessions[(st.record.namespace, st.record.session_id)].append(i)
+            elif mode == "similar" and st.unit is not None:
                 # The warm pocket it would live in; hot rows are in the hot tier.
                 warm = msgspec.structs.replace(self._scheme.key_of(st.record), tier=Tier.WARM)
                 groups[(st.record.namespace, int(st.record.kind), warm.name)].append(i)
-        out: dict[int, list[_Candidate]] = defaultdict(list)
+        out: dict[int, list[_Candidate]] = self._same_in_session(staged, sessions)
         for (ns, kind, pocket), idx in groups.items():
             units = np.stack(
                 [u for i in idx if (st := staged[i]) is not None and (u := st.unit) is not None]
@@ -260,6 +268,29 @@ class Writer:
                     out[idx[n]].append(_Candidate(float(bs[n, col]), idx[col], 0))
         for cands in out.values():
             cands.sort(key=lambda c: -c.cosine)
+        return out
+
+    def _same_in_session(
+        self, staged: list[_Staged | None], sessions: dict[tuple[str, str], list[int]]
+    ) -> dict[int, list[_Candidate]]:
+        """Candidates of the kinds that merge only an identical text in the same session: the
+        session's current records of the same kind and text, and earlier items of the batch. A
+        lookup by session and text, not a vector probe (cosine says nothing here)."""
+        out: dict[int, list[_Candidate]] = defaultdict(list)
+        for (ns, session), idx in sessions.items():
+            ns_id = self._cols.ns_id(ns)
+            keys = self._cols.session_keys(ns_id, session) if ns_id >= 0 else np.empty(0, np.int64)
+            stored = self._store.get(keys[self._cols.current(keys)].tolist()) if len(keys) else {}
+            seen: dict[tuple[int, str, str], list[tuple[int, int]]] = defaultdict(list)
+            for key, rec in stored.items():
+                seen[(int(rec.kind), rec.speaker, normalised(rec.text))].append((-1, key))
+            for i in idx:
+                st = staged[i]
+                assert st is not None
+                twin = (int(st.record.kind), st.record.speaker, normalised(st.record.text))
+                for item, key in seen[twin]:
+                    out[i].append(_Candidate(1.0, item, key if item < 0 else 0))
+                seen[twin].append((i, 0))
         return out
 
     def _write_locked(self, items: list[NewMemory], deadline: Deadline) -> list[WriteResult]:
@@ -295,7 +326,7 @@ class Writer:
                 updated_at=now,
                 refreshed_at=created,
                 expires_at=expires if expires is not None else now + wp.expire_after_days * _DAY,
-                tier=self._arrival_tier(rec.kind, created, now),
+                tier=self._arrival_tier(rec, created, now),
                 stored_at=now,
                 turn=-1 if not rec.session_id else turns.place(rec, item.turn),
                 key=0,
