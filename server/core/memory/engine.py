@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
 
 import numpy as np
 
@@ -55,6 +56,8 @@ from server.core.settings import MemorySettings
 log = logging.getLogger(__name__)
 # Texts encoded between two deadline checks (a few encoder batches: ~0.1 s on two cores).
 ENCODE_CHUNK = 64
+# Query texts whose vectors are kept (384 floats each: about 1.5 MiB).
+QUERY_CACHE = 1024
 
 
 class MemoryEngine:
@@ -77,6 +80,8 @@ class MemoryEngine:
         self._clock = clock
         self.columns: MetadataColumns = Columns(PocketCatalog(PocketScheme(settings.pockets)))
         self.hot: HotTier = MemoryHotTier(settings.embedding_dim, keywords.analyze, clock)
+        self._queries: OrderedDict[str, Vector] = OrderedDict()
+        self._query_lock = threading.Lock()
         self._costs = CostModel(settings.pockets, settings.hybrid_search.expansion_search)
         publish = threading.Lock()
         self._writer = Writer(
@@ -212,10 +217,25 @@ class MemoryEngine:
         self.indexer.wake()
         return results
 
+    def _query_vector(self, text: str, deadline: Deadline) -> Vector:
+        """The query's vector, from a small LRU cache: an agent asks the same question of
+        several steps, and encoding it is most of a text-only Recall."""
+        with self._query_lock:
+            vec = self._queries.get(text)
+            if vec is not None:
+                self._queries.move_to_end(text)
+                return vec
+        vec = self._encode([text], "the query", deadline)[0]
+        with self._query_lock:
+            self._queries[text] = vec
+            while len(self._queries) > QUERY_CACHE:
+                self._queries.popitem(last=False)
+        return vec
+
     def recall(self, q: RecallQuery, deadline: Deadline | None = None) -> RecallResult:
         deadline = deadline or no_deadline()
         if q.vector is None and q.text:
-            q.vector = self._encode([q.text], "the query", deadline)[0]
+            q.vector = self._query_vector(q.text, deadline)
         elif q.vector is not None:
             q.vector = unit(q.vector)
         res = self.retriever.recall(q, deadline)

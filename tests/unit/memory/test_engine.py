@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import msgspec
 import numpy as np
 import pytest
 
+from server.adapters.onnx_encoder import OnnxTextEncoder
 from server.core.errors import FailedPreconditionError, NotFoundError
 from server.core.memory.engine import MemoryEngine
 from server.core.memory.model import (
@@ -370,3 +371,26 @@ def test_a_question_about_time_is_not_decayed(engine: MemoryEngine, clock: FakeC
         hit = engine.recall(RecallQuery(namespace=NS, text=text, min_score=0.0)).hits[0]
         assert hit.record.memory_id == old.memory_id
         assert (hit.score.decay < 1.0) == decayed, text
+
+
+def test_a_repeated_query_text_is_encoded_once(
+    engine_factory: Callable[..., MemoryEngine], encoder: OnnxTextEncoder
+) -> None:
+    calls: list[int] = []
+
+    class Counting:
+        dim = encoder.dim
+
+        def encode(self, texts: Sequence[str]) -> np.ndarray:
+            calls.append(len(texts))
+            return encoder.encode(texts)
+
+    eng = engine_factory()
+    eng._encoder = Counting()
+    eng.remember([mem("The VPN password rotates monthly")])
+    calls.clear()
+    first = ids(eng, text="VPN password")
+    again = ids(eng, text="VPN password")
+    assert first == again and calls == [1]
+    ids(eng, text="something else")
+    assert calls == [1, 1]
