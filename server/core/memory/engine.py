@@ -225,7 +225,7 @@ class MemoryEngine:
             if vec is not None:
                 self._queries.move_to_end(text)
                 return vec
-        vec = self._encode([text], "the query", deadline)[0]
+        vec: Vector = self._encode([text], "the query", deadline)[0]
         with self._query_lock:
             self._queries[text] = vec
             while len(self._queries) > QUERY_CACHE:
