@@ -221,10 +221,10 @@ class MemoryEngine:
         """The query's vector, from a small LRU cache: an agent asks the same question of
         several steps, and encoding it is most of a text-only Recall."""
         with self._query_lock:
-            vec = self._queries.get(text)
-            if vec is not None:
+            cached = self._queries.get(text)
+            if cached is not None:
                 self._queries.move_to_end(text)
-                return vec
+                return cached
         vec: Vector = self._encode([text], "the query", deadline)[0]
         with self._query_lock:
             self._queries[text] = vec
