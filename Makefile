@@ -17,7 +17,7 @@ CONFIG    ?=
 RUN_FLAGS := $(if $(LISTEN),--listen $(LISTEN)) $(if $(DATA_DIR),--data-dir $(DATA_DIR)) $(if $(CONFIG),--config $(CONFIG))
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
-.PHONY: help setup models run test test-slow check fmt lint typecheck imports gen gen-check bench clean clean-export
+.PHONY: help setup models run test test-slow check fmt lint typecheck imports gen gen-check bench bench-env clean clean-export
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -75,8 +75,12 @@ check: lint typecheck imports gen-check ## Formatter, linter, mypy --strict, imp
 bench: setup ## Run the memory benchmark (see bench/RESULTS.md); SIZE=100000 by default
 	$(VPY) -m bench memory --size $${SIZE:-100000}
 
+bench-env: ## Create .venv-bench with chromadb, the second baseline of `bench memory` (never a server dependency)
+	@test -x .venv-bench/bin/python || $(PY) -m venv .venv-bench
+	.venv-bench/bin/python -m pip install --quiet 'chromadb==1.5.9' numpy
+
 clean-export: ## Remove the export-only venv (.venv-export, about 1.6 GB) once the models are built
 	rm -rf $(EXPORT)
 
 clean: ## Remove the venvs, models, caches and local data
-	rm -rf $(VENV) $(EXPORT) models .numba_cache .mypy_cache .ruff_cache .pytest_cache data
+	rm -rf $(VENV) $(EXPORT) .venv-bench models .numba_cache .mypy_cache .ruff_cache .pytest_cache data

@@ -7,8 +7,16 @@ Measures, on one synthetic clustered dataset (client vectors, 384-d, plus text):
 - the server's RSS; the time to SERVING after a clean restart, and after a kill -9 during a burst
   of writes: the rows re-indexed, the time to SERVING and the latency of the first write;
 - acknowledged ingest when the server encodes the texts (batches of 64, no client vectors);
+- plain vector, kind-filtered vector and text-only Recall, with the cost units each query spent
+  (one unit: one exact 384-d f16 dot product) against a full scan's;
+- Recall latency while a bulk import runs into another namespace (the mixed case);
 - the built-in encoder's throughput;
-- the baseline (numpy brute force + bm25s, in-process) on the same data and queries.
+- the baseline (numpy brute force + bm25s, in-process) on the same data and queries, and
+  in-process chromadb (its default HNSW) for plain and kind-filtered vector queries, if
+  `make bench-env` has made `.venv-bench`.
+
+The records are of four kinds in turn (fact, preference, episode, skill), so a kind filter
+keeps a quarter of them.
 """
 
 from __future__ import annotations
@@ -18,20 +26,28 @@ import json
 import re
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+import numpy as np
 
 from bench.baseline import BruteForceHybrid
 from bench.data import Dataset, make
 from bench.server_proc import ROOT, ServerProcess
 from bench.stats import environment, rss_mb, summary_ms
-from pocketd import Client, MemoryInput
+from pocketd import Client, MemoryInput, RecallResult
 
 NS = "bench"
 CRASH_NS = "bench-crash"
 TEXT_NS = "bench-text"
+MIXED_NS = "bench-mixed"
+KINDS = ("fact", "preference", "episode", "skill")
+BENCH_PY = ROOT / ".venv-bench" / "bin" / "python"
 TAIL_RE = re.compile(r"loaded \d+ records, (\d+) awaiting the indexer")
 
 
@@ -39,17 +55,18 @@ def log(msg: str) -> None:
     print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
 
+def item(ns: str, data: Dataset, i: int) -> MemoryInput:
+    return MemoryInput(
+        ns, data.texts[i], kind=KINDS[i % 4], importance=3, vector=data.vectors[i].tolist()
+    )
+
+
 def ingest(c: Client, data: Dataset, batch: int) -> dict[str, float]:
     n = len(data.texts)
     t0 = time.perf_counter()
     stored = 0
     for start in range(0, n, batch):
-        items = [
-            MemoryInput(
-                NS, data.texts[i], kind="episode", importance=3, vector=data.vectors[i].tolist()
-            )
-            for i in range(start, min(start + batch, n))
-        ]
+        items = [item(NS, data, i) for i in range(start, min(start + batch, n))]
         stored += sum(r.stored for r in c.remember_batch(items))
         if (start // batch) % 40 == 0:
             done = start + len(items)
@@ -89,6 +106,103 @@ def recall_latency(c: Client, data: Dataset, k: int) -> dict[str, object]:
         "server_side": summary_ms(server),
         "hybrid_target_in_top_k": hybrid_hits / len(data.queries),
     }
+
+
+def vector_latency(c: Client, data: Dataset, k: int) -> dict[str, object]:
+    """Plain and kind-filtered vector Recall, and text-only Recall (the server encodes the
+    query), with the cost units each spent."""
+    out: dict[str, object] = {}
+    cases: dict[str, Callable[[int], RecallResult]] = {
+        "plain": lambda i: c.recall(NS, vector=data.queries[i].tolist(), top_k=k),
+        "kind_filtered": lambda i: c.recall(
+            NS,
+            vector=data.queries[i].tolist(),
+            top_k=k,
+            kinds=[KINDS[int(data.query_targets[i]) % 4]],
+        ),
+        "text_only": lambda i: c.recall(NS, data.query_texts[i], top_k=k),
+    }
+    for name, call in cases.items():
+        for i in range(20):
+            call(i)
+        e2e: list[float] = []
+        server: list[float] = []
+        cost: list[float] = []
+        for i in range(len(data.queries)):
+            t0 = time.perf_counter()
+            res = call(i)
+            e2e.append(time.perf_counter() - t0)
+            server.append(res.took_micros / 1e6)
+            cost.append(res.cost_units)
+        out[name] = {
+            "end_to_end": summary_ms(e2e),
+            "server_side": summary_ms(server),
+            "cost_units_mean": float(np.mean(cost)),
+            "full_scan_cost_units": float(len(data.texts)),
+        }
+    return out
+
+
+def mixed(c: Client, target: str, data: Dataset, batch: int, k: int) -> dict[str, object]:
+    """Recall latency on the loaded namespace while another client bulk-imports the same
+    records into a fresh namespace, as fast as it can."""
+    n = len(data.texts)
+    done = threading.Event()
+    imported: list[float] = []
+
+    def importer() -> None:
+        with Client(target, timeout=120) as w:
+            t0 = time.perf_counter()
+            for start in range(0, n, batch):
+                if done.is_set():
+                    break
+                w.remember_batch(
+                    [item(MIXED_NS, data, i) for i in range(start, min(start + batch, n))]
+                )
+                imported.append(float(min(start + batch, n)))
+            imported.append(time.perf_counter() - t0)
+
+    t = threading.Thread(target=importer, daemon=True)
+    t.start()
+    time.sleep(1.0)  # let the import reach its pace
+    e2e: list[float] = []
+    server: list[float] = []
+    i = 0
+    while t.is_alive() and i < 20 * len(data.queries):
+        q = i % len(data.queries)
+        t0 = time.perf_counter()
+        res = c.recall(NS, data.query_texts[q], vector=data.queries[q].tolist(), top_k=k)
+        e2e.append(time.perf_counter() - t0)
+        server.append(res.took_micros / 1e6)
+        i += 1
+    done.set()
+    t.join()
+    return {
+        "recalls": len(e2e),
+        "end_to_end": summary_ms(e2e),
+        "server_side": summary_ms(server),
+        "imported": imported[-2] if len(imported) > 1 else 0.0,
+        "import_seconds": imported[-1] if imported else 0.0,
+    }
+
+
+def chroma(work: Path, data: Dataset, k: int) -> dict[str, object] | None:
+    """In-process chromadb on the same vectors, in `.venv-bench` (None if it is missing)."""
+    if not BENCH_PY.exists():
+        log("chromadb baseline skipped: `make bench-env` creates .venv-bench with chromadb")
+        return None
+    d = work / "chroma"
+    d.mkdir()
+    kinds = np.array([KINDS[i % 4] for i in range(len(data.texts))])
+    np.save(d / "vectors.npy", data.vectors)
+    np.save(d / "kinds.npy", kinds)
+    np.save(d / "queries.npy", data.queries)
+    np.save(d / "query_kinds.npy", kinds[data.query_targets])
+    subprocess.run(
+        [str(BENCH_PY), str(ROOT / "bench" / "chroma_baseline.py"), str(d), str(k)], check=True
+    )
+    out: dict[str, object] = json.loads((d / "chroma.json").read_text())
+    return out
 
 
 def vector_recall_at_k(c: Client, data: Dataset, base: BruteForceHybrid, k: int) -> float:
@@ -168,18 +282,7 @@ def crash_restart(
     with Client(srv.target, timeout=120) as c:
         for start in range(0, burst, batch):
             idx = range(start, min(start + batch, burst))
-            c.remember_batch(
-                [
-                    MemoryInput(
-                        CRASH_NS,
-                        data.texts[i],
-                        kind="episode",
-                        importance=3,
-                        vector=data.vectors[i].tolist(),
-                    )
-                    for i in idx
-                ]
-            )
+            c.remember_batch([item(CRASH_NS, data, i) for i in idx])
         pending = c.stats().index.pending
     srv.stop(signal.SIGKILL)
     srv2 = ServerProcess(work / "data", env=env)
@@ -225,6 +328,11 @@ def run(size: int, queries: int, batch: int, k: int, out: Path, keep: bool) -> d
             log("recall latency")
             result["recall"] = recall_latency(c, data, k)
             log(f"recall: {result['recall']}")
+            result["vector"] = vector_latency(c, data, k)
+            log(f"plain, kind-filtered and text-only recall: {result['vector']}")
+            log("recall during a bulk import")
+            result["mixed"] = mixed(c, srv.target, data, batch, k)
+            log(f"mixed: {result['mixed']}")
             log("baseline")
             base = BruteForceHybrid(data)
             result["baseline"] = baseline_latency(base, data, k)
@@ -243,6 +351,8 @@ def run(size: int, queries: int, batch: int, k: int, out: Path, keep: bool) -> d
         result["text_ingest"] = text_ingest(work, env, data, min(5_000, size), 64)
         log(f"text ingest: {result['text_ingest']}")
         result["encoder"] = encoder_throughput(data.texts[:2048])
+        log("chromadb baseline")
+        result["chroma"] = chroma(work, data, k)
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -292,6 +402,31 @@ def report(r: dict[str, object]) -> str:
         f" {txt['per_second']:.0f} records/s ({txt['records']:.0f} in {txt['seconds']:.1f} s)",
         f"built-in encoder: {enc['texts_per_second']:.0f} texts/s (batch 32, 2 threads)",
     ]
+    vec, mix, ch = r["vector"], r["mixed"], r.get("chroma")
+    assert isinstance(vec, dict) and isinstance(mix, dict)
+    for name in ("plain", "kind_filtered", "text_only"):
+        v = vec[name]
+        line = (
+            f"{name:14s} Recall e2e p50 {v['end_to_end']['p50_ms']:6.2f} ms"
+            f" p99 {v['end_to_end']['p99_ms']:6.2f} ms, server p50"
+            f" {v['server_side']['p50_ms']:5.2f} ms, cost {v['cost_units_mean']:8.0f} units"
+            f" (full scan {v['full_scan_cost_units']:.0f})"
+        )
+        if isinstance(ch, dict) and name in ("plain", "kind_filtered"):
+            cv = ch[name]
+            line += (
+                f"; chromadb p50 {cv['p50_ms']:6.2f} ms p99 {cv['p99_ms']:6.2f} ms,"
+                f" ratio {v['end_to_end']['p50_ms'] / cv['p50_ms']:.2f}"
+            )
+        lines.append(line)
+    lines.append(
+        f"Recall during a bulk import ({mix['recalls']} recalls, {mix['imported']:.0f} records"
+        f" in {mix['import_seconds']:.1f} s): e2e p50 {mix['end_to_end']['p50_ms']:.2f} ms"
+        f" p99 {mix['end_to_end']['p99_ms']:.2f} ms, server p99"
+        f" {mix['server_side']['p99_ms']:.2f} ms"
+    )
+    if isinstance(ch, dict):
+        lines.append(f"chromadb {ch['version']} build {ch['build_seconds']:.1f} s")
     return "\n".join(lines)
 
 

@@ -109,15 +109,19 @@ class SqliteRecordStore:
         payload = _encoder.encode(rec)
         vec = _vec_bytes(op.vector)
         if rec.key:
+            row = cur.execute(
+                "SELECT deleted, vector FROM records WHERE key=?", (rec.key,)
+            ).fetchone()
+            if row is None or (vec is None and row[1] is None):
+                # A programming error, not bad input: roll the whole change back.
+                raise KeyError(f"no stored row {rec.key} (with a vector) to write in place")
             cur.execute(
-                "UPDATE records SET rev=?, deleted=0, payload=?,"
-                " vector=COALESCE(?, vector), kind=? WHERE key=?",
-                (self._rev, payload, vec, int(rec.kind), rec.key),
+                "UPDATE records SET rev=?, deleted=0, payload=?, vector=COALESCE(?, vector),"
+                " kind=?, namespace=?, memory_id=? WHERE key=?",
+                (self._rev, payload, vec, int(rec.kind), rec.namespace, rec.memory_id, rec.key),
             )
             key = rec.key
-            if vec is None:
-                row = cur.execute("SELECT vector FROM records WHERE key=?", (key,)).fetchone()
-                vec = None if row is None else row[0]
+            vec = row[1] if vec is None else vec
         else:
             cur.execute(
                 "INSERT INTO records(namespace, memory_id, kind, rev, payload, vector)"

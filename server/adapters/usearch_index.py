@@ -31,11 +31,13 @@ from server.core.memory.ports import KeyArray
 
 log = logging.getLogger(__name__)
 LAYOUT = 2
-# Keys added per lock hold: about 10 ms of HNSW insertion on these machines.
-ADD_CHUNK = 64
-# usearch's own choice of threads; one thread measured no faster on two cores (A/B in the
-# 60k-record ingest: 2957 vs 3073 records/s, within noise).
-ADD_THREADS = 0
+# Keys added per lock hold: about 3 ms of HNSW insertion on these machines, so a Recall waits
+# at most that long behind the indexer.
+ADD_CHUNK = 16
+# One thread: usearch's concurrent add can leave a node linked by no other (unum-cloud/USearch
+# #735), unreachable by any search; on two cores several threads were no faster anyway (A/B in
+# the 60k-record ingest: 2957 vs 3073 records/s, within noise).
+ADD_THREADS = 1
 
 
 class UsearchVectorIndex:
@@ -86,11 +88,13 @@ class UsearchVectorIndex:
         with self._lock:
             self._drop_present(keys)
 
-    def search(self, query: Vector, count: int) -> tuple[KeyArray, npt.NDArray[np.float32]]:
+    def search(
+        self, query: Vector, count: int, exact: bool = False
+    ) -> tuple[KeyArray, npt.NDArray[np.float32]]:
         with self._lock:
             if len(self._index) == 0 or count <= 0:
                 return np.empty(0, np.int64), np.empty(0, np.float32)
-            res = self._index.search(query, count)
+            res = self._index.search(query, count, exact=exact)
         keys = np.asarray(res.keys, dtype=np.int64)
         sims = (1.0 - np.asarray(res.distances, dtype=np.float32)).astype(np.float32)
         return keys, sims

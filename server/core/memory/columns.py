@@ -193,7 +193,7 @@ class Columns:
         A key beyond the arrays (an index can still return a forgotten record's key after a
         restart, until the indexer has replayed the deletion) is simply not live.
         """
-        inside = keys < len(self.ns)
+        inside = (keys >= 0) & (keys < len(self.ns))
         if not inside.all():
             m0 = np.zeros(len(keys), dtype=np.bool_)
             m0[inside] = self.mask(keys[inside], ns_id, flt, now, include_obsolete, include_expired)

@@ -72,8 +72,11 @@ class VectorIndex(Protocol):
 
     def remove(self, keys: KeyArray) -> None: ...
 
-    def search(self, query: Vector, count: int) -> tuple[KeyArray, npt.NDArray[np.float32]]:
-        """Return (keys, cosine similarities), best first."""
+    def search(
+        self, query: Vector, count: int, exact: bool = False
+    ) -> tuple[KeyArray, npt.NDArray[np.float32]]:
+        """Return (keys, cosine similarities), best first; `exact`: a brute-force scan of every
+        vector (SIMD, over the stored f16) instead of the graph."""
         ...
 
     def search_batch(

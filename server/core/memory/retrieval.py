@@ -2,12 +2,14 @@
 the compiled kernels.
 
 A plan is an ordered list of (pocket, depth) steps; the default visits every pocket of the
-namespace that the filter allows. Each warm step searches its pocket's vectors: exactly (numba,
-over the pocket's matching rows) when the pocket is small or the filter selective, by its HNSW
-index otherwise, over-fetching in proportion to the filter's selectivity (usearch cannot filter
-during search). Hot pockets and every memory not yet indexed are scanned exactly in the hot tier,
-restricted to the plan's pockets. The keyword channel is one tantivy BM25 query over the plan's
-pockets with the filter inside it; memories not yet in BM25 are matched in the hot tier.
+namespace that the filter allows. Each warm step searches its pocket's vectors: a selective
+filter's matching rows exactly (numba, when they are few), a small pocket by a brute-force scan
+of all its vectors (usearch's exact mode, SIMD over the stored f16, cheaper than copying them
+out for numba), a large one by its HNSW graph, over-fetching in proportion to the filter's
+selectivity (usearch cannot filter during search). Hot pockets and every memory not yet
+indexed are scanned exactly in the hot tier, restricted to the plan's pockets. The keyword
+channel is one tantivy BM25 query over the plan's pockets with the filter inside it; memories
+not yet in BM25 are matched in the hot tier.
 
 Scales never depend on the other candidates, so a candidate's fused score is the same whichever
 pockets are searched (a router can stop early with a sound bound): the vector score is the cosine
@@ -212,22 +214,27 @@ class Retriever:
         if part is None or size == 0 or step.depth <= 0:
             return StepReport(step.pocket, step.depth, "exact", 0, 0.0)
         small = size <= self._p.exact_max_rows
-        if selective or small:
+        if selective:
             keys = self._cols.matching_keys(
                 run.ns_id, [pid], q.filter, run.now, q.include_obsolete, q.include_expired
             )
             if len(keys) == 0:
                 return StepReport(step.pocket, step.depth, "exact", 0, 0.0)
-            if small or len(keys) <= self._s.exact_scan_max_rows:
+            if len(keys) <= self._s.exact_scan_max_rows:
                 mat = part.get(keys)
                 idx, sims = exact_topk(mat, query, np.any(mat != 0, axis=1), step.depth)
                 run.vec.update(zip(keys[idx].tolist(), sims.tolist(), strict=True))
-                return StepReport(
-                    step.pocket, step.depth, "exact", len(keys), self._costs.exact(len(keys))
-                )
+                cost = self._costs.exact(len(keys))
+                return StepReport(step.pocket, step.depth, "exact", len(keys), cost)
             fetch = math.ceil(step.depth * self._s.overfetch * size / len(keys))
         else:
             fetch = math.ceil(step.depth * self._s.overfetch)
+        if small:  # a brute-force scan of the whole pocket: cheaper than its graph
+            keys, sims = part.search(query, min(fetch, size), exact=True)
+            keep = run.mask(self._cols, keys)
+            keys, sims = keys[keep][: step.depth], sims[keep][: step.depth]
+            run.vec.update(zip(keys.tolist(), sims.tolist(), strict=True))
+            return StepReport(step.pocket, step.depth, "exact", size, self._costs.exact(size))
         fetch = min(fetch, size)
         keys, sims = part.search(query, fetch)
         keep = run.mask(self._cols, keys)

@@ -1,0 +1,324 @@
+"""The keyword index (server/adapters/tantivy_index.py): analysis for English and Chinese, exact
+identifiers, filters and pockets inside the index query, BM25 under the namespace's own
+statistics, the speaker bag, the committed revision and the schema check on open."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from server.adapters.tantivy_index import SCHEMA_VERSION, TantivyKeywordIndex
+from server.core.memory.model import Kind, MemoryFilter, Modality, Record
+from server.core.memory.ports import KeywordDoc, KeywordQuery, KeywordResult
+from tests.conftest import DAY
+
+NS = "tenant-a"
+NOW = 1_800_000_000.0
+HEAP = 15_000_000
+POCKET = "fact/warm/text"
+
+
+def doc(
+    key: int, text: str, ns: str = NS, pocket: str = POCKET, context: str = "", **kw: object
+) -> KeywordDoc:
+    kind = kw.pop("kind", Kind.FACT)
+    created = kw.pop("created_at", NOW - DAY)
+    rec = Record(
+        memory_id=f"m{key}",
+        namespace=ns,
+        kind=kind,
+        text=text,
+        key=key,
+        created_at=created,
+        **kw,
+    )
+    return KeywordDoc(rec, pocket, context)
+
+
+def query(
+    text: str, ns: str = NS, flt: MemoryFilter | None = None, count: int = 50, **kw: object
+) -> KeywordQuery:
+    return KeywordQuery(ns, text, count, flt or MemoryFilter(), NOW, **kw)
+
+
+def keys(res: KeywordResult) -> set[int]:
+    return {k for k, _ in res.hits}
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "keywords"
+
+
+@pytest.fixture
+def index(root: Path) -> Iterator[TantivyKeywordIndex]:
+    idx = TantivyKeywordIndex(root, HEAP)
+    yield idx
+    idx.close()
+
+
+def load(index: TantivyKeywordIndex, docs: list[KeywordDoc], rev: int = 1) -> None:
+    index.upsert(docs)
+    index.commit(rev)
+
+
+def test_analysis_stems_latin_keeps_identifiers_and_bigrams_cjk(
+    index: TantivyKeywordIndex,
+) -> None:
+    assert index.analyze("Running E1234 RTX4090") == ["run", "e1234", "rtx4090"]
+    cjk = index.analyze("我的安卓手机")
+    assert "安卓" in cjk and "卓手" in cjk and "安" not in cjk
+    assert index.analyze("猫") == ["猫"]  # an isolated character is a unigram
+    assert index.analyze("x" * 41 + " ok") == ["ok"]  # tokens over 40 bytes are dropped
+
+
+def test_a_chinese_query_finds_its_bigram_anywhere_in_a_text(index: TantivyKeywordIndex) -> None:
+    load(
+        index,
+        [doc(1, "我的安卓手机坏了"), doc(2, "苹果手机很好用"), doc(3, "安卓系统更新")],
+    )
+    res = index.search(query("安卓"))
+    assert keys(res) == {1, 3}
+    assert set(res.idf) == {"安卓"}
+    assert res.postings == 2
+
+
+def test_an_identifier_matches_exactly(index: TantivyKeywordIndex) -> None:
+    load(
+        index,
+        [
+            doc(1, "build failed with error E1234"),
+            doc(2, "build failed with error E12345"),
+            doc(3, "errors E1234 and E9999 together"),
+            doc(4, "unrelated text"),
+        ],
+    )
+    res = index.search(query("error E1234", identifiers=("e1234",)))
+    assert res.exact == frozenset({1, 3})
+    assert 2 in keys(res) and 4 not in keys(res)  # 2 matches "error" only
+    both = index.search(query("E1234 E9999", identifiers=("e1234", "e9999")))
+    assert both.exact == frozenset({3})
+    # The exact set obeys the restriction too.
+    too_early = index.search(
+        query("E1234", identifiers=("e1234",), flt=MemoryFilter(created_before=NOW - 2 * DAY))
+    )
+    assert too_early.exact == frozenset()
+    assert index.search(query("error E1234")).exact == frozenset()  # no identifiers asked
+
+
+def test_bm25_uses_the_namespace_statistics(index: TantivyKeywordIndex) -> None:
+    load(index, [doc(1, "apple banana"), doc(2, "cherry")])
+    res = index.search(query("apple"))
+    # N = 2, df = 1: idf = ln(1 + 1.5 / 1.5); length 2 against an average of 1.5.
+    idf = math.log(2.0)
+    norm = 1.2 * (1 - 0.75 + 0.75 * 2 / 1.5)
+    assert res.idf == {"appl": pytest.approx(idf)}
+    assert res.postings == 1
+    ((key, score),) = res.hits
+    assert key == 1
+    assert score == pytest.approx(idf * 2.2 / (1 + norm), rel=1e-6)
+
+
+def test_scores_do_not_change_when_another_namespace_grows(index: TantivyKeywordIndex) -> None:
+    load(index, [doc(1, "apple banana"), doc(2, "apple"), doc(3, "cherry pie")], rev=1)
+    before = index.search(query("apple pie"))
+    other = [doc(100 + i, "apple " * (i % 3 + 1) + "pie crust", ns="tenant-b") for i in range(40)]
+    load(index, other, rev=2)
+    after = index.search(query("apple pie"))
+    assert after.hits == before.hits
+    assert after.idf == before.idf
+    assert after.postings == before.postings
+    assert keys(after) == {1, 2, 3}
+    assert keys(index.search(query("apple pie", ns="tenant-b"))) == {100 + i for i in range(40)}
+
+
+def test_a_namespace_never_sees_another_namespaces_documents(index: TantivyKeywordIndex) -> None:
+    load(index, [doc(1, "shared words"), doc(2, "shared words", ns="tenant-b")])
+    assert keys(index.search(query("shared"))) == {1}
+    assert keys(index.search(query("shared", ns="tenant-b"))) == {2}
+    assert index.search(query("shared", ns="nobody")).hits == []
+
+
+@pytest.fixture
+def filtered(index: TantivyKeywordIndex) -> TantivyKeywordIndex:
+    load(
+        index,
+        [
+            doc(1, "apple one", kind=Kind.FACT, session_id="s1", importance=2, tags=("red",)),
+            doc(2, "apple two", kind=Kind.PREFERENCE, session_id="s2", importance=4),
+            doc(3, "apple three", created_at=NOW - 10 * DAY, tags=("green", "blue")),
+            doc(4, "apple four", created_at=NOW - 5 * DAY, importance=5),
+            doc(5, "apple five", obsolete=True),
+            doc(6, "apple six", expires_at=NOW - 1.0),
+            doc(7, "apple seven", expires_at=NOW),  # expires exactly now: expired
+            doc(8, "apple eight", expires_at=NOW + DAY, modality=Modality.IMAGE),
+        ],
+    )
+    return index
+
+
+@pytest.mark.parametrize(
+    ("flt", "expected"),
+    [
+        (MemoryFilter(), {1, 2, 3, 4, 8}),
+        (MemoryFilter(kinds=(Kind.PREFERENCE,)), {2}),
+        (MemoryFilter(kinds=(Kind.PREFERENCE, Kind.FACT)), {1, 2, 3, 4, 8}),
+        (MemoryFilter(modalities=(Modality.IMAGE,)), {8}),
+        (MemoryFilter(session_id="s1"), {1}),
+        (MemoryFilter(session_id="none"), set()),
+        (MemoryFilter(tags=("red",)), {1}),
+        (MemoryFilter(tags=("red", "blue")), {1, 3}),
+        (MemoryFilter(min_importance=4), {2, 4}),
+        # created_after is inclusive, created_before exclusive.
+        (MemoryFilter(created_after=NOW - 5 * DAY), {1, 2, 4, 8}),
+        (MemoryFilter(created_before=NOW - 5 * DAY), {3}),
+        (MemoryFilter(created_after=NOW - 10 * DAY, created_before=NOW - 2 * DAY), {3, 4}),
+    ],
+)
+def test_filters_restrict_inside_the_query(
+    filtered: TantivyKeywordIndex, flt: MemoryFilter, expected: set[int]
+) -> None:
+    assert keys(filtered.search(query("apple", flt=flt))) == expected
+
+
+def test_obsolete_and_expired_are_left_out_unless_asked_for(
+    filtered: TantivyKeywordIndex,
+) -> None:
+    base = {1, 2, 3, 4, 8}
+    assert keys(filtered.search(query("apple", include_obsolete=True))) == base | {5}
+    assert keys(filtered.search(query("apple", include_expired=True))) == base | {6, 7}
+    both = filtered.search(query("apple", include_obsolete=True, include_expired=True))
+    assert keys(both) == set(range(1, 9))
+
+
+def test_a_filter_does_not_change_the_scores(filtered: TantivyKeywordIndex) -> None:
+    everything = dict(filtered.search(query("apple two")).hits)
+    narrowed = dict(filtered.search(query("apple two", flt=MemoryFilter(min_importance=4))).hits)
+    assert narrowed.keys() == {2, 4}
+    for key, score in narrowed.items():
+        assert score == pytest.approx(everything[key], rel=1e-9)
+
+
+def test_a_selective_filter_still_gets_its_count(index: TantivyKeywordIndex) -> None:
+    docs = [doc(i, "apple apple apple") for i in range(1, 41)]
+    docs += [doc(100 + i, "apple pear", session_id="rare") for i in range(3)]
+    load(index, docs)
+    res = index.search(query("apple", count=3, flt=MemoryFilter(session_id="rare")))
+    assert keys(res) == {100, 101, 102}
+
+
+def test_pockets_restrict_to_the_named_pockets(index: TantivyKeywordIndex) -> None:
+    load(
+        index,
+        [
+            doc(1, "apple", pocket="p1"),
+            doc(2, "apple", pocket="p2"),
+            doc(3, "apple", pocket="p3"),
+        ],
+    )
+    assert keys(index.search(query("apple"))) == {1, 2, 3}
+    assert keys(index.search(query("apple", pockets=("p1",)))) == {1}
+    assert keys(index.search(query("apple", pockets=("p1", "p3")))) == {1, 3}
+    assert keys(index.search(query("apple", pockets=("elsewhere",)))) == set()
+
+
+def test_a_query_naming_the_speaker_ranks_their_document_first(
+    index: TantivyKeywordIndex,
+) -> None:
+    text = "went hiking in the mountains at the weekend"
+    # Alice's document has the larger key, so a tie would put Bob first.
+    load(index, [doc(1, text, speaker="Bob"), doc(2, text, speaker="Alice")])
+    plain = index.search(query("where did Alice go hiking"))
+    assert [k for k, _ in plain.hits] == [1, 2]
+    assert plain.hits[0][1] == pytest.approx(plain.hits[1][1])
+    weighted = index.search(query("where did Alice go hiking", speaker_weight=1.0))
+    assert [k for k, _ in weighted.hits] == [2, 1]
+    assert weighted.hits[0][1] > weighted.hits[1][1]
+    assert weighted.hits[1][1] == pytest.approx(plain.hits[1][1])
+    # A speaker named only in the query still finds their memories through the speaker bag.
+    only_name = index.search(query("Alice", speaker_weight=1.0))
+    assert [k for k, _ in only_name.hits] == [2]
+
+
+def test_upsert_replaces_and_remove_deletes(index: TantivyKeywordIndex) -> None:
+    load(index, [doc(1, "apple"), doc(2, "apple")], rev=1)
+    index.upsert([doc(1, "banana")])
+    index.remove([2])
+    index.commit(2)
+    assert index.search(query("apple")).hits == []
+    assert keys(index.search(query("banana"))) == {1}
+
+
+def test_changes_are_searchable_only_after_commit(index: TantivyKeywordIndex) -> None:
+    load(index, [doc(1, "apple")], rev=1)
+    index.upsert([doc(2, "apple")])
+    assert keys(index.search(query("apple"))) == {1}
+    index.commit(2)
+    assert keys(index.search(query("apple"))) == {1, 2}
+
+
+def test_the_committed_revision_survives_a_reopen(root: Path) -> None:
+    idx = TantivyKeywordIndex(root, HEAP)
+    assert idx.committed_rev() == 0
+    load(idx, [doc(1, "apple pie")], rev=7)
+    assert idx.committed_rev() == 7
+    idx.upsert([doc(2, "apple tart")])  # never committed
+    idx.close()
+
+    again = TantivyKeywordIndex(root, HEAP)
+    try:
+        assert again.committed_rev() == 7
+        assert keys(again.search(query("apple"))) == {1}
+    finally:
+        again.close()
+
+
+def test_an_index_of_an_older_schema_is_wiped_on_open(root: Path) -> None:
+    idx = TantivyKeywordIndex(root, HEAP)
+    load(idx, [doc(1, "apple")], rev=5)
+    idx.close()
+    (root / "schema.json").write_text(json.dumps({"version": 1}))
+
+    fresh = TantivyKeywordIndex(root, HEAP)
+    try:
+        assert fresh.committed_rev() == 0
+        assert fresh.search(query("apple")).hits == []
+        assert json.loads((root / "schema.json").read_text()) == {"version": SCHEMA_VERSION}
+        load(fresh, [doc(2, "apple")], rev=1)
+        assert keys(fresh.search(query("apple"))) == {2}
+    finally:
+        fresh.close()
+
+
+def test_pocket_terms_counts_documents_per_pocket(index: TantivyKeywordIndex) -> None:
+    load(
+        index,
+        [
+            doc(1, "apple banana", pocket="p1"),
+            doc(2, "apple apple", pocket="p1"),
+            doc(3, "apple cherry", pocket="p2"),
+            doc(4, "banana", pocket="p3"),
+            doc(5, "apple banana cherry", ns="tenant-b", pocket="p1"),
+        ],
+    )
+    apple, banana, cherry = index.analyze("apple banana cherry")
+    got = index.pocket_terms(NS, [apple, banana, cherry, "absent"])
+    assert got == {
+        "p1": {apple: 2, banana: 1},
+        "p2": {apple: 1, cherry: 1},
+        "p3": {banana: 1},
+    }
+    assert index.pocket_terms("nobody", [apple]) == {}
+
+
+def test_an_empty_query_finds_nothing(index: TantivyKeywordIndex) -> None:
+    load(index, [doc(1, "apple")])
+    assert index.search(query("")).hits == []
+    assert index.search(query("?!")).hits == []
+    assert index.search(query("apple", count=0)).hits == []
+    missing = index.search(query("zebra"))
+    assert missing.hits == [] and missing.idf == {} and missing.postings == 0
