@@ -101,7 +101,7 @@ async def test_round_trip_with_the_typed_client(server: RunningServer) -> None:
         st = await c.stats("alice")
         assert (
             st.namespaces[0].record_count == 3 and st.namespaces[0].tiers["hot"] == 0
-        )  # the observation
+        )  # the observation has no session: it arrives warm
         assert await c.forget("alice", batch[0].memory_id) == 1
         assert await c.forget("alice", session_id="s1") == 1
         assert (await c.stats("alice")).namespaces[0].record_count == 1

@@ -19,7 +19,7 @@ from server.core.errors import FailedPreconditionError, Location, NotFoundError
 from server.core.memory.access import AccessRecorder
 from server.core.memory.columns import Columns
 from server.core.memory.costs import CostModel
-from server.core.memory.hot import MemoryHotTier
+from server.core.memory.hot import MemoryHotTier, hot_terms
 from server.core.memory.indexer import Indexer
 from server.core.memory.maintenance import Maintenance
 from server.core.memory.model import (
@@ -159,7 +159,7 @@ class MemoryEngine:
         }
 
     def _put_hot(self, rec: Record, vector: Vector, now: float) -> None:
-        terms = self._keywords.analyze(rec.text)
+        terms = hot_terms(self._keywords.analyze, rec)
         hot = rec.tier == Tier.HOT
         self.hot.put(rec.namespace, rec.key, int(rec.kind), unit(vector), terms, now, hot)
 

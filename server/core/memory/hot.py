@@ -21,8 +21,13 @@ import numpy.typing as npt
 
 from kernels.scan import exact_topk
 from server.core.memory.changes import Applied
-from server.core.memory.model import Tier, Vector, units
+from server.core.memory.model import Record, Tier, Vector, units
 from server.core.memory.ports import F32, Clock, KeyArray, MaskFn
+
+
+def hot_terms(analyze: Callable[[str], list[str]], rec: Record) -> list[str]:
+    """The terms an unindexed row is matched by: its text's and its speaker's."""
+    return analyze(rec.text) + analyze(rec.speaker) if rec.speaker else analyze(rec.text)
 
 
 class _HotSet:
@@ -131,7 +136,8 @@ class MemoryHotTier:
             rec = a.record
             assert rec is not None
             hot = rec.tier == Tier.HOT
-            self.put(rec.namespace, a.key, int(rec.kind), v, self._terms(rec.text), now, hot)
+            terms = hot_terms(self._terms, rec)
+            self.put(rec.namespace, a.key, int(rec.kind), v, terms, now, hot)
 
     def remove(self, keys: Iterable[int]) -> None:
         with self._lock:
