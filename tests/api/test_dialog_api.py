@@ -98,7 +98,7 @@ async def test_the_speaker_is_searchable(server: RunningServer) -> None:
         for _ in range(2):
             for who in ("Priya", "Jonas"):
                 res = await c.recall(NS, f"when did {who} run the half marathon", top_k=2)
-                assert [h.memory.speaker for h in res.hits][0] == who
+                assert res.hits[0].memory.speaker == who
             server.engine.indexer.catch_up()
 
 
