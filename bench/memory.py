@@ -306,7 +306,9 @@ def crash_restart(
     }
 
 
-def run(size: int, queries: int, batch: int, k: int, out: Path, keep: bool) -> dict[str, object]:
+def run(
+    size: int, queries: int, batch: int, k: int, out: Path, keep: bool, with_chroma: bool = True
+) -> dict[str, object]:
     log(f"generating {size} clustered records")
     data = make(size, queries=queries)
     result: dict[str, object] = {
@@ -351,8 +353,9 @@ def run(size: int, queries: int, batch: int, k: int, out: Path, keep: bool) -> d
         result["text_ingest"] = text_ingest(work, env, data, min(5_000, size), 64)
         log(f"text ingest: {result['text_ingest']}")
         result["encoder"] = encoder_throughput(data.texts[:2048])
-        log("chromadb baseline")
-        result["chroma"] = chroma(work, data, k)
+        if with_chroma:
+            log("chromadb baseline")
+            result["chroma"] = chroma(work, data, k)
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -442,7 +445,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--top-k", type=int, default=5)
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     p.add_argument("--keep", action="store_true", help="keep the temporary data directory")
+    p.add_argument("--no-chroma", action="store_true", help="skip the chromadb baseline")
     ns = p.parse_args(argv)
-    r = run(ns.size, ns.queries, ns.batch, ns.top_k, ns.out, ns.keep)
+    r = run(ns.size, ns.queries, ns.batch, ns.top_k, ns.out, ns.keep, not ns.no_chroma)
     print(report(r))
     return 0
