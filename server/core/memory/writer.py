@@ -159,10 +159,19 @@ class Writer:
             self._commit([Touch(k, n, last) for k, (n, last) in tally.items()])
 
     def forget(self, keys: list[int], deadline: Deadline) -> int:
-        """Erase records; return how many were live."""
+        """Erase records; return how many were live. Their neighbouring turns are rewritten in
+        the same change, so the indexer rebuilds their context fields without the forgotten
+        words (which would otherwise stay findable through a neighbour)."""
         with self._lock:
             deadline.check("the delete")
-            return len(self._commit([Erase(k) for k in keys]))
+            gone = set(keys)
+            near: set[int] = set()
+            for key in keys:
+                before, after = self._cols.neighbours(key, 1)
+                near.update(k for k in (*before.tolist(), *after.tolist()) if k not in gone)
+            rewrite = [Put(r, None, Cause.FORGET) for r in self._store.get(sorted(near)).values()]
+            applied = self._commit([*(Erase(k) for k in keys), *rewrite])
+            return sum(1 for a in applied if a.record is None)
 
     def _commit(self, ops: Sequence[Op]) -> list[Applied]:
         """Apply a change durably, then hand it to the followers. Called under the lock."""

@@ -176,3 +176,25 @@ def test_forgetting_a_record_whose_kind_changed_clears_every_index(engine: Memor
     for pocket in ("preference/warm/text", "fact/warm/text"):
         part = engine._vectors.partition(NS, pocket, False)
         assert part is None or len(part) == 0, pocket
+
+
+def test_a_forgotten_turn_leaves_no_words_in_its_neighbours_context(engine: MemoryEngine) -> None:
+    """Each turn is indexed with its neighbours' words as context: forgetting a turn must take
+    its words out of the neighbours' context too, or it stays findable through them."""
+    rng = np.random.default_rng(21)
+    turns = [
+        "Can you keep a secret?",
+        "My card number is 4111 1111 1111 1111.",
+        "I will keep it safe.",
+    ]
+    res = engine.remember(
+        [mem(t, Kind.EPISODE, unit_vec(rng), session_id="s", speaker="u") for t in turns]
+    )
+    engine.indexer.catch_up()
+    q = RecallQuery(namespace=NS, text="card number", vector=unit_vec(rng), min_score=0.0)
+    hits = {h.record.text for h in engine.recall(q).hits}
+    assert turns[0] in hits and turns[2] in hits  # found through their context
+    engine.forget(NS, res[1].memory_id, None)
+    engine.indexer.catch_up()
+    hits = {h.record.text for h in engine.recall(q).hits if h.score.keyword_hit}
+    assert hits == set()
