@@ -40,6 +40,7 @@ import re
 import shutil
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import tantivy
@@ -60,6 +61,8 @@ from server.core.memory.ports import KeywordDoc, KeywordQuery, KeywordResult
 log = logging.getLogger(__name__)
 SCHEMA_VERSION = 3
 K1, B = 1.2, 0.75
+# Document counts kept per searcher (a few hundred KB at most).
+STATS_CACHE = 65_536
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 
 
@@ -98,6 +101,16 @@ def _schema() -> tantivy.Schema:
     return sb.build()
 
 
+@dataclass
+class _View:
+    """A searcher with the statistics counted on it: (namespace, bag) → average length and
+    (namespace, bag, term) → document count. A commit replaces the whole view."""
+
+    searcher: tantivy.Searcher
+    lengths: dict[tuple[str, str], float] = field(default_factory=dict)
+    counts: dict[tuple[str, str, str], int] = field(default_factory=dict)
+
+
 def _idf(docs: int, df: int) -> float:
     """BM25's idf, as tantivy computes it."""
     return math.log(1.0 + (docs - df + 0.5) / (df + 0.5))
@@ -122,9 +135,7 @@ class TantivyKeywordIndex:
         self._lock = threading.Lock()
         self._rev = self._read_rev()
         self._index.reload()
-        self._searcher = self._index.searcher()
-        # (namespace, bag) → average length, for the current searcher.
-        self._avg_len: dict[tuple[str, str], float] = {}
+        self._view = _View(self._index.searcher())
 
     def _rev_file(self) -> Path:
         return self._root / "rev.json"
@@ -181,7 +192,7 @@ class TantivyKeywordIndex:
             os.replace(tmp, self._rev_file())
             self._rev = rev
         self._index.reload()
-        self._searcher, self._avg_len = self._index.searcher(), {}
+        self._view = _View(self._index.searcher())  # one assignment: readers see old or new
 
     def committed_rev(self) -> int:
         return self._rev
@@ -238,9 +249,10 @@ class TantivyKeywordIndex:
         terms = list(dict.fromkeys(self.analyze(q.text)))
         if not terms or q.count <= 0:
             return KeywordResult([], {}, 0)
-        searcher = self._searcher
+        view = self._view
+        searcher, stats = view.searcher, view.counts
         ns_q = self._term("ns", q.namespace)
-        ns_docs = _count(searcher, ns_q)
+        ns_docs = self._cached(stats, (q.namespace, "", ""), searcher, ns_q)
         total = searcher.num_docs
         weights = {"txt": 1.0, "spk": q.speaker_weight, "ctx": q.context_weight}
         # idf of each term in each bag, in the namespace; the first stage's boosts undo the
@@ -253,8 +265,11 @@ class TantivyKeywordIndex:
                 if weights[bag] <= 0:
                     continue
                 term_q = self._term(bag, t)
-                df = _count(
-                    searcher, Query.boolean_query([(Occur.Must, ns_q), (Occur.Must, term_q)])
+                df = self._cached(
+                    stats,
+                    (q.namespace, bag, t),
+                    searcher,
+                    Query.boolean_query([(Occur.Must, ns_q), (Occur.Must, term_q)]),
                 )
                 if df == 0:
                     continue
@@ -269,9 +284,7 @@ class TantivyKeywordIndex:
             return KeywordResult([], best, postings)
         restrict = self._restriction(q)
         query = Query.boolean_query([*restrict, (Occur.Must, Query.boolean_query(should))])
-        avg = {
-            bag: self._average_length(searcher, q.namespace, bag, ns_q) for bag in ("txt", "ctx")
-        }
+        avg = {bag: self._average_length(view, q.namespace, bag, ns_q) for bag in ("txt", "ctx")}
         hits = []
         for _, addr in searcher.search(query, q.count).hits:
             doc = searcher.doc(addr)
@@ -298,20 +311,33 @@ class TantivyKeywordIndex:
             exact = frozenset(int(searcher.doc(addr)["key"][0]) for _, addr in found)
         return KeywordResult(hits, best, postings, exact)
 
-    def _average_length(
-        self, searcher: tantivy.Searcher, namespace: str, bag: str, ns_q: Query
-    ) -> float:
-        avg = self._avg_len.get((namespace, bag))
+    @staticmethod
+    def _cached(
+        stats: dict[tuple[str, str, str], int],
+        key: tuple[str, str, str],
+        searcher: tantivy.Searcher,
+        query: Query,
+    ) -> int:
+        """A document count of the searcher, remembered until the next commit replaces both
+        (at most `STATS_CACHE` counts)."""
+        n = stats.get(key)
+        if n is None:
+            n = _count(searcher, query)
+            if len(stats) < STATS_CACHE:
+                stats[key] = n
+        return n
+
+    @staticmethod
+    def _average_length(view: _View, namespace: str, bag: str, ns_q: Query) -> float:
+        avg = view.lengths.get((namespace, bag))
         if avg is None:
-            agg = searcher.aggregate(ns_q, {"a": {"avg": {"field": f"{bag}_len"}}})
-            avg = float(agg["a"]["value"] or 1.0)
-            if searcher is self._searcher:
-                self._avg_len[(namespace, bag)] = avg
+            agg = view.searcher.aggregate(ns_q, {"a": {"avg": {"field": f"{bag}_len"}}})
+            avg = view.lengths[(namespace, bag)] = float(agg["a"]["value"] or 1.0)
         return max(avg, 1.0)
 
     def pocket_terms(self, namespace: str, terms: Sequence[str]) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}
-        searcher = self._searcher
+        searcher = self._view.searcher
         ns_q = self._term("ns", namespace)
         for t in dict.fromkeys(terms):
             query = Query.boolean_query([(Occur.Must, ns_q), (Occur.Must, self._term("txt", t))])
