@@ -46,6 +46,7 @@ NS = "bench"
 CRASH_NS = "bench-crash"
 TEXT_NS = "bench-text"
 MIXED_NS = "bench-mixed"
+MIXED_MAX = 50_000
 KINDS = ("fact", "preference", "episode", "skill")
 BENCH_PY = ROOT / ".venv-bench" / "bin" / "python"
 TAIL_RE = re.compile(r"loaded \d+ records, (\d+) awaiting the indexer")
@@ -145,8 +146,8 @@ def vector_latency(c: Client, data: Dataset, k: int) -> dict[str, object]:
 
 def mixed(c: Client, target: str, data: Dataset, batch: int, k: int) -> dict[str, object]:
     """Recall latency on the loaded namespace while another client bulk-imports the same
-    records into a fresh namespace, as fast as it can."""
-    n = len(data.texts)
+    records (at most 50,000) into a fresh namespace, as fast as it can."""
+    n = min(len(data.texts), MIXED_MAX)
     done = threading.Event()
     imported: list[float] = []
 
