@@ -99,6 +99,9 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     # Added to the fused score of a memory that occurred inside the window a time cue of the
     # query names ("last week", "上周"; see server/core/memory/timecues.py).
     time_cue_boost: Annotated[float, between(0.0, 10.0)] = 0.3
+    # Added, for a question about time ("when did …", "什么时候"), to the fused score of a
+    # memory whose text says when ("last Saturday", "on 3 May", "上周六"): the answer type.
+    temporal_answer_boost: Annotated[float, between(0.0, 10.0)] = 0.15
     # Weights of the keyword channel's secondary fields against the memory's own text: the
     # speaker's name (a question names whom it is about), and the context built from the
     # neighbouring turns of the same session (low: a neighbour is often unrelated small talk).

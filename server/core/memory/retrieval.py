@@ -40,6 +40,7 @@ from server.core.memory.model import (
     PlanStep,
     RecallQuery,
     RecallResult,
+    Record,
     Score,
     StepReport,
     Tier,
@@ -54,10 +55,12 @@ from server.core.memory.ports import (
     RecordStore,
     VectorIndexSet,
 )
-from server.core.memory.timecues import window
+from server.core.memory.timecues import has_time_expression, window
 from server.core.settings import MemorySettings
 
 _DAY = 86_400.0
+# A temporal question reranks this many times top_k candidates by their time expressions.
+TEMPORAL_RERANK = 4
 _DIGIT = re.compile(r"\d")
 _LETTER = re.compile(r"[^\W\d_]")
 KeyArray = npt.NDArray[np.int64]
@@ -316,14 +319,26 @@ class Retriever:
             v, b, vh, kh = v[relevant], b[relevant], vh[relevant], kh[relevant]
             if len(keys) == 0:
                 return []
-        decays = np.isin(c.kind[keys], self._decay_kinds) & (not self.temporal(q))
+        temporal = self.temporal(q)
+        decays = np.isin(c.kind[keys], self._decay_kinds) & (not temporal)
         age = np.maximum(run.ref - c.refreshed[keys], 0.0)
         decay = step_decay(age, decays, self._thresholds, self._factors)
+        records: dict[int, Record] = {}
+        if temporal and self._s.temporal_answer_boost > 0:
+            # A "when" question wants a memory that says when: rerank a short list by the time
+            # expressions in the texts (only these texts are read).
+            short, _ = rank_final(fused, decay, c.obsolete[keys], TEMPORAL_RERANK * top_k)
+            records = self._store.get([int(keys[i]) for i in short])
+            for i in short.tolist():
+                rec = records.get(int(keys[i]))
+                if rec is not None and has_time_expression(rec.text):
+                    fused[i] += np.float32(self._s.temporal_answer_boost)
         order, final = rank_final(fused, decay, c.obsolete[keys], top_k)
         chosen = [int(keys[i]) for i in order]
         context = {k: self._cols.neighbours(k, q.context_turns) for k in chosen}
         around = sorted({int(n) for b, a in context.values() for n in (*b, *a)})
-        records = self._store.get(chosen + around)
+        wanted = [k for k in chosen + around if k not in records]
+        records.update(self._store.get(wanted))
         vectors = self._store.get_vectors(chosen) if q.include_vectors else {}
         cat = c.catalog
         hits: list[Hit] = []

@@ -29,6 +29,24 @@ _CUES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 )
 
 
+# A time expression in a memory's text: the answer type of a "when" question.
+_WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
+TIME_EXPRESSION = re.compile(
+    rf"\b(?:yesterday|today|tonight|tomorrow|(?:last|this|next) (?:week|weekend|month|year|"
+    rf"{_WEEKDAYS})|on (?:{_WEEKDAYS})|in (?:{_MONTHS})|(?:{_MONTHS}) \d{{1,2}}|"
+    r"\d+ (?:days?|weeks?|months?|years?) ago|\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2})\b"
+    r"|昨天|前天|今天|明天|上周|这周|本周|下周|上个?月|去年|今年|(?:星期|周|礼拜)[一二三四五六日天]"
+    r"|\d{1,2}月\d{1,2}[日号]|[一二三四五六七八九十]+月",
+    re.IGNORECASE,
+)
+
+
+def has_time_expression(text: str) -> bool:
+    """Whether `text` says when something happened ("last Saturday", "on 3 May", "上周六")."""
+    return TIME_EXPRESSION.search(text) is not None
+
+
 def _month_start(d: dt.datetime) -> dt.datetime:
     return d.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 

@@ -208,3 +208,13 @@ def test_moments_sum_the_vectors_of_one_pocket() -> None:
     np.testing.assert_allclose(total1, np.sum([vs[k] for k in (2, 4, 6, 8)], axis=0), atol=1e-5)
     total_none, n_none = hot.moments("other", pocket_of, 0)
     assert n_none == 0 and total_none.shape == (DIM,) and not total_none.any()
+
+
+def test_an_unindexed_row_is_matched_by_its_speaker_too() -> None:
+    from server.core.memory.hot import hot_terms
+
+    rec = Record(memory_id="a", namespace="n", kind=Kind.EPISODE, text="I ran", speaker="Priya")
+    assert hot_terms(str.split, rec) == ["I", "ran", "Priya"]
+    assert hot_terms(str.split, Record(memory_id="b", namespace="n", kind=Kind.FACT, text="x")) == [
+        "x"
+    ]

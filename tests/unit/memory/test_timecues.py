@@ -1,0 +1,95 @@
+"""Time cues as event-time windows, and time expressions as the answer type of a "when"
+question (server/core/memory/timecues.py), through the engine too."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+import msgspec
+import numpy as np
+import pytest
+
+from server.core.memory.engine import MemoryEngine
+from server.core.memory.model import Kind, RecallQuery
+from server.core.memory.timecues import has_time_expression, window
+from server.core.settings import MemorySettings
+from tests.conftest import unit_vec
+from tests.unit.memory.test_engine import NS, mem
+
+WED = dt.datetime(2026, 12, 2, 15, tzinfo=dt.UTC)  # a Wednesday
+
+
+def day(y: int, m: int, d: int) -> float:
+    return dt.datetime(y, m, d, tzinfo=dt.UTC).timestamp()
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("what did we do yesterday?", day(2026, 12, 1), day(2026, 12, 2)),
+        ("the plan from last week", day(2026, 11, 23), day(2026, 11, 30)),
+        ("上周说的事", day(2026, 11, 23), day(2026, 11, 30)),
+        ("this month", day(2026, 12, 1), day(2027, 1, 1)),
+        ("上个月", day(2026, 11, 1), day(2026, 12, 1)),
+        ("last year", day(2025, 1, 1), day(2026, 1, 1)),
+        ("3 days ago", day(2026, 11, 29), day(2026, 11, 30)),
+        ("5天前", day(2026, 11, 27), day(2026, 11, 28)),
+    ],
+)
+def test_cues_name_a_window_relative_to_the_reference(text: str, start: float, end: float) -> None:
+    assert window(text, WED.timestamp()) == (start, end)
+
+
+def test_no_cue_no_window() -> None:
+    assert window("what is the wifi password", WED.timestamp()) is None
+    assert window("a week-long trip", WED.timestamp()) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "says_when"),
+    [
+        ("Last Saturday I ran the half marathon in Osaka.", True),
+        ("上周六我在大阪跑了半马。", True),
+        ("We met on Monday at 10:00", True),
+        ("Did I ever tell you how I ran the half marathon? Long story.", False),
+        ("我一直在回想那次跑半马的事。", False),
+    ],
+)
+def test_time_expressions(text: str, says_when: bool) -> None:
+    assert has_time_expression(text) is says_when
+
+
+def test_a_when_question_prefers_the_memory_that_says_when(
+    engine_factory: Callable[..., MemoryEngine],
+) -> None:
+    """Two tellings equally near the question; only the one that says when answers it, by
+    exactly `temporal_answer_boost`."""
+    rng = np.random.default_rng(31)
+    q = unit_vec(rng)
+    eng = engine_factory()
+    eng.remember(
+        [
+            mem("Someone asked me again about how I ran the half marathon.", Kind.EPISODE, q),
+            mem("Last Saturday I ran the half marathon in Osaka.", Kind.EPISODE, q),
+        ]
+    )
+    eng.indexer.catch_up()
+    ask = RecallQuery(namespace=NS, text="when did I run the half marathon", vector=q)
+
+    def fused(e: MemoryEngine) -> dict[str, float]:
+        return {
+            h.record.text[:4]: h.score.fused for h in e.recall(msgspec.structs.replace(ask)).hits
+        }
+
+    with_boost = fused(eng)
+    assert eng.recall(ask).hits[0].record.text.startswith("Last Saturday")
+    eng.close()
+    s = MemorySettings()
+    off = msgspec.structs.replace(
+        s, hybrid_search=msgspec.structs.replace(s.hybrid_search, temporal_answer_boost=0.0)
+    )
+    without = fused(engine_factory(off))
+    boost = s.hybrid_search.temporal_answer_boost
+    assert with_boost["Last"] == pytest.approx(without["Last"] + boost, abs=1e-5)
+    assert with_boost["Some"] == pytest.approx(without["Some"], abs=1e-5)
