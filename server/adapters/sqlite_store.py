@@ -18,7 +18,7 @@ import msgspec
 import numpy as np
 
 from server.core.memory.changes import Applied, Erase, Op, Put, Touch
-from server.core.memory.model import Record, Vector
+from server.core.memory.model import Record, Tier, Vector
 from server.core.memory.ports import ChangedRow
 
 _SCHEMA = """
@@ -38,6 +38,20 @@ CREATE INDEX IF NOT EXISTS records_by_rev ON records(rev);
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Record)
+# SQLite's limit on the variables of one statement, with room to spare.
+MAX_VARIABLES = 900
+
+
+def _decode(payload: bytes) -> Record:
+    """A stored record. One written before tier was stored state (no `stored_at`) said "hot"
+    for every record; it reads as warm, stored when it was last written, so an old data
+    directory opens as the new code would have written it."""
+    rec = _decoder.decode(payload)
+    if not rec.stored_at:
+        rec.stored_at = rec.updated_at or rec.created_at
+        if rec.tier == Tier.HOT:
+            rec.tier = Tier.WARM
+    return rec
 
 
 def _vec_bytes(v: Vector | None) -> bytes | None:
@@ -112,9 +126,9 @@ class SqliteRecordStore:
             row = cur.execute(
                 "SELECT deleted, vector FROM records WHERE key=?", (rec.key,)
             ).fetchone()
-            if row is None or (vec is None and row[1] is None):
+            if row is None or (vec is None and row[0]):
                 # A programming error, not bad input: roll the whole change back.
-                raise KeyError(f"no stored row {rec.key} (with a vector) to write in place")
+                raise KeyError(f"no row {rec.key} to write in place (or an erased one, no vector)")
             cur.execute(
                 "UPDATE records SET rev=?, deleted=0, payload=?, vector=COALESCE(?, vector),"
                 " kind=?, namespace=?, memory_id=? WHERE key=?",
@@ -152,24 +166,26 @@ class SqliteRecordStore:
         ).fetchone()
         if row is None:  # forgotten since it was read
             return
-        rec = _decoder.decode(row[0])
+        rec = _decode(row[0])
         rec.access_count += op.accesses
         rec.last_accessed_at = max(rec.last_accessed_at or 0.0, op.last)
         cur.execute("UPDATE records SET payload=? WHERE key=?", (_encoder.encode(rec), op.key))
 
     def _live_column(self, column: str, keys: Sequence[int]) -> list[tuple[int, bytes]]:
-        """(key, column) of the live rows among `keys`."""
-        if not keys:
-            return []
-        marks = ",".join("?" * len(keys))
-        sql = f"SELECT key, {column} FROM records WHERE deleted=0 AND key IN ({marks})"
-        rows: list[tuple[int, bytes]] = self._reader().execute(sql, list(keys)).fetchall()
+        """(key, column) of the live rows among `keys`, in statements of at most
+        `MAX_VARIABLES` keys."""
+        rows: list[tuple[int, bytes]] = []
+        for start in range(0, len(keys), MAX_VARIABLES):
+            chunk = list(keys[start : start + MAX_VARIABLES])
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT key, {column} FROM records WHERE deleted=0 AND key IN ({marks})"
+            rows.extend(self._reader().execute(sql, chunk).fetchall())
         return rows
 
     def get(self, keys: Sequence[int]) -> dict[int, Record]:
         out: dict[int, Record] = {}
         for key, payload in self._live_column("payload", keys):
-            rec = _decoder.decode(payload)
+            rec = _decode(payload)
             rec.key = key
             out[key] = rec
         return out
@@ -199,7 +215,7 @@ class SqliteRecordStore:
             if deleted:
                 rec = Record(memory_id=mid, namespace=ns, kind=kind, key=key)
             else:
-                rec = _decoder.decode(payload)
+                rec = _decode(payload)
                 rec.key = key
             out.append(ChangedRow(rec, _vec(vec), int(r), bool(deleted)))
         return out
@@ -213,7 +229,7 @@ class SqliteRecordStore:
         )
         while batch := cur.fetchmany(4096):
             for key, payload in batch:
-                rec = _decoder.decode(payload)
+                rec = _decode(payload)
                 rec.key = key
                 yield rec
 

@@ -27,7 +27,7 @@ searcher). One tenant's memories therefore never shift another's scores, and a s
 depend on how the index happens to be segmented.
 
 `commit(rev)` makes changes durable and searchable, then records `rev` in `rev.json`. An index of
-an older schema (`schema.json`) is set aside on open and rebuilt from the record store.
+another schema (`schema.json`) is deleted on open and rebuilt from the record store.
 """
 
 from __future__ import annotations
@@ -264,6 +264,9 @@ class TantivyKeywordIndex:
             for bag in BAGS:
                 if weights[bag] <= 0:
                     continue
+                anywhere = searcher.doc_freq(bag, t)  # O(1); the count below is not
+                if anywhere == 0:
+                    continue
                 term_q = self._term(bag, t)
                 df = self._cached(
                     stats,
@@ -275,7 +278,8 @@ class TantivyKeywordIndex:
                     continue
                 postings += df
                 idf[bag][t] = _idf(ns_docs, df)
-                boost = weights[bag] * idf[bag][t] / _idf(total, searcher.doc_freq(bag, t))
+                # doc_freq counts deleted documents until a merge: keep the boost positive.
+                boost = weights[bag] * idf[bag][t] / max(_idf(total, anywhere), 1e-3)
                 should.append((Occur.Should, Query.boost_query(term_q, boost)))
         # The reference: each term counted once, in the bag where it weighs most.
         best = {t: max(weights[bag] * idf[bag].get(t, 0.0) for bag in BAGS) for t in terms}
@@ -358,7 +362,7 @@ def _count(searcher: tantivy.Searcher, query: Query) -> int:
 
 
 def _check_schema(root: Path) -> None:
-    """Set aside an index of an older schema (it is rebuilt from the record store)."""
+    """Delete an index of another schema (it is rebuilt from the record store)."""
     marker = root / "schema.json"
     if root.exists() and any(root.iterdir()):
         try:

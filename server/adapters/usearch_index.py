@@ -10,7 +10,7 @@ Persistence: `save(rev)` writes every dirty index to a temporary file and rename
 then atomically replaces `manifest.json`, which records the revision the files contain and each
 index's vector sum. On start the indexer replays the record store from that revision, so a crash
 between snapshots only costs catch-up time, never data. A manifest of an older layout (one index
-per namespace and kind) is set aside: the indexes are rebuilt from the record store.
+per namespace and kind) is deleted with its files: the indexes are rebuilt from the record store.
 """
 
 from __future__ import annotations
@@ -89,12 +89,20 @@ class UsearchVectorIndex:
             self._drop_present(keys)
 
     def search(
-        self, query: Vector, count: int, exact: bool = False
+        self, query: Vector, count: int, exact: bool = False, expansion: int = 0
     ) -> tuple[KeyArray, npt.NDArray[np.float32]]:
         with self._lock:
             if len(self._index) == 0 or count <= 0:
                 return np.empty(0, np.int64), np.empty(0, np.float32)
-            res = self._index.search(query, count, exact=exact)
+            if exact or not expansion:
+                res = self._index.search(query, count, exact=exact)
+            else:  # the breadth is index-wide; the lock keeps other searches out meanwhile
+                default = self._index.expansion_search
+                self._index.expansion_search = expansion  # type: ignore[misc]
+                try:
+                    res = self._index.search(query, count)
+                finally:
+                    self._index.expansion_search = default  # type: ignore[misc]
         keys = np.asarray(res.keys, dtype=np.int64)
         sims = (1.0 - np.asarray(res.distances, dtype=np.float32)).astype(np.float32)
         return keys, sims

@@ -115,8 +115,10 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     overfetch: Annotated[float, between(1.0, 100.0)] = 2.0
     # A filtered search whose matching rows are at most this many is scanned exactly instead.
     exact_scan_max_rows: Annotated[int, between(0, 1 << 24)] = 4096
-    # HNSW search breadth (usearch expansion_search).
+    # HNSW search breadth (usearch expansion_search), shared by the HNSW pockets of a plan in
+    # proportion to their sizes, with at least `min_expansion_search` each.
     expansion_search: Annotated[int, between(1, 1 << 16)] = 128
+    min_expansion_search: Annotated[int, between(1, 1 << 16)] = 64
     # The relevance floor: hits whose fused score (before time decay) is below it are not
     # returned. A request's `min_score` overrides it.
     min_score: Annotated[float, between(0.0, 10.0)] = 0.1

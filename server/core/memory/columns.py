@@ -20,14 +20,15 @@ import numpy.typing as npt
 from server.core.memory.changes import Applied
 from server.core.memory.model import MemoryFilter, Record
 from server.core.memory.pockets import PocketCatalog
+from server.core.memory.timecues import has_time_expression
 
 BoolArray = npt.NDArray[np.bool_]
 KeyArray = npt.NDArray[np.int64]
 
 
 class Columns:
-    """Per-key arrays: namespace id, kind, modality, importance, times, flags, session id, tier
-    and pocket id (placed by the pocket catalog)."""
+    """Per-key arrays: namespace id, kind, modality, importance, times, flags, session id, tier,
+    pocket id (placed by the pocket catalog), turn, and whether the text says when."""
 
     def __init__(self, catalog: PocketCatalog, capacity: int = 1024) -> None:
         self.catalog = catalog
@@ -52,6 +53,7 @@ class Columns:
         self.tier = np.zeros(n, dtype=np.int8)
         self.pocket = np.full(n, -1, dtype=np.int32)
         self.turn = np.full(n, -1, dtype=np.int32)
+        self.says_when = np.zeros(n, dtype=np.bool_)
 
     def _grow(self, key: int) -> None:
         n = len(self.ns)
@@ -71,6 +73,7 @@ class Columns:
             "tier",
             "pocket",
             "turn",
+            "says_when",
         ):
             old = getattr(self, name)
             new = np.empty(m, dtype=old.dtype)
@@ -108,6 +111,7 @@ class Columns:
             self.tier[k] = int(rec.tier)
             self.pocket[k] = pocket
             self.turn[k] = rec.turn
+            self.says_when[k] = has_time_expression(rec.text)
             if rec.session_id and rec.turn >= 0:
                 self._sessions.setdefault((ns, sid), array("q")).append(k)
             if rec.tags:

@@ -30,10 +30,12 @@ class CostModel:
     def exact(self, rows: int) -> float:
         return float(rows)
 
-    def hnsw(self, size: int, depth: int) -> float:
+    def hnsw(self, size: int, depth: int, breadth: int = 0) -> float:
+        """An HNSW search of `depth` candidates at `breadth` (0: the configured one)."""
         if size <= 0:
             return 0.0
-        return self._s.hnsw_units * math.log2(max(size, 2)) * max(depth, self._breadth)
+        width = max(depth, breadth or self._breadth)
+        return self._s.hnsw_units * math.log2(max(size, 2)) * width
 
     def search(self, tier: Tier, size: int, depth: int) -> float:
         """The cost of searching a pocket of `size` vectors for `depth` candidates."""

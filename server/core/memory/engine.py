@@ -80,7 +80,7 @@ class MemoryEngine:
         self._clock = clock
         self.columns: MetadataColumns = Columns(PocketCatalog(PocketScheme(settings.pockets)))
         self.hot: HotTier = MemoryHotTier(settings.embedding_dim, keywords.analyze, clock)
-        self._queries: OrderedDict[str, Vector] = OrderedDict()
+        self._queries: OrderedDict[tuple[str, str], Vector] = OrderedDict()
         self._query_lock = threading.Lock()
         self._costs = CostModel(settings.pockets, settings.hybrid_search.expansion_search)
         publish = threading.Lock()
@@ -138,14 +138,14 @@ class MemoryEngine:
             vecs = self._store.get_vectors([r.key for r in chunk])
             for rec in chunk:
                 if (v := vecs.get(rec.key)) is not None:
-                    self._put_hot(rec, v, now)
-                    self.hot.mark_indexed((rec.key,))
+                    self._put_hot(rec, v, now, 0)
+                    self.hot.mark_indexed(((rec.key, 0),))
         tail = 0
         rev = self.indexer.rev
         while rows := self._store.changes_since(rev, 4096):
             for row in rows:
                 if not row.deleted and row.vector is not None:
-                    self._put_hot(row.record, row.vector, now)
+                    self._put_hot(row.record, row.vector, now, row.rev)
                     tail += 1
             rev = rows[-1].rev
         self.indexer.start()
@@ -158,10 +158,10 @@ class MemoryEngine:
             "tail": tail,
         }
 
-    def _put_hot(self, rec: Record, vector: Vector, now: float) -> None:
+    def _put_hot(self, rec: Record, vector: Vector, now: float, rev: int) -> None:
         terms = hot_terms(self._keywords.analyze, rec)
         hot = rec.tier == Tier.HOT
-        self.hot.put(rec.namespace, rec.key, int(rec.kind), unit(vector), terms, now, hot)
+        self.hot.put(rec.namespace, rec.key, int(rec.kind), unit(vector), terms, now, hot, rev)
 
     def close(self) -> None:
         """Flush the access counts, stop indexing, snapshot the indexes and close the stores."""
@@ -170,11 +170,14 @@ class MemoryEngine:
         self._keywords.close()
         self._store.close()
 
-    def _encode(self, texts: list[str], what: str, deadline: Deadline) -> Vector:
+    def _encode(
+        self, texts: list[str], what: str, deadline: Deadline, where: Location | None = None
+    ) -> Vector:
         if self._encoder is None:
             raise FailedPreconditionError(
                 f"{what} has no vector and the built-in encoder is disabled (encoder.text: none)",
                 reason="ENCODER_DISABLED",
+                where=where,
             )
         if self._encoder.dim != self._s.embedding_dim:
             raise FailedPreconditionError(
@@ -182,6 +185,7 @@ class MemoryEngine:
                 f" {self._encoder.dim}-d vectors,"
                 f" but memory.embedding_dim is {self._s.embedding_dim}",
                 reason="ENCODER_DIM_MISMATCH",
+                where=where,
             )
         out = np.empty((len(texts), self._encoder.dim), dtype=np.float32)
         for start in range(0, len(texts), ENCODE_CHUNK):
@@ -209,7 +213,10 @@ class MemoryEngine:
                 )
         if need:
             vecs = self._encode(
-                [items[i].record.text for i in need], f"items[{need[0]}].record", deadline
+                [items[i].record.text for i in need],
+                "a memory",
+                deadline,
+                Location("record", need[0]),
             )
             for row, i in enumerate(need):
                 items[i].vector = vecs[row]
@@ -217,17 +224,19 @@ class MemoryEngine:
         self.indexer.wake()
         return results
 
-    def _query_vector(self, text: str, deadline: Deadline) -> Vector:
+    def _query_vector(self, namespace: str, text: str, deadline: Deadline) -> Vector:
         """The query's vector, from a small LRU cache: an agent asks the same question of
-        several steps, and encoding it is most of a text-only Recall."""
+        several steps, and encoding it is most of a text-only Recall. Keyed by namespace too,
+        so one tenant cannot time whether another asked the same."""
+        key = (namespace, text)
         with self._query_lock:
-            cached = self._queries.get(text)
+            cached = self._queries.get(key)
             if cached is not None:
-                self._queries.move_to_end(text)
+                self._queries.move_to_end(key)
                 return cached
         vec: Vector = self._encode([text], "the query", deadline)[0]
         with self._query_lock:
-            self._queries[text] = vec
+            self._queries[key] = vec
             while len(self._queries) > QUERY_CACHE:
                 self._queries.popitem(last=False)
         return vec
@@ -235,7 +244,7 @@ class MemoryEngine:
     def recall(self, q: RecallQuery, deadline: Deadline | None = None) -> RecallResult:
         deadline = deadline or no_deadline()
         if q.vector is None and q.text:
-            q.vector = self._query_vector(q.text, deadline)
+            q.vector = self._query_vector(q.namespace, q.text, deadline)
         elif q.vector is not None:
             q.vector = unit(q.vector)
         res = self.retriever.recall(q, deadline)
@@ -338,6 +347,8 @@ class MemoryEngine:
                 continue
             key = cat.key(pid)
             times = created[pocket_of == pid]
+            if len(times) == 0:  # emptied between the two reads of the columns
+                continue
             if key.tier == Tier.HOT:
                 total, n = self.hot.moments(namespace, c.pocket, pid)
             elif (part := self._vectors.partition(namespace, key.name, False)) is not None:

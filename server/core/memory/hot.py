@@ -41,18 +41,26 @@ class _HotSet:
         self.born = np.zeros(64, dtype=np.float64)
         self.indexed = np.zeros(64, dtype=np.bool_)
         self.hot = np.zeros(64, dtype=np.bool_)
+        self.revs = np.zeros(64, dtype=np.int64)
         self.terms: list[frozenset[str]] = []
         self.row: dict[int, int] = {}
 
     def _grow(self) -> None:
         cap = len(self.keys) * 2
         self.mat = np.concatenate([self.mat, np.zeros_like(self.mat)])[:cap]
-        for name in ("keys", "kinds", "born", "indexed", "hot"):
+        for name in ("keys", "kinds", "born", "indexed", "hot", "revs"):
             old = getattr(self, name)
             setattr(self, name, np.concatenate([old, np.zeros_like(old)]))
 
     def put(
-        self, key: int, kind: int, vec: Vector, terms: frozenset[str], now: float, hot: bool
+        self,
+        key: int,
+        kind: int,
+        vec: Vector,
+        terms: frozenset[str],
+        now: float,
+        hot: bool,
+        rev: int,
     ) -> None:
         i = self.row.get(key)
         if i is None:
@@ -70,6 +78,7 @@ class _HotSet:
         self.born[i] = now
         self.indexed[i] = False
         self.hot[i] = hot
+        self.revs[i] = rev
 
     def drop(self, key: int) -> None:
         i = self.row.pop(key, None)
@@ -83,6 +92,7 @@ class _HotSet:
             self.born[i] = self.born[last]
             self.indexed[i] = self.indexed[last]
             self.hot[i] = self.hot[last]
+            self.revs[i] = self.revs[last]
             self.terms[i] = self.terms[last]
             self.row[int(self.keys[i])] = i
         self.terms.pop()
@@ -110,9 +120,10 @@ class MemoryHotTier:
         terms: Iterable[str],
         now: float,
         hot: bool,
+        rev: int = 0,
     ) -> None:
-        """Add or replace a memory (`hot`: of stored tier hot); it counts as unindexed until
-        `mark_indexed`."""
+        """Add or replace a memory (`hot`: of stored tier hot) at revision `rev`; it counts as
+        unindexed until `mark_indexed` reaches that revision."""
         with self._lock:
             hs = self._sets.get(namespace)
             if hs is None:
@@ -120,7 +131,7 @@ class MemoryHotTier:
             i = hs.row.get(key)
             if i is None or hs.indexed[i]:
                 self._pending += 1
-            hs.put(key, kind, vec, frozenset(terms), now, hot)
+            hs.put(key, kind, vec, frozenset(terms), now, hot, rev)
             self._ns_of[key] = namespace
 
     def follow(self, applied: Sequence[Applied]) -> None:
@@ -137,7 +148,7 @@ class MemoryHotTier:
             assert rec is not None
             hot = rec.tier == Tier.HOT
             terms = hot_terms(self._terms, rec)
-            self.put(rec.namespace, a.key, int(rec.kind), v, terms, now, hot)
+            self.put(rec.namespace, a.key, int(rec.kind), v, terms, now, hot, a.rev)
 
     def remove(self, keys: Iterable[int]) -> None:
         with self._lock:
@@ -151,15 +162,17 @@ class MemoryHotTier:
                     self._pending -= 1
                 hs.drop(key)
 
-    def mark_indexed(self, keys: Iterable[int]) -> None:
+    def mark_indexed(self, rows: Iterable[tuple[int, int]]) -> None:
+        """Mark (key, revision) pairs indexed. A row written again since that revision (an
+        upsert, a merge, a tier move that the indexer has not read yet) stays unindexed."""
         with self._lock:
-            for key in keys:
+            for key, rev in rows:
                 ns = self._ns_of.get(key)
                 if ns is None:
                     continue
                 hs = self._sets[ns]
                 i = hs.row[key]
-                if not hs.indexed[i]:
+                if not hs.indexed[i] and hs.revs[i] <= rev:
                     hs.indexed[i] = True
                     self._pending -= 1
 

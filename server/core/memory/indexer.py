@@ -111,7 +111,7 @@ class Indexer:
         rev = rows[-1].rev
         self._keywords.commit(rev)
         with self._lock:
-            self._hot.mark_indexed(r.key for r, _ in live)
+            self._hot.mark_indexed((r.record.key, r.rev) for r in rows if not r.deleted)
             self._hot.evict()
         self.unsnapshotted += len(rows)
         if self._snapshot_due():

@@ -73,10 +73,11 @@ class VectorIndex(Protocol):
     def remove(self, keys: KeyArray) -> None: ...
 
     def search(
-        self, query: Vector, count: int, exact: bool = False
+        self, query: Vector, count: int, exact: bool = False, expansion: int = 0
     ) -> tuple[KeyArray, npt.NDArray[np.float32]]:
         """Return (keys, cosine similarities), best first; `exact`: a brute-force scan of every
-        vector (SIMD, over the stored f16) instead of the graph."""
+        vector (SIMD, over the stored f16) instead of the graph; `expansion`: the graph search's
+        breadth (0: the index's own)."""
         ...
 
     def search_batch(
@@ -213,11 +214,14 @@ class HotTier(Protocol):
         terms: Iterable[str],
         now: float,
         hot: bool,
+        rev: int = 0,
     ) -> None:
-        """Add or replace a row (rebuilding after a restart)."""
+        """Add or replace a row at revision `rev` (rebuilding after a restart)."""
         ...
 
-    def mark_indexed(self, keys: Iterable[int]) -> None: ...
+    def mark_indexed(self, rows: Iterable[tuple[int, int]]) -> None:
+        """Mark (key, revision) pairs indexed; a row rewritten since stays unindexed."""
+        ...
 
     def evict(self) -> int:
         """Drop the indexed rows not of tier hot; return how many."""
@@ -266,6 +270,7 @@ class MetadataColumns(Protocol):
     tier: npt.NDArray[np.int8]
     pocket: npt.NDArray[np.int32]
     turn: npt.NDArray[np.int32]
+    says_when: BoolArray
 
     def follow(self, applied: Sequence[Applied]) -> None: ...
 

@@ -40,7 +40,6 @@ from server.core.memory.model import (
     PlanStep,
     RecallQuery,
     RecallResult,
-    Record,
     Score,
     StepReport,
     Tier,
@@ -55,12 +54,10 @@ from server.core.memory.ports import (
     RecordStore,
     VectorIndexSet,
 )
-from server.core.memory.timecues import has_time_expression, window
+from server.core.memory.timecues import window
 from server.core.settings import MemorySettings
 
 _DAY = 86_400.0
-# A temporal question reranks this many times top_k candidates by their time expressions.
-TEMPORAL_RERANK = 4
 _DIGIT = re.compile(r"\d")
 _LETTER = re.compile(r"[^\W\d_]")
 KeyArray = npt.NDArray[np.int64]
@@ -88,6 +85,7 @@ class _Run:
     exact: frozenset[int] = frozenset()
     reports: list[StepReport] = field(default_factory=list)
     keyword_cost: float = 0.0
+    hnsw_vectors: int = 0  # in the plan's pockets searched by HNSW
 
     def mask(self, cols: MetadataColumns, keys: KeyArray) -> npt.NDArray[np.bool_]:
         q = self.q
@@ -193,6 +191,11 @@ class Retriever:
         hk, hs = self._hot.scan(q.namespace, query, depth, lambda k: run.mask(self._cols, k))
         hot_seen = self._hot.count(q.namespace)
         for pid, step in run.pockets.items():
+            if cat.key(pid).tier != Tier.HOT:
+                part = self._vectors.partition(q.namespace, step.pocket, False)
+                n = 0 if part is None else len(part)
+                run.hnsw_vectors += n if n > self._p.exact_max_rows else 0
+        for pid, step in run.pockets.items():
             key = cat.key(pid)
             if key.tier == Tier.HOT:
                 run.reports.append(StepReport(step.pocket, step.depth, "hot", 0, 0.0))
@@ -239,11 +242,39 @@ class Retriever:
             run.vec.update(zip(keys.tolist(), sims.tolist(), strict=True))
             return StepReport(step.pocket, step.depth, "exact", size, self._costs.exact(size))
         fetch = min(fetch, size)
-        keys, sims = part.search(query, fetch)
+        breadth = self._breadth(run, size)
+        keys, sims = part.search(query, fetch, expansion=breadth)
         keep = run.mask(self._cols, keys)
         keys, sims = keys[keep][: step.depth], sims[keep][: step.depth]
         run.vec.update(zip(keys.tolist(), sims.tolist(), strict=True))
-        return StepReport(step.pocket, step.depth, "hnsw", size, self._costs.hnsw(size, fetch))
+        cost = self._costs.hnsw(size, fetch, breadth)
+        return StepReport(step.pocket, step.depth, "hnsw", size, cost)
+
+    def _breadth(self, run: _Run, size: int) -> int:
+        """A shared search budget: the plan's HNSW pockets split `expansion_search` by size, so
+        four pockets cost about what one index of them all would, with at least
+        `min_expansion_search` each."""
+        total = run.hnsw_vectors
+        share = size / total if total > size else 1.0
+        return max(self._s.min_expansion_search, math.ceil(self._s.expansion_search * share))
+
+    def _context(self, run: _Run, key: int) -> tuple[KeyArray, KeyArray]:
+        """A hit's neighbouring turns, left out like hits: obsolete and expired ones too unless
+        the query asks for them."""
+        q = run.q
+        if q.context_turns <= 0:
+            empty = np.empty(0, np.int64)
+            return empty, empty
+        before, after = self._cols.neighbours(key, q.context_turns)
+        flt = MemoryFilter()
+
+        def live(keys: KeyArray) -> KeyArray:
+            ok = self._cols.mask(
+                keys, run.ns_id, flt, run.now, q.include_obsolete, q.include_expired
+            )
+            return keys[ok]
+
+        return live(before), live(after)
 
     def _keyword_channel(self, run: _Run, everything: bool) -> None:
         q = run.q
@@ -312,6 +343,9 @@ class Retriever:
         if q.text and (span := window(q.text, run.ref)) is not None:
             inside = (c.created[keys] >= span[0]) & (c.created[keys] < span[1])
             fused += np.float32(self._s.time_cue_boost) * inside
+        temporal = self.temporal(q)
+        if temporal:  # a "when" question wants a memory that says when: its answer type
+            fused += np.float32(self._s.temporal_answer_boost) * c.says_when[keys]
         floor = self._s.min_score if q.min_score is None else q.min_score
         relevant = fused >= floor
         if not relevant.all():
@@ -319,26 +353,14 @@ class Retriever:
             v, b, vh, kh = v[relevant], b[relevant], vh[relevant], kh[relevant]
             if len(keys) == 0:
                 return []
-        temporal = self.temporal(q)
         decays = np.isin(c.kind[keys], self._decay_kinds) & (not temporal)
         age = np.maximum(run.ref - c.refreshed[keys], 0.0)
         decay = step_decay(age, decays, self._thresholds, self._factors)
-        records: dict[int, Record] = {}
-        if temporal and self._s.temporal_answer_boost > 0:
-            # A "when" question wants a memory that says when: rerank a short list by the time
-            # expressions in the texts (only these texts are read).
-            short, _ = rank_final(fused, decay, c.obsolete[keys], TEMPORAL_RERANK * top_k)
-            records = self._store.get([int(keys[i]) for i in short])
-            for i in short.tolist():
-                rec = records.get(int(keys[i]))
-                if rec is not None and has_time_expression(rec.text):
-                    fused[i] += np.float32(self._s.temporal_answer_boost)
         order, final = rank_final(fused, decay, c.obsolete[keys], top_k)
         chosen = [int(keys[i]) for i in order]
-        context = {k: self._cols.neighbours(k, q.context_turns) for k in chosen}
+        context = {k: self._context(run, k) for k in chosen}
         around = sorted({int(n) for b, a in context.values() for n in (*b, *a)})
-        wanted = [k for k in chosen + around if k not in records]
-        records.update(self._store.get(wanted))
+        records = self._store.get(chosen + around)
         vectors = self._store.get_vectors(chosen) if q.include_vectors else {}
         cat = c.catalog
         hits: list[Hit] = []

@@ -44,6 +44,8 @@ BACKPRESSURE_TIMEOUT_S = 30.0
 # Candidates per item from the warm index: the best may be vetoed by the merge policy (a
 # sibling one digit apart), and identical texts tie at cosine 1.0.
 DEDUP_CANDIDATES = 8
+# Hot memories moved to warm per change (the maintenance thread moves the rest on later ticks).
+TIER_MOVE_CHUNK = 4096
 
 
 def new_memory_id(now: float) -> str:
@@ -204,7 +206,7 @@ class Writer:
                 over = len(mine) - hs.max_records_per_namespace
                 if over > 0:
                     due[mine[np.argsort(c.created[hot[mine]], kind="stable")[:over]]] = True
-            keys = hot[due].tolist()
+            keys = hot[due].tolist()[:TIER_MOVE_CHUNK]  # the rest on the next tick
             if not keys:
                 return 0
             deadline.check("the tier move")
@@ -493,6 +495,8 @@ def _merge(base: Record, new: Record, now: float) -> Record:
         expires_at=max(base.expires_at or 0.0, new.expires_at or 0.0) or None,
         tags=tuple(dict.fromkeys(base.tags + new.tags)),
         session_id=new.session_id or base.session_id,
+        # A merge into a record of another session takes the new item's place in its session.
+        turn=new.turn if new.session_id and new.session_id != base.session_id else base.turn,
         speaker=new.speaker or base.speaker,
         source=new.source,
         source_type=new.source_type or base.source_type,

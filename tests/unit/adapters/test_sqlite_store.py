@@ -311,3 +311,23 @@ def test_a_put_by_key_keeps_the_id_columns_in_step_with_the_record(
     a = insert(store, "a")
     store.apply([Put(rec("renamed", key=a.key), None, Cause.UPSERT)])
     assert store.key_of(NS, "renamed") == a.key and store.key_of(NS, "a") is None
+
+
+def test_a_record_of_the_old_format_reads_as_warm(store: SqliteRecordStore) -> None:
+    """Before tier was stored state every record was written as hot and had no stored time:
+    such a data directory must not open with every memory in the hot tier."""
+    old = rec("old", tier=Tier.HOT, updated_at=1_700_000_000.0)
+    (a,) = store.apply([Put(old, vec(1), Cause.STORE)])
+    got = store.get([a.key])[a.key]
+    assert got.tier == Tier.WARM and got.stored_at == 1_700_000_000.0
+    new = rec("new", tier=Tier.HOT, stored_at=1_800_000_000.0)
+    (b,) = store.apply([Put(new, vec(2), Cause.STORE)])
+    assert store.get([b.key])[b.key].tier == Tier.HOT  # the new format says what it means
+    assert [r.record.tier for r in store.changes_since(0, 10)] == [Tier.WARM, Tier.HOT]
+
+
+def test_reads_of_many_keys_stay_under_the_statement_variable_limit(
+    store: SqliteRecordStore,
+) -> None:
+    keys = [insert(store, f"m{i}", i).key for i in range(3)]
+    assert set(store.get(keys + list(range(10_000, 12_000)))) == set(keys)

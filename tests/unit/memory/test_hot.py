@@ -73,9 +73,9 @@ def test_mark_indexed_decrements_pending_once() -> None:
     hot = hot_tier()
     hot.follow([written(k, vec(k)) for k in (1, 2, 3)])
     assert hot.pending() == 3
-    hot.mark_indexed([1, 2])
+    hot.mark_indexed([(1, 1), (2, 1)])
     assert hot.pending() == 1
-    hot.mark_indexed([1, 2, 99])  # again, and a key it never held
+    hot.mark_indexed([(1, 1), (2, 1), (99, 1)])  # again, and a key it never held
     assert hot.pending() == 1
     assert hot.contains(1)  # indexed rows stay until evicted
     # A rewrite of an indexed row makes it unindexed again.
@@ -88,6 +88,18 @@ def test_mark_indexed_decrements_pending_once() -> None:
     assert hot.pending() == 1
 
 
+def test_a_row_rewritten_after_the_indexer_read_it_stays_unindexed() -> None:
+    """The indexer reads revision 1, a merge writes revision 2, then the indexer marks what it
+    read: the new text must stay in the hot tier (it is in no index yet)."""
+    hot = hot_tier()
+    hot.follow([written(1, vec(1), rev=1)])
+    hot.follow([written(1, vec(2), text="merged", rev=2)])
+    hot.mark_indexed([(1, 1)])
+    assert hot.pending() == 1 and hot.evict() == 0 and hot.contains(1)
+    hot.mark_indexed([(1, 2)])
+    assert hot.pending() == 0 and hot.evict() == 1
+
+
 def test_evict_drops_indexed_rows_but_keeps_tier_hot_and_unindexed_ones() -> None:
     hot = hot_tier()
     hot.follow(
@@ -98,7 +110,7 @@ def test_evict_drops_indexed_rows_but_keeps_tier_hot_and_unindexed_ones() -> Non
             written(4, vec(4), tier=Tier.COLD, ns="other"),
         ]
     )
-    hot.mark_indexed([1, 2, 4])
+    hot.mark_indexed([(1, 1), (2, 1), (4, 1)])
     assert hot.evict() == 2
     assert not hot.contains(1) and not hot.contains(4)
     assert hot.contains(2) and hot.contains(3)
@@ -164,7 +176,7 @@ def test_keyword_scores_the_idf_weighted_share_of_query_terms() -> None:
     got = dict(zip(keys.tolist(), scores.tolist(), strict=True))
     assert got == {1: pytest.approx(0.25), 2: pytest.approx(1.0), 3: pytest.approx(0.75)}
     # The mask applies; indexed rows are left to the BM25 index.
-    hot.mark_indexed([2])
+    hot.mark_indexed([(2, 1)])
     keys, _ = hot.keyword(NS, weights, lambda k: k != 3)
     assert keys.tolist() == [1]
     assert len(hot.keyword(NS, {}, every)[0]) == 0
