@@ -1,19 +1,24 @@
-"""`python -m bench NAME [options]`; NAME is one of: memory, quality."""
+"""`python -m bench NAME [options]`; NAME is one of: memory, quality, costs.
+
+Each bench is imported only when asked for: importing usearch and tantivy before onnxruntime
+(as `costs` would) crashes onnxruntime's import in the same process.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
-from bench import memory, quality
-
-BENCHES = {"memory": memory.main, "quality": quality.main}
+BENCHES = ("memory", "quality", "costs")
 
 
 def main() -> int:
     if len(sys.argv) < 2 or sys.argv[1] not in BENCHES:
         print(f"usage: python -m bench {{{','.join(BENCHES)}}} [options]", file=sys.stderr)
         return 2
-    return BENCHES[sys.argv[1]](sys.argv[2:])
+    module = importlib.import_module(f"bench.{sys.argv[1]}")
+    code: int = module.main(sys.argv[2:])
+    return code
 
 
 if __name__ == "__main__":

@@ -311,8 +311,8 @@ class PocketSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # Cost units: one unit is one exact 384-d f16 dot product. An HNSW search costs
     # `hnsw_units` × log2(pocket size) × max(depth, breadth); a BM25 search `bm25_units` per
     # posting it reads. Measured by `python -m bench costs` (bench/RESULTS.md).
-    hnsw_units: Annotated[float, between(0.0, 1e6)] = 1.5
-    bm25_units: Annotated[float, between(0.0, 1e6)] = 0.5
+    hnsw_units: Annotated[float, between(0.0, 1e6)] = 5.0
+    bm25_units: Annotated[float, between(0.0, 1e6)] = 3.9
 
 
 class IndexSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
