@@ -195,13 +195,28 @@ class Retriever:
                 part = self._vectors.partition(q.namespace, step.pocket, False)
                 n = 0 if part is None else len(part)
                 run.hnsw_vectors += n if n > self._p.exact_max_rows else 0
+        # A selective filter's matching rows, found in one pass over the columns for the whole
+        # plan, then split by pocket.
+        matching: dict[int, KeyArray] | None = None
+        if selective:
+            keys = self._cols.matching_keys(
+                run.ns_id,
+                list(run.pockets),
+                q.filter,
+                run.now,
+                q.include_obsolete,
+                q.include_expired,
+            )
+            of = self._cols.pocket[keys]
+            matching = {pid: keys[of == pid] for pid in run.pockets}
         for pid, step in run.pockets.items():
             key = cat.key(pid)
             if key.tier == Tier.HOT:
                 run.reports.append(StepReport(step.pocket, step.depth, "hot", 0, 0.0))
                 continue
             deadline.check("a vector pocket")
-            run.reports.append(self._warm_step(run, pid, step, query, selective))
+            mine = None if matching is None else matching[pid]
+            run.reports.append(self._warm_step(run, step, query, mine))
         # The hot scan's cost goes to the first step (it is one scan for the whole plan).
         if run.reports and hot_seen:
             r = run.reports[0]
@@ -212,18 +227,17 @@ class Retriever:
         run.vec.update(zip(hk.tolist(), hs.tolist(), strict=True))
 
     def _warm_step(
-        self, run: _Run, pid: int, step: PlanStep, query: Vector, selective: bool
+        self, run: _Run, step: PlanStep, query: Vector, matching: KeyArray | None
     ) -> StepReport:
+        """One warm pocket's vector candidates; `matching`: a selective filter's rows of it."""
         q = run.q
         part = self._vectors.partition(q.namespace, step.pocket, False)
         size = 0 if part is None else len(part)
         if part is None or size == 0 or step.depth <= 0:
             return StepReport(step.pocket, step.depth, "exact", 0, 0.0)
         small = size <= self._p.exact_max_rows
-        if selective:
-            keys = self._cols.matching_keys(
-                run.ns_id, [pid], q.filter, run.now, q.include_obsolete, q.include_expired
-            )
+        if matching is not None:
+            keys = matching
             if len(keys) == 0:
                 return StepReport(step.pocket, step.depth, "exact", 0, 0.0)
             if len(keys) <= self._s.exact_scan_max_rows:
