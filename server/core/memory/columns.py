@@ -171,17 +171,28 @@ class Columns:
 
     def neighbours(self, key: int, n: int) -> tuple[KeyArray, KeyArray]:
         """Up to `n` turns of the same session before and after `key`, in turn order."""
-        if n <= 0 or key >= len(self.ns) or self.ns[key] < 0 or self.turn[key] < 0:
-            empty = np.empty(0, np.int64)
-            return empty, empty
-        keys = self._session_copy(int(self.ns[key]), int(self.session[key]))
-        turns = self.turn[keys]
-        order = np.argsort(turns, kind="stable")
-        keys, turns = keys[order], turns[order]
-        mine = int(self.turn[key])
-        before = keys[(turns < mine)][-n:]
-        after = keys[(turns > mine)][:n]
-        return before, after
+        empty = np.empty(0, np.int64)
+        return self.neighbours_many([key], n).get(key, (empty, empty))
+
+    def neighbours_many(self, keys: Sequence[int], n: int) -> dict[int, tuple[KeyArray, KeyArray]]:
+        """`neighbours` of many keys, sorting each session's turns once (an import or a Forget
+        of a long session would otherwise sort it once per key)."""
+        out: dict[int, tuple[KeyArray, KeyArray]] = {}
+        groups: dict[tuple[int, int], list[int]] = {}
+        for key in keys:
+            if 0 <= key < len(self.ns) and self.ns[key] >= 0 and self.turn[key] >= 0 and n > 0:
+                groups.setdefault((int(self.ns[key]), int(self.session[key])), []).append(key)
+        for (ns_id, sid), mine in groups.items():
+            ks = self._session_copy(ns_id, sid)
+            turns = self.turn[ks]
+            order = np.argsort(turns, kind="stable")
+            ks, turns = ks[order], turns[order]
+            for key in mine:
+                t = int(self.turn[key])
+                left = int(np.searchsorted(turns, t, side="left"))
+                right = int(np.searchsorted(turns, t, side="right"))
+                out[key] = (ks[max(0, left - n) : left], ks[right : right + n])
+        return out
 
     def mask(
         self,

@@ -105,7 +105,7 @@ class MemoryEngine:
             keywords,
             self.hot,
             self.columns.catalog.scheme,
-            self.columns.neighbours,
+            self.columns.neighbours_many,
             clock,
             publish,
         )

@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -41,8 +41,8 @@ from server.core.memory.ports import (
 from server.core.settings import IndexSettings
 
 log = logging.getLogger(__name__)
-# (key, n) → up to n neighbouring turns of the key's session before and after it.
-Neighbours = Callable[[int, int], tuple[KeyArray, KeyArray]]
+# (keys, n) → for each key in a session, up to n neighbouring turns before and after it.
+Neighbours = Callable[[Sequence[int], int], dict[int, tuple[KeyArray, KeyArray]]]
 
 
 class Indexer:
@@ -125,15 +125,12 @@ class Indexer:
         changes their context."""
         recs = {r.key: r for r, _ in live}
         around: dict[int, list[int]] = {}
-        extra: set[int] = set()
-        for rec, _ in live:
-            if rec.session_id and rec.turn >= 0:
-                before, after = self._neighbours(rec.key, 1)
-                around[rec.key] = [*before.tolist(), *after.tolist()]
-                extra.update(k for k in around[rec.key] if k not in recs)
+        turns = [r.key for r, _ in live if r.session_id and r.turn >= 0]
+        for key, (before, after) in self._neighbours(turns, 1).items():
+            around[key] = [*before.tolist(), *after.tolist()]
+        extra = {k for ks in around.values() for k in ks if k not in recs}
         recs.update(self._store.get(sorted(extra)))
-        for key in extra:
-            before, after = self._neighbours(key, 1)
+        for key, (before, after) in self._neighbours(sorted(extra), 1).items():
             around[key] = [*before.tolist(), *after.tolist()]
         missing = {k for ks in around.values() for k in ks} - recs.keys()
         recs.update(self._store.get(sorted(missing)))
@@ -142,7 +139,7 @@ class Indexer:
             for rec, pocket in live
         ]
         docs += [
-            KeywordDoc(r, self._scheme.key_of(r).name, self._context(around[k], recs))
+            KeywordDoc(r, self._scheme.key_of(r).name, self._context(around.get(k, ()), recs))
             for k in sorted(extra)
             if (r := recs.get(k)) is not None
         ]

@@ -314,6 +314,10 @@ class MetadataColumns(Protocol):
 
     def neighbours(self, key: int, n: int) -> tuple[KeyArray, KeyArray]: ...
 
+    def neighbours_many(self, keys: Sequence[int], n: int) -> dict[int, tuple[KeyArray, KeyArray]]:
+        """Up to n turns before and after each key in its session (keys not in one: left out)."""
+        ...
+
 
 class TextEncoder(Protocol):
     """Turns text into unit vectors of `dim` dimensions."""

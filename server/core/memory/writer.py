@@ -168,8 +168,7 @@ class Writer:
             deadline.check("the delete")
             gone = set(keys)
             near: set[int] = set()
-            for key in keys:
-                before, after = self._cols.neighbours(key, 1)
+            for before, after in self._cols.neighbours_many(keys, 1).values():
                 near.update(k for k in (*before.tolist(), *after.tolist()) if k not in gone)
             rewrite = [Put(r, None, Cause.FORGET) for r in self._store.get(sorted(near)).values()]
             applied = self._commit([*(Erase(k) for k in keys), *rewrite])
