@@ -20,6 +20,7 @@ import numpy as np
 from server.core.memory.changes import Applied, Erase, Op, Put, Touch
 from server.core.memory.model import Record, Tier, Vector
 from server.core.memory.ports import ChangedRow
+from server.core.memory.timecues import has_time_expression
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -49,6 +50,7 @@ def _decode(payload: bytes) -> Record:
     rec = _decoder.decode(payload)
     if not rec.stored_at:
         rec.stored_at = rec.updated_at or rec.created_at
+        rec.says_when = has_time_expression(rec.text)
         if rec.tier == Tier.HOT:
             rec.tier = Tier.WARM
     return rec

@@ -20,7 +20,6 @@ import numpy.typing as npt
 from server.core.memory.changes import Applied
 from server.core.memory.model import MemoryFilter, Record
 from server.core.memory.pockets import PocketCatalog
-from server.core.memory.timecues import has_time_expression
 
 BoolArray = npt.NDArray[np.bool_]
 KeyArray = npt.NDArray[np.int64]
@@ -111,7 +110,7 @@ class Columns:
             self.tier[k] = int(rec.tier)
             self.pocket[k] = pocket
             self.turn[k] = rec.turn
-            self.says_when[k] = has_time_expression(rec.text)
+            self.says_when[k] = rec.says_when
             if rec.session_id and rec.turn >= 0:
                 self._sessions.setdefault((ns, sid), array("q")).append(k)
             if rec.tags:

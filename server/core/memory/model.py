@@ -119,6 +119,9 @@ class Record(msgspec.Struct):
     speaker: str = ""
     turn: int = -1
     stored_at: float = 0.0
+    # Server-set at write: whether the text says when ("last Saturday", "上周六"), the answer
+    # type of a "when" question (kept in the record so that start-up need not scan every text).
+    says_when: bool = False
 
 
 class WriteHints(msgspec.Struct, frozen=True):

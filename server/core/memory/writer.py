@@ -37,6 +37,7 @@ from server.core.memory.model import (
     unit,
 )
 from server.core.memory.ports import Clock, HotTier, MetadataColumns, RecordStore, VectorIndexSet
+from server.core.memory.timecues import has_time_expression
 from server.core.settings import MemorySettings
 
 _DAY = 86_400.0
@@ -339,6 +340,7 @@ class Writer:
                 tier=self._arrival_tier(rec, created, now),
                 stored_at=now,
                 turn=-1 if not rec.session_id else turns.place(rec, item.turn),
+                says_when=has_time_expression(rec.text),
                 key=0,
             )
             if item.client_memory_id:
@@ -488,6 +490,7 @@ def _merge(base: Record, new: Record, now: float) -> Record:
     return msgspec.structs.replace(
         base,
         text=new.text or base.text,
+        says_when=new.says_when if new.text else base.says_when,
         importance=max(base.importance, new.importance),
         updated_at=now,
         refreshed_at=max(base.refreshed_at or base.created_at, new.created_at),
