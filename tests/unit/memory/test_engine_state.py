@@ -4,13 +4,14 @@ Hypothesis drives random sequences of remember (merging identical texts), upsert
 included), supersede, forget by id and by filter, recall and restart (clean, or a crash that
 loses the unsaved vector snapshot), and after every step checks:
 - Get agrees with the model (text, kind, obsolete) and forgotten records are NOT_FOUND;
-- Recall never returns a forgotten record, nor an obsolete one unless asked for;
+- Recall (by vector, or by vector and words) never returns a forgotten record, nor an obsolete
+  one unless asked for, and a write is found at once, before the indexer has it;
 - once indexed, every live record is in exactly one place (its pocket's vector index, or the hot
   tier for a hot one), which is the pocket it is listed in, no record is in two pockets, and the
   pocket sizes sum to the live count.
 
-Episodes arrive in tier hot; `move_tiers` (time passes) moves them to warm, which changes their
-pocket.
+Episodes are turns of one session: they arrive in tier hot, merge only as the same words, and
+`move_tiers` (time passes) moves them to warm, which changes their pocket.
 
 `POCKETD_STATE_EXAMPLES` sets the number of sequences of 20 steps (15 in `make test`; the `slow`
 variant runs 300).
@@ -88,8 +89,12 @@ class EngineMachine(RuleBasedStateMachine):
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def _write(self, text: str, kind: Kind, memory_id: str = "", supersedes: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
+        # Episodes are turns of one session: they arrive hot, and merge only as the same words.
+        session = "s" if kind == Kind.EPISODE else ""
         item = NewMemory(
-            record=Record(memory_id=memory_id, namespace=NS, kind=kind, text=text),
+            record=Record(
+                memory_id=memory_id, namespace=NS, kind=kind, text=text, session_id=session
+            ),
             vector=vector_of(text),
             explicit_importance=3,
             supersedes=supersedes,
@@ -98,10 +103,9 @@ class EngineMachine(RuleBasedStateMachine):
         return self.engine.remember([item])[0]
 
     def _current_twins(self, text: str, kind: Kind) -> set[str]:
-        """The records a new (text, kind) merges into: facts, preferences and skills with the
-        same words; episodes here have no session, so they never merge."""
-        if kind == Kind.EPISODE:
-            return set()
+        """The records a new (text, kind) merges into: current records of the same kind and words
+        (facts, preferences and skills by similarity; episodes, all in one session, by their
+        identical text)."""
         return {
             mid
             for mid, m in self.model.items()
@@ -117,6 +121,9 @@ class EngineMachine(RuleBasedStateMachine):
         else:
             assert r.decision == GateDecision.STORED and r.memory_id not in self.model
         self.model[r.memory_id] = Model(text, kind)
+        # Readable at once, before the indexer has it, by both channels.
+        q = RecallQuery(namespace=NS, text=text, vector=vector_of(text), top_k=10, min_score=0.0)
+        assert r.memory_id in [h.record.memory_id for h in self.engine.recall(q).hits]
         return r.memory_id
 
     @rule(target=ids, text=st.sampled_from(TEXTS), kind=st.sampled_from(KINDS))
@@ -168,10 +175,11 @@ class EngineMachine(RuleBasedStateMachine):
             del self.model[mid]
         self.forgotten |= gone
 
-    @rule(text=st.sampled_from(TEXTS), include_obsolete=st.booleans())
-    def recall(self, text: str, include_obsolete: bool) -> None:
+    @rule(text=st.sampled_from(TEXTS), include_obsolete=st.booleans(), words=st.booleans())
+    def recall(self, text: str, include_obsolete: bool, words: bool) -> None:
         q = RecallQuery(
             namespace=NS,
+            text=text if words else "",
             vector=vector_of(text),
             top_k=10,
             include_obsolete=include_obsolete,
