@@ -35,6 +35,8 @@ class Columns:
         self._ns_ids: dict[str, int] = {}
         self._session_ids: dict[str, int] = {"": 0}
         self.tags: dict[int, frozenset[str]] = {}
+        # pocket id → live rows in it.
+        self._sizes: dict[int, int] = {}
         # (namespace id, session id) → the keys of its turns, for neighbours and next positions.
         self._sessions: dict[tuple[int, int], array[int]] = {}
         self._alloc(capacity)
@@ -98,6 +100,8 @@ class Columns:
             ns = self._ns_ids.setdefault(rec.namespace, len(self._ns_ids))
             sid = self._session_ids.setdefault(rec.session_id, len(self._session_ids))
             pocket = self.catalog.place(ns, rec)
+            self._count_out(k)
+            self._sizes[pocket] = self._sizes.get(pocket, 0) + 1
             self.kind[k] = int(rec.kind)
             self.modality[k] = int(rec.modality)
             self.importance[k] = rec.importance
@@ -144,8 +148,14 @@ class Columns:
         with self._lock:
             if key < len(self.ns):
                 self._leave_session(key)
+                self._count_out(key)
                 self.ns[key] = -1
                 self.tags.pop(key, None)
+
+    def _count_out(self, key: int) -> None:
+        """Take a live row out of its pocket's count (before it moves or goes)."""
+        if key < len(self.ns) and self.ns[key] >= 0 and (p := int(self.pocket[key])) >= 0:
+            self._sizes[p] -= 1
 
     def _leave_session(self, key: int) -> None:
         """Take a live row out of its session's turn list (before it moves or goes)."""
@@ -240,9 +250,16 @@ class Columns:
         return m
 
     def pocket_sizes(self, ns_id: int, pockets: int) -> npt.NDArray[np.int64]:
-        """Live records per pocket id (0..pockets-1) of a namespace."""
-        p = self.pocket[self.ns == ns_id]
-        return np.bincount(p[p >= 0], minlength=pockets).astype(np.int64)
+        """Live records per pocket id (0..pockets-1) of a namespace (kept as rows come and go,
+        so this costs one entry per pocket, not a pass over the rows)."""
+        out = np.zeros(pockets, dtype=np.int64)
+        for p in self.catalog.of_namespace(ns_id):
+            if p < pockets:
+                out[p] = self._sizes.get(p, 0)
+        return out
+
+    def pocket_size(self, pocket: int) -> int:
+        return self._sizes.get(pocket, 0)
 
     def matching_keys(
         self,

@@ -306,6 +306,10 @@ class MetadataColumns(Protocol):
 
     def pocket_sizes(self, ns_id: int, pockets: int) -> npt.NDArray[np.int64]: ...
 
+    def pocket_size(self, pocket: int) -> int:
+        """Live records in one pocket."""
+        ...
+
     def session_keys(self, ns_id: int, session: str) -> KeyArray:
         """The live keys of a session's turns, in turn order."""
         ...

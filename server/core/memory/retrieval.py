@@ -143,10 +143,14 @@ class Retriever:
         return self._temporal.search(q.text.lower()) is not None
 
     def default_plan(self, ns_id: int, flt: MemoryFilter) -> list[PlanStep]:
-        """Every pocket the filter allows, at the default depth."""
+        """Every non-empty pocket the filter allows, at the default depth."""
         depth = self._s.candidates_per_channel
         cat = self._cols.catalog
-        return [PlanStep(cat.key(p).name, depth) for p in cat.allowed(ns_id, flt)]
+        return [
+            PlanStep(cat.key(p).name, depth)
+            for p in cat.allowed(ns_id, flt)
+            if self._cols.pocket_size(p) > 0
+        ]
 
     def recall(self, q: RecallQuery, deadline: Deadline) -> RecallResult:
         t0 = time.perf_counter()
