@@ -20,6 +20,7 @@ import fcntl
 import logging
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import IO, Any
@@ -153,6 +154,9 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     except StartupError:
         lock.close()
         raise
+    # A thread doing Python work (the writer, the indexer) keeps the GIL for up to this long
+    # before another gets it: a shorter slice bounds how long a Recall waits behind them.
+    sys.setswitchinterval(settings.server.gil_switch_ms / 1000.0)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -47,6 +47,9 @@ class ServerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_call_seconds: Annotated[float, Meta(gt=0.0, le=3600.0)] = 60.0
     # A call slower than this is logged at WARNING (every call is logged at INFO).
     slow_call_ms: Annotated[float, Meta(gt=0.0, le=3_600_000.0)] = 500.0
+    # The interpreter's thread switch interval (Python's default is 5 ms): a thread doing
+    # Python work holds the GIL this long before a Recall's thread may run.
+    gil_switch_ms: Annotated[float, Meta(gt=0.0, le=100.0)] = 1.0
 
 
 class LimitSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
