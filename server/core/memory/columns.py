@@ -61,8 +61,9 @@ class Columns:
         if key < n:
             return
         m = max(key + 1, n * 2)
+        # `ns` is swapped in last: a reader that takes `ns` first and slices the other arrays
+        # to its length never mixes arrays of two sizes (readers take no lock).
         for name in (
-            "ns",
             "kind",
             "modality",
             "importance",
@@ -75,6 +76,7 @@ class Columns:
             "pocket",
             "turn",
             "says_when",
+            "ns",
         ):
             old = getattr(self, name)
             new = np.empty(m, dtype=old.dtype)
@@ -271,8 +273,8 @@ class Columns:
         include_expired: bool,
     ) -> KeyArray:
         """Every live key of the namespace (and of `pockets`) that passes the filter."""
-        base = self.ns == ns_id
+        base = self.ns == ns_id  # `ns` first (see `_grow`)
         if pockets is not None:
-            base &= np.isin(self.pocket, np.asarray(pockets, dtype=np.int32))
+            base &= np.isin(self.pocket[: len(base)], np.asarray(pockets, dtype=np.int32))
         keys = np.nonzero(base)[0].astype(np.int64)
         return keys[self.mask(keys, ns_id, flt, now, include_obsolete, include_expired)]

@@ -320,10 +320,11 @@ class MemoryEngine:
         for ns, ns_id in sorted(c.namespaces().items()):
             if namespace and ns != namespace:
                 continue
-            live = c.ns == ns_id
+            live = c.ns == ns_id  # `ns` first: the other arrays are at least as long
+            n = len(live)
             total = int(np.count_nonzero(live))
-            obsolete = int(np.count_nonzero(live & c.obsolete))
-            tier_of = c.tier[live]
+            obsolete = int(np.count_nonzero(live & c.obsolete[:n]))
+            tier_of = c.tier[:n][live]
             tiers = tuple(
                 TierCount(t, int(np.count_nonzero(tier_of == int(t))))
                 for t in (Tier.HOT, Tier.WARM, Tier.COLD)

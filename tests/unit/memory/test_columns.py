@@ -267,3 +267,28 @@ def test_a_record_moved_to_another_session_or_dropped_leaves_its_old_session() -
     # Losing its turn takes it out of the list.
     cols.put(rec(10, session_id="s1"))
     assert cols.session_keys(ns, "s1").tolist() == [11]
+
+
+def test_readers_never_see_arrays_of_two_sizes_while_they_grow() -> None:
+    """Readers take no lock; the arrays grow one by one, `ns` last."""
+    import threading
+
+    cols = columns()
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def read() -> None:
+        while not done.is_set():
+            try:
+                cols.matching_keys(cols.ns_id(NS), [0], MemoryFilter(), NOW, True, True)
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+                return
+
+    t = threading.Thread(target=read)
+    t.start()
+    for key in range(1, 40_000, 7):
+        cols.put(Record(memory_id=f"m{key}", namespace=NS, kind=Kind.FACT, key=key))
+    done.set()
+    t.join()
+    assert errors == []
