@@ -15,11 +15,13 @@ per namespace and kind) is deleted with its files: the indexes are rebuilt from 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -88,21 +90,32 @@ class UsearchVectorIndex:
         with self._lock:
             self._drop_present(keys)
 
+    @contextlib.contextmanager
+    def _breadth(self, expansion: int) -> Iterator[None]:
+        """Search at breadth `expansion` (0: the index's own). The breadth is an index-wide
+        setting: call under the lock, which keeps every other search out while it is changed.
+        (usearch declares a setter; its stubs hide it from mypy.)"""
+        if not expansion:
+            yield
+            return
+        default = self._index.expansion_search
+        self._index.expansion_search = expansion  # type: ignore[misc]
+        try:
+            yield
+        finally:
+            self._index.expansion_search = default  # type: ignore[misc]
+
     def search(
         self, query: Vector, count: int, exact: bool = False, expansion: int = 0
     ) -> tuple[KeyArray, npt.NDArray[np.float32]]:
         with self._lock:
             if len(self._index) == 0 or count <= 0:
                 return np.empty(0, np.int64), np.empty(0, np.float32)
-            if exact or not expansion:
-                res = self._index.search(query, count, exact=exact)
-            else:  # the breadth is index-wide; the lock keeps other searches out meanwhile
-                default = self._index.expansion_search
-                self._index.expansion_search = expansion  # type: ignore[misc]
-                try:
+            if exact:
+                res = self._index.search(query, count, exact=True)
+            else:
+                with self._breadth(expansion):
                     res = self._index.search(query, count)
-                finally:
-                    self._index.expansion_search = default  # type: ignore[misc]
         keys = np.asarray(res.keys, dtype=np.int64)
         sims = (1.0 - np.asarray(res.distances, dtype=np.float32)).astype(np.float32)
         return keys, sims
@@ -122,15 +135,8 @@ class UsearchVectorIndex:
         with self._lock:
             if len(self._index) == 0 or m == 0:
                 return keys, sims
-            # The breadth is an index-wide setting; the lock keeps every other search out while
-            # it is changed. (usearch declares a setter; its stubs hide it from mypy.)
-            default = self._index.expansion_search
-            if expansion:
-                self._index.expansion_search = expansion  # type: ignore[misc]
-            try:
+            with self._breadth(expansion):
                 res = self._index.search(queries, count, threads=1)
-            finally:
-                self._index.expansion_search = default  # type: ignore[misc]
         got = np.asarray(res.keys).reshape(m, -1)[:, :count]
         dist = np.asarray(res.distances, dtype=np.float32).reshape(m, -1)[:, :count]
         # One query gives a flat `Matches` (all found); several give `BatchMatches` with counts.
