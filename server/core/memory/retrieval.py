@@ -253,20 +253,18 @@ class Retriever:
             fetch = math.ceil(step.depth * self._s.overfetch * size / len(keys))
         else:
             fetch = math.ceil(step.depth * self._s.overfetch)
-        if small:  # a brute-force scan of the whole pocket: cheaper than its graph
-            keys, sims = part.search(query, min(fetch, size), exact=True)
-            keep = run.mask(self._cols, keys)
-            keys, sims = keys[keep][: step.depth], sims[keep][: step.depth]
-            run.vec.update(zip(keys.tolist(), sims.tolist(), strict=True))
-            return StepReport(step.pocket, step.depth, "exact", size, self._costs.exact(size))
         fetch = min(fetch, size)
-        breadth = self._breadth(run, size)
-        keys, sims = part.search(query, fetch, expansion=breadth)
+        if small:  # a brute-force scan of the whole pocket: cheaper than its graph
+            keys, sims = part.search(query, fetch, exact=True)
+            method, cost = "exact", self._costs.exact(size)
+        else:
+            breadth = self._breadth(run, size)
+            keys, sims = part.search(query, fetch, expansion=breadth)
+            method, cost = "hnsw", self._costs.hnsw(size, fetch, breadth)
         keep = run.mask(self._cols, keys)
         keys, sims = keys[keep][: step.depth], sims[keep][: step.depth]
         run.vec.update(zip(keys.tolist(), sims.tolist(), strict=True))
-        cost = self._costs.hnsw(size, fetch, breadth)
-        return StepReport(step.pocket, step.depth, "hnsw", size, cost)
+        return StepReport(step.pocket, step.depth, method, size, cost)
 
     def _breadth(self, run: _Run, size: int) -> int:
         """A shared search budget: the plan's HNSW pockets split `expansion_search` by size, so
@@ -300,6 +298,7 @@ class Retriever:
             return
         depth = self._s.candidates_per_channel
         terms = self._keywords.analyze(q.text)
+        ident = exact_identifiers(terms)
         pockets = None if everything else tuple(s.pocket for s in run.pockets.values())
         res = self._keywords.search(
             KeywordQuery(
@@ -311,7 +310,7 @@ class Retriever:
                 include_obsolete=q.include_obsolete,
                 include_expired=q.include_expired,
                 pockets=pockets,
-                identifiers=exact_identifiers(terms),
+                identifiers=ident,
                 speaker_weight=self._s.speaker_weight,
                 context_weight=self._s.context_weight,
             )
@@ -332,11 +331,10 @@ class Retriever:
         hk, hs = self._hot.keyword(q.namespace, weights, lambda k: run.mask(self._cols, k))
         for k, s in zip(hk.tolist(), hs.tolist(), strict=True):
             run.kw[k] = max(run.kw.get(k, 0.0), s)
-        run.exact = res.exact | self._hot_exact(run, terms)
+        run.exact = res.exact | self._hot_exact(run, ident)
 
-    def _hot_exact(self, run: _Run, terms: list[str]) -> frozenset[int]:
+    def _hot_exact(self, run: _Run, ident: tuple[str, ...]) -> frozenset[int]:
         """Unindexed memories that hold every identifier of the query."""
-        ident = exact_identifiers(terms)
         if not ident:
             return frozenset()
         hk, hs = self._hot.keyword(
