@@ -17,9 +17,10 @@ import numpy as np
 from server.core.deadline import Deadline, no_deadline
 from server.core.errors import FailedPreconditionError, Location, NotFoundError
 from server.core.memory.access import AccessRecorder
+from server.core.memory.changes import Applied
 from server.core.memory.columns import Columns
 from server.core.memory.costs import CostModel
-from server.core.memory.hot import MemoryHotTier, hot_terms
+from server.core.memory.hot import MemoryHotTier
 from server.core.memory.indexer import Indexer
 from server.core.memory.maintenance import Maintenance
 from server.core.memory.model import (
@@ -132,21 +133,20 @@ class MemoryEngine:
             if rec.tier == Tier.HOT:
                 hot.append(rec)
         t1 = time.perf_counter()
-        now = self._clock.now()
         for start in range(0, len(hot), 4096):  # hot memories live in the hot tier only
             chunk = hot[start : start + 4096]
             vecs = self._store.get_vectors([r.key for r in chunk])
-            for rec in chunk:
-                if (v := vecs.get(rec.key)) is not None:
-                    self._put_hot(rec, v, now, 0)
-                    self.hot.mark_indexed(((rec.key, 0),))
+            # Rebuilt like a follower, at revision 0: indexed already (nothing to wait for).
+            self.hot.follow([Applied(0, r.key, r.namespace, r, vecs.get(r.key)) for r in chunk])
+            self.hot.mark_indexed((r.key, 0) for r in chunk)
         tail = 0
         rev = self.indexer.rev
         while rows := self._store.changes_since(rev, 4096):
-            for row in rows:
-                if not row.deleted and row.vector is not None:
-                    self._put_hot(row.record, row.vector, now, row.rev)
-                    tail += 1
+            live = [r for r in rows if not r.deleted and r.vector is not None]
+            self.hot.follow(
+                [Applied(r.rev, r.record.key, r.record.namespace, r.record, r.vector) for r in live]
+            )
+            tail += len(live)
             rev = rows[-1].rev
         self.indexer.start()
         self.maintenance.start()
@@ -157,11 +157,6 @@ class MemoryEngine:
             "records": n,
             "tail": tail,
         }
-
-    def _put_hot(self, rec: Record, vector: Vector, now: float, rev: int) -> None:
-        terms = hot_terms(self._keywords.analyze, rec)
-        hot = rec.tier == Tier.HOT
-        self.hot.put(rec.namespace, rec.key, int(rec.kind), unit(vector), terms, now, hot, rev)
 
     def close(self) -> None:
         """Flush the access counts, stop indexing, snapshot the indexes and close the stores."""
