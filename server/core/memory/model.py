@@ -7,7 +7,6 @@ Enum values equal the wire values of `pocketd.v1`, so conversion is a plain cast
 from __future__ import annotations
 
 import enum
-import math
 
 import msgspec
 import numpy as np
@@ -19,9 +18,8 @@ Vector = npt.NDArray[np.float32]
 def unit(v: Vector) -> Vector:
     """`v` scaled to length 1, computed in float64 so that a vector scaled by 1e20 or 1e-30
     neither overflows nor underflows (validation has refused vectors with no direction)."""
-    w = np.asarray(v, dtype=np.float64)
-    n = float(np.linalg.norm(w))
-    return (w / n).astype(np.float32) if n > 0 and math.isfinite(n) else w.astype(np.float32)
+    out: Vector = units(np.asarray(v).reshape(1, -1))[0]
+    return out
 
 
 def units(rows: Vector) -> Vector:
