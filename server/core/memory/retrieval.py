@@ -19,6 +19,7 @@ terms in the namespace, clipped to [0, 1]. Every step reports what it cost in co
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import time
@@ -142,14 +143,19 @@ class Retriever:
         """A question about time: it asks for the old memory itself, so nothing decays."""
         return self._temporal.search(q.text.lower()) is not None
 
-    def default_plan(self, ns_id: int, flt: MemoryFilter) -> list[PlanStep]:
-        """Every non-empty pocket the filter allows, at the default depth."""
-        depth = self._s.candidates_per_channel
+    def default_plan(self, ns_id: int, flt: MemoryFilter, top_k: int) -> list[PlanStep]:
+        """Every non-empty pocket the filter allows. The pockets share the vector channel's
+        `candidates_per_channel` in proportion to their sizes, and each gets at least `top_k`:
+        the query's top k restricted to a pocket is a top k of that pocket, so the union of the
+        steps still holds the channel's own top k."""
         cat = self._cols.catalog
+        sizes = {p: self._cols.pocket_size(p) for p in cat.allowed(ns_id, flt)}
+        sizes = {p: n for p, n in sizes.items() if n > 0}
+        total = sum(sizes.values())
+        budget = self._s.candidates_per_channel
         return [
-            PlanStep(cat.key(p).name, depth)
-            for p in cat.allowed(ns_id, flt)
-            if self._cols.pocket_size(p) > 0
+            PlanStep(cat.key(p).name, max(top_k, math.ceil(budget * n / total)))
+            for p, n in sizes.items()
         ]
 
     def recall(self, q: RecallQuery, deadline: Deadline) -> RecallResult:
@@ -160,7 +166,7 @@ class Retriever:
         ns_id = self._cols.ns_id(q.namespace)
         run = _Run(q, ns_id, now, now if q.as_of is None else q.as_of, {})
         if ns_id >= 0:
-            plan = self.default_plan(ns_id, q.filter) if q.plan is None else q.plan
+            plan = self.default_plan(ns_id, q.filter, top_k) if q.plan is None else q.plan
             names = {
                 self._cols.catalog.key(p).name: p for p in self._cols.catalog.of_namespace(ns_id)
             }
@@ -253,15 +259,22 @@ class Retriever:
             fetch = math.ceil(step.depth * self._s.overfetch * size / len(keys))
         else:
             fetch = math.ceil(step.depth * self._s.overfetch)
-        fetch = min(fetch, size)
-        if small:  # a brute-force scan of the whole pocket: cheaper than its graph
-            keys, sims = part.search(query, fetch, exact=True)
-            method, cost = "exact", self._costs.exact(size)
-        else:
-            breadth = self._breadth(run, size)
-            keys, sims = part.search(query, fetch, expansion=breadth)
-            method, cost = "hnsw", self._costs.hnsw(size, fetch, breadth)
-        keep = run.mask(self._cols, keys)
+        fetch, cost = min(fetch, size), 0.0
+        method = "exact" if small else "hnsw"
+        while True:
+            if small:  # a brute-force scan of the whole pocket: cheaper than its graph
+                keys, sims = part.search(query, fetch, exact=True)
+                cost += self._costs.exact(size)
+            else:
+                breadth = self._breadth(run, size)
+                keys, sims = part.search(query, fetch, expansion=breadth)
+                cost += self._costs.hnsw(size, fetch, breadth)
+            keep = run.mask(self._cols, keys)
+            # The mask dropped so many (obsolete, expired or lagging rows) that fewer than the
+            # depth are left although the pocket has more: search again, deeper.
+            if keep.sum() >= step.depth or len(keys) < fetch or fetch >= size:
+                break
+            fetch = min(size, fetch * 4)
         keys, sims = keys[keep][: step.depth], sims[keep][: step.depth]
         run.vec.update(zip(keys.tolist(), sims.tolist(), strict=True))
         return StepReport(step.pocket, step.depth, method, size, cost)
@@ -300,27 +313,32 @@ class Retriever:
         terms = self._keywords.analyze(q.text)
         ident = exact_identifiers(terms)
         pockets = None if everything else tuple(s.pocket for s in run.pockets.values())
-        res = self._keywords.search(
-            KeywordQuery(
-                namespace=q.namespace,
-                text=q.text,
-                count=math.ceil(depth * self._s.overfetch),
-                filter=q.filter,
-                now=run.now,
-                include_obsolete=q.include_obsolete,
-                include_expired=q.include_expired,
-                pockets=pockets,
-                identifiers=ident,
-                speaker_weight=self._s.speaker_weight,
-                context_weight=self._s.context_weight,
-            )
+        kq = KeywordQuery(
+            namespace=q.namespace,
+            text=q.text,
+            count=depth,
+            filter=q.filter,
+            now=run.now,
+            include_obsolete=q.include_obsolete,
+            include_expired=q.include_expired,
+            pockets=pockets,
+            identifiers=ident,
+            speaker_weight=self._s.speaker_weight,
+            context_weight=self._s.context_weight,
         )
+        while True:
+            # The filter is inside the tantivy query, so only the index's lag behind a
+            # supersede or a Forget can drop a hit here; then it is asked again, deeper.
+            res = self._keywords.search(kq)
+            keys = np.array([k for k, _ in res.hits], dtype=np.int64)
+            keep = run.mask(self._cols, keys)
+            if keep.sum() >= depth or len(keys) < kq.count:
+                break
+            kq = dataclasses.replace(kq, count=kq.count * 4)
         run.keyword_cost = self._costs.bm25(res.postings)
         reference = sum(res.idf.values())
         if res.hits:
-            keys = np.array([k for k, _ in res.hits], dtype=np.int64)
             raw = np.array([s for _, s in res.hits], dtype=np.float32)
-            keep = run.mask(self._cols, keys)  # the index lags a supersede or a Forget
             keys, raw = keys[keep][:depth], raw[keep][:depth]
             _, norm = scale_channels(np.zeros(len(raw), np.float32), raw, 0.0, reference)
             run.kw.update(zip(keys.tolist(), norm.tolist(), strict=True))

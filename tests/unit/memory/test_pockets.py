@@ -28,7 +28,7 @@ from server.core.memory.pockets import (
     bucket_span,
 )
 from server.core.settings import PocketSettings
-from tests.conftest import DAY, FakeClock, unit_vec
+from tests.conftest import DAY, FakeClock, near, unit_vec
 from tests.unit.memory.test_engine import NS, mem
 
 T0 = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC).timestamp()  # a Monday, ISO week 2026-W49
@@ -276,3 +276,64 @@ def test_the_holder_of_an_exact_identifier_is_never_outranked_by_topic_words(
     engine.remember([mem("Error E7777 came from the proxy", Kind.SKILL, unit_vec(rng))])
     hits = engine.recall(RecallQuery(namespace=NS, text="build error E7777", vector=q)).hits
     assert hits[0].record.text.startswith("Error E7777") and hits[0].score.exact_hit
+
+
+def test_the_default_plan_shares_the_vector_budget_by_pocket_size(engine: MemoryEngine) -> None:
+    """Pockets split `candidates_per_channel` by size, each at least top_k: four pockets used
+    to fetch 64 each, four times the one index they replaced."""
+    rng = np.random.default_rng(9)
+    engine.remember(
+        [mem(f"fact {i}", Kind.FACT, unit_vec(rng), importance=3) for i in range(60)]
+        + [mem(f"pref {i}", Kind.PREFERENCE, unit_vec(rng), importance=3) for i in range(20)]
+    )
+    engine.indexer.catch_up()
+    v = unit_vec(rng)
+    depths = {s.pocket: s.depth for s in engine.recall(RecallQuery(NS, vector=v)).plan}
+    assert depths == {"fact/warm/text": 48, "preference/warm/text": 16}  # 64 × 60/80, 64 × 20/80
+    deep = engine.recall(RecallQuery(NS, vector=v, top_k=30)).plan
+    assert {s.pocket: s.depth for s in deep} == {"fact/warm/text": 48, "preference/warm/text": 30}
+
+
+def test_a_pocket_search_goes_deeper_when_the_mask_drops_its_candidates(
+    engine: MemoryEngine, clock: FakeClock
+) -> None:
+    """The 30 nearest memories have expired: a step of depth 5 over-fetches 10, all masked,
+    and must search again rather than return nothing."""
+    rng = np.random.default_rng(10)
+    v = unit_vec(rng)
+    soon = clock.now() + 10
+    engine.remember(
+        [mem(f"gone {i}", Kind.FACT, near(v, rng, 0.05), expires_at=soon) for i in range(30)]
+        + [mem(f"kept {i}", Kind.FACT, near(v, rng, 0.6)) for i in range(10)]
+    )
+    engine.indexer.catch_up()
+    clock.advance(100)
+    res = engine.recall(
+        RecallQuery(NS, vector=v, min_score=0.0, plan=[PlanStep("fact/warm/text", 5)])
+    )
+    assert len(res.hits) == 5 and all(h.record.text.startswith("kept") for h in res.hits)
+    assert res.vector_candidates == 5
+
+
+def test_the_keyword_channel_asks_again_when_the_index_lags_a_forget(
+    engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 70 best BM25 matches are forgotten but still in tantivy (the indexer is held): the
+    first 64 candidates are all masked, so the channel must ask for more."""
+    rng = np.random.default_rng(11)
+    engine.remember(
+        [mem(f"zebra {i}", Kind.FACT, unit_vec(rng), memory_id=f"z{i}") for i in range(70)]
+        + [
+            mem(
+                f"zebra seen {i} near the long winding river bank at dusk", Kind.FACT, unit_vec(rng)
+            )
+            for i in range(10)
+        ]
+    )
+    engine.indexer.catch_up()
+    monkeypatch.setattr(engine.indexer, "step", lambda: 0)
+    for i in range(70):
+        assert engine.forget(NS, f"z{i}", None) == 1
+    res = engine.recall(RecallQuery(NS, text="zebra", vector=unit_vec(rng), top_k=10))
+    assert res.keyword_candidates == 10
+    assert {h.record.text.split()[1] for h in res.hits} == {"seen"}
