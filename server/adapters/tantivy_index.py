@@ -110,6 +110,16 @@ class _View:
     lengths: dict[tuple[str, str], float] = field(default_factory=dict)
     counts: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
+    def carried(self, searcher: tantivy.Searcher, touched: set[str]) -> _View:
+        """The view of a new searcher, keeping the statistics of the namespaces the commit did
+        not change (a bulk import into one tenant leaves the others' caches warm). Readers
+        swap to it in one assignment: they see the old view or the new one."""
+        return _View(
+            searcher,
+            {k: v for k, v in self.lengths.items() if k[0] not in touched},
+            {k: v for k, v in self.counts.items() if k[0] not in touched},
+        )
+
 
 def _idf(docs: int, df: int) -> float:
     """BM25's idf, as tantivy computes it."""
@@ -133,6 +143,7 @@ class TantivyKeywordIndex:
         self._index = Index(self._schema, path=str(root), reuse=True)
         self._writer = self._index.writer(heap_size=heap_bytes, num_threads=1)
         self._lock = threading.Lock()
+        self._touched: set[str] = set()  # namespaces changed since the last commit
         self._rev = self._read_rev()
         self._index.reload()
         self._view = _View(self._index.searcher())
@@ -154,6 +165,7 @@ class TantivyKeywordIndex:
         with self._lock:
             for d in docs:
                 rec = d.record
+                self._touched.add(rec.namespace)
                 self._writer.delete_documents_by_term("key", rec.key)
                 doc = Document(
                     key=rec.key,
@@ -176,8 +188,9 @@ class TantivyKeywordIndex:
                     doc.add_text("tags", tag)
                 self._writer.add_document(doc)
 
-    def remove(self, keys: Sequence[int]) -> None:
+    def remove(self, namespace: str, keys: Sequence[int]) -> None:
         with self._lock:
+            self._touched.add(namespace)
             for key in keys:
                 self._writer.delete_documents_by_term("key", key)
 
@@ -191,8 +204,9 @@ class TantivyKeywordIndex:
                 os.fsync(fh.fileno())
             os.replace(tmp, self._rev_file())
             self._rev = rev
+            touched, self._touched = self._touched, set()
         self._index.reload()
-        self._view = _View(self._index.searcher())  # one assignment: readers see old or new
+        self._view = self._view.carried(self._index.searcher(), touched)
 
     def committed_rev(self) -> int:
         return self._rev
@@ -289,15 +303,22 @@ class TantivyKeywordIndex:
         restrict = self._restriction(q)
         query = Query.boolean_query([*restrict, (Occur.Must, Query.boolean_query(should))])
         avg = {bag: self._average_length(view, q.namespace, bag, ns_q) for bag in ("txt", "ctx")}
-        hits = []
+        # A candidate holds every identifier of the query when its own text has each (one
+        # absent from the namespace is held by none).
+        ident = set(q.identifiers)
+        ident_ok = bool(ident) and ident <= idf["txt"].keys()
+        hits, exact = [], set()
         for _, addr in searcher.search(query, q.count).hits:
             doc = searcher.doc(addr)
+            key = int(doc["key"][0])
             score = 0.0
             for bag in BAGS:
                 weights_b = idf[bag]
                 if not weights_b:
                     continue
                 words = bytes(doc[f"{bag}_terms"][0]).decode().split(" ")
+                if bag == "txt" and ident_ok and ident.issubset(words):
+                    exact.add(key)
                 # No length normalisation for a speaker's name (b = 0).
                 norm = K1 * (1.0 - B + B * len(words) / avg[bag]) if bag in avg else K1
                 tf: dict[str, int] = {}
@@ -306,14 +327,9 @@ class TantivyKeywordIndex:
                         tf[w] = tf.get(w, 0) + 1
                 part = sum(weights_b[t] * n * (K1 + 1.0) / (n + norm) for t, n in tf.items())
                 score += weights[bag] * part
-            hits.append((int(doc["key"][0]), score))
+            hits.append((key, score))
         hits.sort(key=lambda h: (-h[1], h[0]))
-        exact: frozenset[int] = frozenset()
-        if q.identifiers:
-            ident = [(Occur.Must, self._zero(self._term("txt", t))) for t in q.identifiers]
-            found = searcher.search(Query.boolean_query([*restrict, *ident]), q.count).hits
-            exact = frozenset(int(searcher.doc(addr)["key"][0]) for _, addr in found)
-        return KeywordResult(hits, best, postings, exact)
+        return KeywordResult(hits, best, postings, frozenset(exact))
 
     @staticmethod
     def _cached(

@@ -160,7 +160,7 @@ class KeywordResult:
     idf: dict[str, float]
     # Postings the search read (the sum of the terms' document frequencies): its cost.
     postings: int
-    # Matching records that hold every identifier of the query.
+    # The hits that hold every identifier of the query in their own text.
     exact: frozenset[int] = frozenset()
 
 
@@ -174,7 +174,9 @@ class KeywordIndex(Protocol):
 
     def upsert(self, docs: Sequence[KeywordDoc]) -> None: ...
 
-    def remove(self, keys: Sequence[int]) -> None: ...
+    def remove(self, namespace: str, keys: Sequence[int]) -> None:
+        """Delete the documents of `keys`, all of `namespace`."""
+        ...
 
     def commit(self, rev: int) -> None:
         """Make the changes durable and searchable; record `rev` as the revision it contains."""

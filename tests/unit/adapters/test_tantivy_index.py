@@ -247,7 +247,7 @@ def test_a_query_naming_the_speaker_ranks_their_document_first(
 def test_upsert_replaces_and_remove_deletes(index: TantivyKeywordIndex) -> None:
     load(index, [doc(1, "apple"), doc(2, "apple")], rev=1)
     index.upsert([doc(1, "banana")])
-    index.remove([2])
+    index.remove(NS, [2])
     index.commit(2)
     assert index.search(query("apple")).hits == []
     assert keys(index.search(query("banana"))) == {1}
@@ -322,3 +322,21 @@ def test_an_empty_query_finds_nothing(index: TantivyKeywordIndex) -> None:
     assert index.search(query("apple", count=0)).hits == []
     missing = index.search(query("zebra"))
     assert missing.hits == [] and missing.idf == {} and missing.postings == 0
+
+
+def test_statistics_survive_a_commit_only_for_the_namespaces_it_left_alone(
+    index: TantivyKeywordIndex,
+) -> None:
+    """Counts are cached per searcher; a commit keeps another tenant's, and must drop those
+    of a namespace it changed (by an upsert or a removal)."""
+    load(index, [doc(1, "apple pie"), doc(2, "pear tart"), doc(3, "plum jam")], rev=1)
+    (apple,) = index.analyze("apple")
+    first = index.search(query("apple")).idf[apple]
+    load(index, [doc(10, "apple apple", ns="tenant-b")], rev=2)
+    assert index.search(query("apple")).idf[apple] == pytest.approx(first)
+    load(index, [doc(4, "apple cake")], rev=3)
+    more = index.search(query("apple")).idf[apple]
+    assert more < first  # two of four documents hold it now
+    index.remove(NS, [4])
+    index.commit(4)
+    assert index.search(query("apple")).idf[apple] == pytest.approx(first)
