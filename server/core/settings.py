@@ -330,6 +330,9 @@ class IndexSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # Search breadth of the write gate's near-duplicate probe: a duplicate (cosine >= 0.95) is so
     # close that a narrow search finds it, at a fraction of the cost of a Recall search.
     dedup_expansion_search: Annotated[int, between(1, 1 << 16)] = 16
+    # Threads that insert into the HNSW graphs, one pocket each at a time (a graph is only ever
+    # built by one thread); BM25 is built meanwhile on the indexer's own thread.
+    add_workers: Annotated[int, between(1, 64)] = 2
     # Records moved from the store into the indexes per step of the background indexer.
     batch_size: Annotated[int, between(1, 65_536)] = 512
     # Seconds between snapshots of the vector indexes to disk (they also snapshot on shutdown).

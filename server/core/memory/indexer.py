@@ -23,6 +23,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +31,7 @@ import numpy.typing as npt
 from server.core.memory.model import Record, Tier, units
 from server.core.memory.pockets import PocketScheme
 from server.core.memory.ports import (
+    ChangedRow,
     Clock,
     HotTier,
     KeyArray,
@@ -76,6 +78,9 @@ class Indexer:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_snapshot = time.monotonic()
+        # Pockets' graphs are built in parallel, each by one thread (usearch's concurrent add
+        # into one graph can orphan a node, unum-cloud/USearch #735).
+        self._pool = ThreadPoolExecutor(settings.add_workers, thread_name_prefix="pocketd-add")
 
     def step(self) -> int:
         """Index one batch of changes; return how many rows it handled."""
@@ -98,18 +103,22 @@ class Indexer:
                 adds[(rec.namespace, pocket)].append((rec.key, row.vector))
         for ns, gone_keys in removes.items():
             self._remove(ns, np.array(gone_keys, dtype=np.int64), keep=None)
+        building: list[Future[None]] = []
         for (ns, pocket), pairs in adds.items():
             added = np.array([k for k, _ in pairs], dtype=np.int64)
             self._remove(ns, added, keep=pocket)  # the record may have changed pockets
             index = self._vectors.partition(ns, pocket, True)
             assert index is not None
-            index.add(added, units(np.stack([v for _, v in pairs])))
-        gone = [r.record.key for r in rows if r.deleted]
-        if gone:
-            self._keywords.remove(gone)
-        self._keywords.upsert(self._keyword_docs(live))
+            # One task per pocket: a graph is only ever built by one thread.
+            vectors = units(np.stack([v for _, v in pairs]))
+            building.append(self._pool.submit(index.add, added, vectors))
         rev = rows[-1].rev
-        self._keywords.commit(rev)
+        try:  # BM25 is built meanwhile (the graphs' inserts release the GIL)
+            self._index_keywords(rows, live, rev)
+        finally:
+            wait(building)
+        for f in building:
+            f.result()  # a failed insert fails the step, which is retried
         with self._lock:
             self._hot.mark_indexed((r.record.key, r.rev) for r in rows if not r.deleted)
             self._hot.evict()
@@ -118,6 +127,18 @@ class Indexer:
             self._snapshot(rev)
         self.rev = rev  # last: once a reader sees it, the snapshot counters are current
         return len(rows)
+
+    def _index_keywords(
+        self, rows: Sequence[ChangedRow], live: list[tuple[Record, str]], rev: int
+    ) -> None:
+        gone: dict[str, list[int]] = defaultdict(list)
+        for r in rows:
+            if r.deleted:
+                gone[r.record.namespace].append(r.record.key)
+        for ns, keys in gone.items():
+            self._keywords.remove(ns, keys)
+        self._keywords.upsert(self._keyword_docs(live))
+        self._keywords.commit(rev)
 
     def _keyword_docs(self, live: list[tuple[Record, str]]) -> list[KeywordDoc]:
         """BM25 documents for the step's live rows, each with the text of its neighbouring
@@ -212,4 +233,5 @@ class Indexer:
         self._wake.set()
         if self._thread is not None:
             self._thread.join()
+        self._pool.shutdown()
         self.snapshot()

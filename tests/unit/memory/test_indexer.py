@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import msgspec
 import numpy as np
+import pytest
 
+from server.adapters.usearch_index import UsearchVectorIndex
 from server.core.memory.engine import MemoryEngine
-from server.core.memory.model import IndexState, Kind, NewMemory, Record
+from server.core.memory.model import IndexState, Kind, NewMemory, RecallQuery, Record
 from server.core.settings import MemorySettings
 from tests.conftest import unit_vec, wait_for
 
@@ -78,3 +81,43 @@ def test_an_idle_server_snapshots_after_snapshot_seconds(
     # Indexed at once, snapshotted only once the indexer has been idle for snapshot_seconds.
     wait_for(lambda: eng.index_state().snapshot_rev == head)
     assert eng.index_state().unsnapshotted == 0
+
+
+def test_pockets_are_built_in_parallel_and_a_failed_insert_is_retried(
+    engine_factory: Callable[..., MemoryEngine], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each pocket's graph is built by a worker; an insert that fails fails its step, which is
+    retried, so no row is marked indexed before its vector is in its graph."""
+    eng = engine_factory(settings(add_workers=2), use_encoder=False)
+    real = UsearchVectorIndex.add
+    threads: set[str] = set()
+    failures = [1]
+
+    def add(self: UsearchVectorIndex, keys: np.ndarray, vectors: np.ndarray) -> None:
+        threads.add(threading.current_thread().name)
+        if failures[0]:
+            failures[0] -= 1
+            raise RuntimeError("disk full")
+        real(self, keys, vectors)
+
+    monkeypatch.setattr(UsearchVectorIndex, "add", add)
+    rng = np.random.default_rng(1)
+    vecs = [unit_vec(rng) for _ in range(40)]
+    eng.remember(
+        [
+            NewMemory(
+                record=Record(memory_id="", namespace="ix", kind=(Kind.FACT, Kind.SKILL)[i % 2]),
+                vector=v,
+                explicit_importance=3,
+            )
+            for i, v in enumerate(vecs)
+        ]
+    )
+    indexed(eng)
+    assert failures == [0] and all(t.startswith("pocketd-add") for t in threads)
+    assert eng.hot.pending() == 0
+    plan = eng.recall(RecallQuery("ix", vector=vecs[0])).plan  # a step scans its whole index
+    assert {(s.pocket, s.scanned) for s in plan} == {
+        ("fact/warm/text", 20),
+        ("skill/warm/text", 20),
+    }
