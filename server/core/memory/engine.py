@@ -11,6 +11,8 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -83,6 +85,8 @@ class MemoryEngine:
         self.hot: HotTier = MemoryHotTier(settings.embedding_dim, keywords.analyze, clock)
         self._queries: OrderedDict[tuple[str, str], Vector] = OrderedDict()
         self._query_lock = threading.Lock()
+        # One thread: the encoder runs one batch at a time anyway.
+        self._encoding = ThreadPoolExecutor(1, thread_name_prefix="pocketd-encode")
         self._costs = CostModel(settings.pockets, settings.hybrid_search.expansion_search)
         publish = threading.Lock()
         self._writer = Writer(
@@ -161,6 +165,7 @@ class MemoryEngine:
     def close(self) -> None:
         """Flush the access counts, stop indexing, snapshot the indexes and close the stores."""
         self.maintenance.stop()
+        self._encoding.shutdown()
         self.indexer.stop()
         self._keywords.close()
         self._store.close()
@@ -219,16 +224,22 @@ class MemoryEngine:
         self.indexer.wake()
         return results
 
-    def _query_vector(self, namespace: str, text: str, deadline: Deadline) -> Vector:
-        """The query's vector, from a small LRU cache: an agent asks the same question of
-        several steps, and encoding it is most of a text-only Recall. Keyed by namespace too,
-        so one tenant cannot time whether another asked the same."""
+    def _cached_query(self, namespace: str, text: str) -> Vector | None:
         key = (namespace, text)
         with self._query_lock:
             cached = self._queries.get(key)
             if cached is not None:
                 self._queries.move_to_end(key)
-                return cached
+            return cached
+
+    def _query_vector(self, namespace: str, text: str, deadline: Deadline) -> Vector:
+        """The query's vector, from a small LRU cache: an agent asks the same question of
+        several steps, and encoding it is most of a text-only Recall. Keyed by namespace too,
+        so one tenant cannot time whether another asked the same."""
+        cached = self._cached_query(namespace, text)
+        if cached is not None:
+            return cached
+        key = (namespace, text)
         vec: Vector = self._encode([text], "the query", deadline)[0]
         with self._query_lock:
             self._queries[key] = vec
@@ -237,12 +248,20 @@ class MemoryEngine:
         return vec
 
     def recall(self, q: RecallQuery, deadline: Deadline | None = None) -> RecallResult:
+        """A text-only query is encoded on the encoding thread while the keyword channel runs
+        (the encoder releases the GIL), unless its vector is cached."""
         deadline = deadline or no_deadline()
+        later: Callable[[], Vector] | None = None
         if q.vector is None and q.text:
-            q.vector = self._query_vector(q.namespace, q.text, deadline)
+            cached = self._cached_query(q.namespace, q.text)
+            if cached is not None:
+                q.vector = cached
+            else:
+                job = self._encoding.submit(self._query_vector, q.namespace, q.text, deadline)
+                later = job.result
         elif q.vector is not None:
             q.vector = unit(q.vector)
-        res = self.retriever.recall(q, deadline)
+        res = self.retriever.recall(q, deadline, later)
         self.access.hit((h.record.key for h in res.hits), self._clock.now())
         return res
 

@@ -23,6 +23,7 @@ import dataclasses
 import math
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -158,7 +159,11 @@ class Retriever:
             for p, n in sizes.items()
         ]
 
-    def recall(self, q: RecallQuery, deadline: Deadline) -> RecallResult:
+    def recall(
+        self, q: RecallQuery, deadline: Deadline, vector: Callable[[], Vector] | None = None
+    ) -> RecallResult:
+        """`vector`: the query's vector when `q` has none yet, being computed meanwhile; it is
+        asked for once the keyword channel has run."""
         t0 = time.perf_counter()
         now = self._clock.now()
         w_vec, w_kw = self.weights(q)
@@ -171,12 +176,13 @@ class Retriever:
                 self._cols.catalog.key(p).name: p for p in self._cols.catalog.of_namespace(ns_id)
             }
             run.pockets = {names[s.pocket]: s for s in plan if s.pocket in names}
-            if q.vector is not None:
-                self._vector_channel(run, q.vector, deadline)
             if q.text:
                 deadline.check("the keyword channel")
-                everything = q.plan is None
-                self._keyword_channel(run, everything)
+                self._keyword_channel(run, everything=q.plan is None)
+            if q.vector is None and vector is not None:
+                q.vector = vector()
+            if q.vector is not None:
+                self._vector_channel(run, q.vector, deadline)
         deadline.check("ranking")
         hits = self._rank(run, w_vec, w_kw, top_k)
         vector_cost = sum(r.cost_units for r in run.reports)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 
 import msgspec
@@ -11,6 +12,7 @@ import pytest
 from server.adapters.onnx_encoder import OnnxTextEncoder
 from server.core.errors import FailedPreconditionError, NotFoundError
 from server.core.memory.engine import MemoryEngine
+from server.core.memory.ports import KeywordQuery, KeywordResult
 from server.core.memory.model import (
     GateDecision,
     Kind,
@@ -305,6 +307,9 @@ def test_without_an_encoder_text_only_writes_fail_precisely(
         engine.remember([mem("with vector", vector=unit_vec(rng))])[0].decision
         == GateDecision.STORED
     )
+    # A text-only Recall is encoded while its keyword channel runs: the failure still surfaces.
+    with pytest.raises(FailedPreconditionError, match="encoder"):
+        engine.recall(RecallQuery(namespace=NS, text="with vector"))
 
 
 def test_restart_catches_the_indexes_up_from_the_store(
@@ -394,3 +399,37 @@ def test_a_repeated_query_text_is_encoded_once(
     assert first == again and calls == [1]
     ids(eng, text="something else")
     assert calls == [1, 1]
+
+
+def test_a_text_only_query_is_encoded_while_its_keyword_channel_runs(
+    engine_factory: Callable[..., MemoryEngine],
+    encoder: OnnxTextEncoder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The encoder is slow here; the keyword search must not wait for it."""
+    started, searched = threading.Event(), threading.Event()
+
+    class Slow:
+        dim = encoder.dim
+
+        def encode(self, texts: Sequence[str]) -> np.ndarray:
+            started.set()
+            assert searched.wait(60), "the keyword channel waited for the encoder"
+            return encoder.encode(texts)
+
+    eng = engine_factory()
+    eng.remember([mem("The VPN password rotates monthly")])
+    eng.indexer.catch_up()
+    eng._encoder = Slow()
+    search = eng._keywords.search
+
+    def observed(q: KeywordQuery) -> KeywordResult:
+        res = search(q)
+        searched.set()
+        return res
+
+    monkeypatch.setattr(eng._keywords, "search", observed)
+    res = eng.recall(RecallQuery(namespace=NS, text="VPN password"))
+    assert started.is_set() and searched.is_set()
+    assert [h.record.text for h in res.hits] == ["The VPN password rotates monthly"]
+    assert res.hits[0].score.vector_hit and res.hits[0].score.keyword_hit
