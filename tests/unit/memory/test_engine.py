@@ -12,7 +12,6 @@ import pytest
 from server.adapters.onnx_encoder import OnnxTextEncoder
 from server.core.errors import FailedPreconditionError, NotFoundError
 from server.core.memory.engine import MemoryEngine
-from server.core.memory.ports import KeywordQuery, KeywordResult
 from server.core.memory.model import (
     GateDecision,
     Kind,
@@ -24,6 +23,7 @@ from server.core.memory.model import (
     Tier,
     WriteHints,
 )
+from server.core.memory.ports import KeywordQuery, KeywordResult
 from server.core.settings import MemorySettings
 from tests.conftest import DAY, FakeClock, near, unit_vec
 
