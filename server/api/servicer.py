@@ -1,9 +1,9 @@
 """MemoryService handlers: validate, convert, run the engine off the event loop, convert back.
 
 Handlers stay thin: all logic is in `server.core`. Each call goes through `_call`: admission and
-the per-call log (`server.api.calls`), validation of the whole request, then the blocking engine
-call in the bounded worker pool with the call's `Deadline` (usearch, tantivy, onnxruntime, numba
-and SQLite all release the GIL for their heavy work).
+the per-call log (`server.api.calls`), then, in the bounded worker pool with the call's
+`Deadline`, validation of the whole request and the blocking engine call (usearch, tantivy,
+onnxruntime, numba and SQLite all release the GIL for their heavy work).
 """
 
 from __future__ import annotations
@@ -58,21 +58,25 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
         write: bool = False,
         batch: bool = True,
     ) -> T:
-        """Admit, validate on the loop, then run `work` in the pool under the call's deadline.
-        `batch` False: the request is a single Remember, whose field paths have no `items[i].`."""
+        """Admit, then validate and run `work` in the pool under the call's deadline: the event
+        loop only moves bytes, so a large batch being checked never delays another call. `batch`
+        False: the request is a single Remember, whose field paths have no `items[i].`."""
         log.debug("%s ns=%s started", rec.method, rec.namespace or "-")
+
+        def checked(d: Deadline) -> T:
+            v = Violations()
+            validate(v)
+            v.raise_if_any()
+            return work(self._eng(), d)
+
         try:
             self._calls.admit(write)
             try:
-                v = Violations()
-                validate(v)
-                v.raise_if_any()
-                eng = self._eng()
                 deadline = self._calls.deadline(context.time_remaining())
             except BaseException:
                 self._calls.release(write)
                 raise
-            return await self._calls.run(lambda d: work(eng, d), deadline, write)
+            return await self._calls.run(checked, deadline, write)
         except Exception as exc:
             status = to_status(exc, batch)
             rec.status = code_name(status.code)
