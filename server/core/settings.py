@@ -122,6 +122,12 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     # proportion to their sizes, with at least `min_expansion_search` each.
     expansion_search: Annotated[int, between(1, 1 << 16)] = 128
     min_expansion_search: Annotated[int, between(1, 1 << 16)] = 64
+    # A larger graph needs a wider search for the same recall: each doubling of a pocket beyond
+    # `expansion_base_rows` adds this much to its minimum. Measured on the bench's clustered data
+    # (4 pockets, 32 candidates each): at 25,000 rows breadth 64 gave recall@5 1.000; at 250,000
+    # breadth 64 gave 0.947, 96 gave 0.974 and 128 gave 0.986. This rule gives 64 and 135.
+    expansion_per_doubling: Annotated[float, between(0.0, 4096.0)] = 24.0
+    expansion_base_rows: Annotated[int, between(1, 1 << 30)] = 32_768
     # The relevance floor: hits whose fused score (before time decay) is below it are not
     # returned. A request's `min_score` overrides it.
     min_score: Annotated[float, between(0.0, 10.0)] = 0.1
@@ -371,6 +377,108 @@ class MemorySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     index: IndexSettings = msgspec.field(default_factory=IndexSettings)
 
 
+class RouterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Store routing: which pockets a Recall searches, and how deep (seed 003)."""
+
+    # Leading values of the query vector a policy sees.
+    prefix_dim: Annotated[int, between(1, 8192)] = 128
+    time_cues: tuple[str, ...] = (
+        "when",
+        "today",
+        "yesterday",
+        "last week",
+        "last month",
+        "last year",
+        "ago",
+        "recently",
+        "before",
+        "after",
+        "什么时候",
+        "今天",
+        "昨天",
+        "上周",
+        "上个月",
+        "去年",
+        "最近",
+        "之前",
+        "以前",
+    )
+    quantity_cues: tuple[str, ...] = (
+        "how many",
+        "how much",
+        "how long",
+        "how often",
+        "多少",
+        "几个",
+        "几次",
+        "多久",
+    )
+    comparison_cues: tuple[str, ...] = (
+        "more than",
+        "less than",
+        "compared",
+        "versus",
+        "vs",
+        "better",
+        "worse",
+        "bigger",
+        "smaller",
+        "比",
+        "更",
+        "还是",
+    )
+    just_said_cues: tuple[str, ...] = (
+        "just said",
+        "you said",
+        "i said",
+        "earlier",
+        "a moment ago",
+        "just now",
+        "刚才",
+        "刚刚",
+        "你说",
+        "我说",
+    )
+    about_me_cues: tuple[str, ...] = (
+        "what is my",
+        "what's my",
+        "my favorite",
+        "my favourite",
+        "do i like",
+        "do i prefer",
+        "who am i",
+        "我的",
+        "我喜欢",
+        "我是谁",
+    )
+    # Critical patterns: a query that names one is searched in full (seed 003 §5.2).
+    safety_cues: tuple[str, ...] = (
+        "allergy",
+        "allergic",
+        "medication",
+        "medicine",
+        "dose",
+        "dosage",
+        "payment",
+        "credit card",
+        "bank account",
+        "password",
+        "passport",
+        "social security",
+        "security",
+        "过敏",
+        "药",
+        "剂量",
+        "支付",
+        "付款",
+        "银行卡",
+        "密码",
+        "身份证",
+        "护照",
+        "安全",
+    )
+
+
 class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The whole configuration."""
 
@@ -378,3 +486,4 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     limits: LimitSettings = msgspec.field(default_factory=LimitSettings)
     memory: MemorySettings = msgspec.field(default_factory=MemorySettings)
     encoder: EncoderSettings = msgspec.field(default_factory=EncoderSettings)
+    router: RouterSettings = msgspec.field(default_factory=RouterSettings)

@@ -56,7 +56,7 @@ from server.core.memory.ports import (
     RecordStore,
     VectorIndexSet,
 )
-from server.core.memory.timecues import window
+from server.core.memory.timecues import cue_pattern, window
 from server.core.settings import MemorySettings
 
 _DAY = 86_400.0
@@ -124,14 +124,7 @@ class Retriever:
         self._thresholds = np.array([x * _DAY for x in d.after_days], dtype=np.float64)
         self._factors = np.array(d.factors, dtype=np.float32)
         self._cues = tuple(c.lower() for c in self._s.image_cues)
-        # Latin cues are whole words ("ago" is not in "Chicago"); CJK ones are substrings.
-        self._temporal = re.compile(
-            "|".join(
-                rf"\b{re.escape(c.lower())}\b" if c.isascii() else re.escape(c)
-                for c in d.temporal_cues
-            )
-            or r"(?!)"
-        )
+        self._temporal = cue_pattern(d.temporal_cues)
 
     def weights(self, q: RecallQuery) -> tuple[float, float]:
         """(vector, keyword) weights: the image pair when the query has an image or an image cue."""
@@ -287,11 +280,15 @@ class Retriever:
 
     def _breadth(self, run: _Run, size: int) -> int:
         """A shared search budget: the plan's HNSW pockets split `expansion_search` by size, so
-        four pockets cost about what one index of them all would, with at least
-        `min_expansion_search` each."""
+        four pockets cost about what one index of them all would. Each gets at least
+        `min_expansion_search`, plus `expansion_per_doubling` for each doubling of its size
+        beyond `expansion_base_rows`: a larger graph needs a wider search for the same recall."""
+        s = self._s
         total = run.hnsw_vectors
         share = size / total if total > size else 1.0
-        return max(self._s.min_expansion_search, math.ceil(self._s.expansion_search * share))
+        doublings = max(0.0, math.log2(size / s.expansion_base_rows))
+        floor = s.min_expansion_search + s.expansion_per_doubling * doublings
+        return max(math.ceil(floor), math.ceil(s.expansion_search * share))
 
     def _context(self, run: _Run, key: int) -> tuple[KeyArray, KeyArray]:
         """A hit's neighbouring turns, left out like hits: obsolete and expired ones too unless

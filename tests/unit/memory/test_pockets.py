@@ -5,11 +5,14 @@ tantivy, and fusion scales that do not move with what else is searched."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 
+import msgspec
 import numpy as np
 import pytest
 
 from server.core.deadline import no_deadline
+from server.core.memory.costs import CostModel
 from server.core.memory.engine import MemoryEngine
 from server.core.memory.model import (
     Kind,
@@ -27,7 +30,7 @@ from server.core.memory.pockets import (
     bucket_of,
     bucket_span,
 )
-from server.core.settings import PocketSettings
+from server.core.settings import MemorySettings, PocketSettings
 from tests.conftest import DAY, FakeClock, near, unit_vec
 from tests.unit.memory.test_engine import NS, mem
 
@@ -337,3 +340,27 @@ def test_the_keyword_channel_asks_again_when_the_index_lags_a_forget(
     res = engine.recall(RecallQuery(NS, text="zebra", vector=unit_vec(rng), top_k=10))
     assert res.keyword_candidates == 10
     assert {h.record.text.split()[1] for h in res.hits} == {"seen"}
+
+
+def test_a_larger_graph_is_searched_wider(engine_factory: Callable[..., MemoryEngine]) -> None:
+    """At least `min_expansion_search`, plus `expansion_per_doubling` per doubling beyond
+    `expansion_base_rows`; the step's cost units show the breadth it used."""
+    s = MemorySettings()
+    s = msgspec.structs.replace(
+        s,
+        pockets=msgspec.structs.replace(s.pockets, exact_max_rows=0),
+        hybrid_search=msgspec.structs.replace(
+            s.hybrid_search,
+            min_expansion_search=64,
+            expansion_per_doubling=50.0,
+            expansion_base_rows=25,
+        ),
+    )
+    engine = engine_factory(s)
+    rng = np.random.default_rng(12)
+    engine.remember([mem(f"row {i}", Kind.FACT, unit_vec(rng)) for i in range(100)])
+    engine.indexer.catch_up()
+    (step,) = engine.recall(RecallQuery(NS, vector=unit_vec(rng), top_k=5)).plan
+    assert step.method == "hnsw" and step.scanned == 100
+    costs = CostModel(s.pockets, s.hybrid_search.expansion_search)
+    assert step.cost_units == pytest.approx(costs.hnsw(100, 128, 64 + 2 * 50))  # 100 = 25 × 2²
