@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Sequence
 
 _DAY = dt.timedelta(days=1)
 _N_DAYS = re.compile(r"\b(\d{1,3}) days? ago\b|(\d{1,3}) ?天前")
@@ -40,6 +41,15 @@ TIME_EXPRESSION = re.compile(
     r"|\d{1,2}月\d{1,2}[日号]|[一二三四五六七八九十]+月",
     re.IGNORECASE,
 )
+
+
+def cue_pattern(cues: Sequence[str]) -> re.Pattern[str]:
+    """One pattern for a list of cues, matched against lower-cased text: Latin cues as whole
+    words ("ago" is not in "Chicago"), CJK ones as substrings; no cues match nothing."""
+    alternatives = [
+        rf"\b{re.escape(c.lower())}\b" if c.isascii() else re.escape(c) for c in cues if c
+    ]
+    return re.compile("|".join(alternatives) or r"(?!)")
 
 
 def has_time_expression(text: str) -> bool:
