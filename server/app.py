@@ -109,6 +109,7 @@ def build_engine(settings: Settings, encoder: OnnxTextEncoder | None) -> MemoryE
         TantivyKeywordIndex(data / "keywords", m.index.keyword_heap_bytes),
         encoder,
         SystemClock(),
+        settings.server.background_nice,
     )
 
 

@@ -81,6 +81,7 @@ def open_engine(
     encoder: OnnxTextEncoder | None,
     clock: FakeClock,
     settings: MemorySettings | None = None,
+    background_nice: int = 0,
 ) -> MemoryEngine:
     s = settings or MemorySettings()
     eng = MemoryEngine(
@@ -97,6 +98,7 @@ def open_engine(
         TantivyKeywordIndex(data / "keywords", s.index.keyword_heap_bytes),
         encoder,
         clock,
+        background_nice,
     )
     eng.load()
     return eng

@@ -27,6 +27,7 @@ import grpc
 
 from server.core.deadline import Deadline
 from server.core.errors import ResourceExhaustedError
+from server.core.priority import run_below_readers
 from server.core.settings import ServerSettings
 
 T = TypeVar("T")
@@ -49,13 +50,18 @@ class WorkerPools:
     """Two bounded thread pools: one for reads, one for writes. A writer waiting on
     backpressure (or a long batch being encoded) holds a write worker, never a read's."""
 
-    def __init__(self, read_threads: int, write_threads: int) -> None:
+    def __init__(self, read_threads: int, write_threads: int, write_nice: int = 0) -> None:
         self.read = ThreadPoolExecutor(read_threads, thread_name_prefix="pocketd-read")
-        self.write = ThreadPoolExecutor(write_threads, thread_name_prefix="pocketd-write")
+        self.write = ThreadPoolExecutor(
+            write_threads,
+            thread_name_prefix="pocketd-write",
+            initializer=run_below_readers,
+            initargs=(write_nice,),
+        )
 
     @classmethod
     def from_settings(cls, s: ServerSettings) -> WorkerPools:
-        return cls(s.worker_threads, s.write_threads)
+        return cls(s.worker_threads, s.write_threads, s.background_nice)
 
     def shutdown(self) -> None:
         """Drop queued work and wait for the work that is running (it stops at its next

@@ -50,6 +50,9 @@ class ServerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # The interpreter's thread switch interval (Python's default is 5 ms): a thread doing
     # Python work holds the GIL this long before a Recall's thread may run.
     gil_switch_ms: Annotated[float, Meta(gt=0.0, le=100.0)] = 1.0
+    # The niceness of the threads that write and index (0: as the process), so that a Recall
+    # gets the cores and the GIL first while a bulk import runs (server/core/priority.py).
+    background_nice: Annotated[int, between(0, 19)] = 10
 
 
 class LimitSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

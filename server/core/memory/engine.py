@@ -74,7 +74,9 @@ class MemoryEngine:
         keywords: KeywordIndex,
         encoder: TextEncoder | None,
         clock: Clock,
+        background_nice: int = 0,
     ) -> None:
+        """`background_nice`: the niceness of the indexer's and the maintenance's threads."""
         self._s = settings
         self._store = store
         self._vectors = vectors
@@ -113,6 +115,7 @@ class MemoryEngine:
             self.columns.neighbours_many,
             clock,
             publish,
+            background_nice,
         )
         self.access = AccessRecorder(self._writer.add_access)
         self.maintenance = Maintenance(
@@ -121,6 +124,7 @@ class MemoryEngine:
                 ("tier moves", lambda: self._writer.move_tiers(no_deadline())),
             ],
             settings.access_flush_seconds,
+            background_nice,
         )
 
     def load(self) -> dict[str, float]:

@@ -40,6 +40,7 @@ from server.core.memory.ports import (
     RecordStore,
     VectorIndexSet,
 )
+from server.core.priority import run_below_readers
 from server.core.settings import IndexSettings
 
 log = logging.getLogger(__name__)
@@ -61,8 +62,10 @@ class Indexer:
         neighbours: Neighbours,
         clock: Clock,
         publish_lock: threading.Lock,
+        nice: int = 0,
     ) -> None:
         self._s = settings
+        self._nice = nice
         self._scheme = scheme
         self._neighbours = neighbours
         self._store = store
@@ -80,7 +83,12 @@ class Indexer:
         self._last_snapshot = time.monotonic()
         # Pockets' graphs are built in parallel, each by one thread (usearch's concurrent add
         # into one graph can orphan a node, unum-cloud/USearch #735).
-        self._pool = ThreadPoolExecutor(settings.add_workers, thread_name_prefix="pocketd-add")
+        self._pool = ThreadPoolExecutor(
+            settings.add_workers,
+            thread_name_prefix="pocketd-add",
+            initializer=run_below_readers,
+            initargs=(nice,),
+        )
 
     def step(self) -> int:
         """Index one batch of changes; return how many rows it handled."""
@@ -210,6 +218,7 @@ class Indexer:
         self._wake.set()
 
     def _run(self) -> None:
+        run_below_readers(self._nice)
         while not self._stop.is_set():
             try:
                 if self.step() == 0:

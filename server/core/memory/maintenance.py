@@ -11,15 +11,20 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 
+from server.core.priority import run_below_readers
+
 log = logging.getLogger(__name__)
 
 
 class Maintenance:
     """Runs `jobs` every `interval_s` in a daemon thread until `stop()`."""
 
-    def __init__(self, jobs: Sequence[tuple[str, Callable[[], object]]], interval_s: float) -> None:
+    def __init__(
+        self, jobs: Sequence[tuple[str, Callable[[], object]]], interval_s: float, nice: int = 0
+    ) -> None:
         self._jobs = list(jobs)
         self._interval = interval_s
+        self._nice = nice
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -31,6 +36,7 @@ class Maintenance:
                 log.exception("maintenance job %r failed", name)
 
     def _run(self) -> None:
+        run_below_readers(self._nice)
         while not self._stop.wait(self._interval):
             self.run_once()
 
