@@ -138,17 +138,22 @@ class Retriever:
         return self._temporal.search(q.text.lower()) is not None
 
     def default_plan(self, ns_id: int, flt: MemoryFilter, top_k: int) -> list[PlanStep]:
-        """Every non-empty pocket the filter allows. The pockets share the vector channel's
-        `candidates_per_channel` in proportion to their sizes, and each gets at least `top_k`:
-        the query's top k restricted to a pocket is a top k of that pocket, so the union of the
-        steps still holds the channel's own top k."""
+        """Every non-empty pocket the filter allows, at depth `candidates_per_channel`, except
+        that the pockets searched by HNSW (whose cost grows with the depth) share it in
+        proportion to their sizes, each at least `top_k`: the query's top k restricted to a
+        pocket is a top k of that pocket, so their union still holds the channel's top k. An
+        exact scan costs the same at any depth, so a small pocket keeps the whole depth."""
         cat = self._cols.catalog
         sizes = {p: self._cols.pocket_size(p) for p in cat.allowed(ns_id, flt)}
         sizes = {p: n for p, n in sizes.items() if n > 0}
-        total = sum(sizes.values())
+        graph = {p for p, n in sizes.items() if self._costs.method(cat.key(p).tier, n) == "hnsw"}
+        total = sum(sizes[p] for p in graph)
         budget = self._s.candidates_per_channel
         return [
-            PlanStep(cat.key(p).name, max(top_k, math.ceil(budget * n / total)))
+            PlanStep(
+                cat.key(p).name,
+                max(top_k, math.ceil(budget * n / total)) if p in graph else budget,
+            )
             for p, n in sizes.items()
         ]
 

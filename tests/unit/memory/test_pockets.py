@@ -281,20 +281,28 @@ def test_the_holder_of_an_exact_identifier_is_never_outranked_by_topic_words(
     assert hits[0].record.text.startswith("Error E7777") and hits[0].score.exact_hit
 
 
-def test_the_default_plan_shares_the_vector_budget_by_pocket_size(engine: MemoryEngine) -> None:
-    """Pockets split `candidates_per_channel` by size, each at least top_k: four pockets used
-    to fetch 64 each, four times the one index they replaced."""
+def test_the_default_plan_shares_the_vector_budget_by_pocket_size(
+    engine_factory: Callable[..., MemoryEngine],
+) -> None:
+    """HNSW pockets split `candidates_per_channel` by size, each at least top_k: four pockets
+    used to fetch 64 each, four times the one index they replaced. A pocket scanned exactly
+    costs the same at any depth and keeps all 64."""
+    s = MemorySettings()
+    s = msgspec.structs.replace(s, pockets=msgspec.structs.replace(s.pockets, exact_max_rows=30))
+    engine = engine_factory(s)
     rng = np.random.default_rng(9)
     engine.remember(
         [mem(f"fact {i}", Kind.FACT, unit_vec(rng), importance=3) for i in range(60)]
-        + [mem(f"pref {i}", Kind.PREFERENCE, unit_vec(rng), importance=3) for i in range(20)]
+        + [mem(f"pref {i}", Kind.PREFERENCE, unit_vec(rng), importance=3) for i in range(40)]
+        + [mem(f"skill {i}", Kind.SKILL, unit_vec(rng), importance=3) for i in range(10)]
     )
     engine.indexer.catch_up()
     v = unit_vec(rng)
-    depths = {s.pocket: s.depth for s in engine.recall(RecallQuery(NS, vector=v)).plan}
-    assert depths == {"fact/warm/text": 48, "preference/warm/text": 16}  # 64 × 60/80, 64 × 20/80
+    depths = {st.pocket: st.depth for st in engine.recall(RecallQuery(NS, vector=v)).plan}
+    # 64 × 60/100 and 64 × 40/100 by HNSW; the 10 skills exactly.
+    assert depths == {"fact/warm/text": 39, "preference/warm/text": 26, "skill/warm/text": 64}
     deep = engine.recall(RecallQuery(NS, vector=v, top_k=30)).plan
-    assert {s.pocket: s.depth for s in deep} == {"fact/warm/text": 48, "preference/warm/text": 30}
+    assert {st.pocket: st.depth for st in deep}["preference/warm/text"] == 30
 
 
 def test_a_pocket_search_goes_deeper_when_the_mask_drops_its_candidates(
