@@ -1,0 +1,92 @@
+"""The budget split: a policy's pockets, each with the probability that it is needed, become plan
+steps whose cost fits `max_cost_units`.
+
+Pockets are taken most probable first. Each is allotted its probability's share of what is left
+(so what one pocket does not use flows to the next ones):
+- a pocket scanned exactly (small warm pockets, hot pockets) costs its size whatever the depth: it
+  is searched, at the full depth, if its allotment covers that;
+- an HNSW pocket's cost grows with its depth: it gets the deepest search its allotment pays for,
+  at least `top_k` (the minimum useful depth), at most the full depth; a pocket whose allotment
+  does not pay for `top_k` is skipped.
+The most probable pocket is always searched, within the budget or not, so a plan is never empty.
+No budget (None) keeps every pocket of positive probability at the full depth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from server.core.memory.costs import CostModel
+from server.core.memory.model import PocketStats
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A candidate pocket with the policy's probability that it holds what the query needs."""
+
+    pocket: PocketStats
+    probability: float
+
+
+@dataclass(frozen=True)
+class RoutedStep:
+    pocket: str
+    depth: int
+    probability: float
+    cost_units: float
+
+
+def split(
+    scored: Sequence[Scored],
+    budget: float | None,
+    depth: int,
+    top_k: int,
+    costs: CostModel,
+) -> list[RoutedStep]:
+    if budget is not None and not budget >= 0:
+        raise ValueError(f"a budget of {budget} cost units; it must be at least 0")
+    ranked = sorted(
+        (s for s in scored if s.probability > 0 and s.pocket.size > 0),
+        key=lambda s: (-s.probability, s.pocket.name),
+    )
+    if budget is None:
+        return [_step(s, depth, costs) for s in ranked]
+    out: list[RoutedStep] = []
+    left = budget
+    mass = sum(s.probability for s in ranked)
+    for i, s in enumerate(ranked):
+        allot = left * s.probability / mass if mass > 0 else 0.0
+        mass -= s.probability
+        step = _fit(s, allot, depth, top_k, costs)
+        if step is None and i == 0:  # the most probable pocket is always searched
+            step = _step(s, max(top_k, 1) if s.pocket.method == "hnsw" else depth, costs)
+        if step is not None:
+            out.append(step)
+            left -= step.cost_units
+    return out
+
+
+def _cost(p: PocketStats, depth: int, costs: CostModel) -> float:
+    return costs.hnsw(p.size, depth) if p.method == "hnsw" else float(p.size)
+
+
+def _step(s: Scored, depth: int, costs: CostModel) -> RoutedStep:
+    return RoutedStep(s.pocket.name, depth, s.probability, _cost(s.pocket, depth, costs))
+
+
+def _fit(s: Scored, allot: float, depth: int, top_k: int, costs: CostModel) -> RoutedStep | None:
+    """The deepest step of `s` that `allot` pays for, or None."""
+    p = s.pocket
+    if p.method != "hnsw":
+        return _step(s, depth, costs) if p.size <= allot else None
+    if _cost(p, top_k, costs) > allot:
+        return None
+    lo, hi = top_k, max(depth, top_k)  # the cost is monotone in the depth: bisect
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _cost(p, mid, costs) <= allot:
+            lo = mid
+        else:
+            hi = mid - 1
+    return _step(s, lo, costs)
