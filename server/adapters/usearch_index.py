@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 import threading
 from collections.abc import Iterator
@@ -40,18 +41,54 @@ ADD_CHUNK = 16
 # #735), unreachable by any search; on two cores several threads were no faster anyway (A/B in
 # the 60k-record ingest: 2957 vs 3073 records/s, within noise).
 ADD_THREADS = 1
+# Subtracted from a cap's floor: a vector stored in f16 differs from its f32 original by about
+# 1e-3 in cosine, and a search's similarities are those of the stored vectors.
+CAP_SLACK = 4e-3
 
 
 class UsearchVectorIndex:
     """One partition's HNSW index. A lock serialises mutation against search: usearch may
     reallocate while growing."""
 
-    def __init__(self, index: Index, path: Path, total: npt.NDArray[np.float64] | None) -> None:
+    def __init__(
+        self,
+        index: Index,
+        path: Path,
+        total: npt.NDArray[np.float64] | None,
+        cap: tuple[npt.NDArray[np.float64], float] | None = None,
+    ) -> None:
         self._index = index
         self._path = path
         self._lock = threading.Lock()
         self._sum = np.zeros(index.ndim, np.float64) if total is None else total
+        # The cap holding every vector ever added: an anchor direction and the least cosine of
+        # any of them with it (a removal leaves it as it is, which keeps it true).
+        self._anchor: npt.NDArray[np.float64] | None = None if cap is None else cap[0]
+        self._floor = math.inf if cap is None else cap[1]
+        if cap is None and len(index):  # a manifest from before caps were kept
+            keys = np.fromiter(index.keys, dtype=np.uint64, count=len(index))
+            self._widen(np.asarray(index.get(keys, dtype="f32"), np.float32))
         self.dirty = False
+
+    def _widen(self, vectors: Vector) -> None:
+        """Take `vectors` into the cap (the first ones choose its anchor: their mean)."""
+        v = vectors.reshape(-1, self._index.ndim).astype(np.float64)
+        if len(v) == 0:
+            return
+        if self._anchor is None:
+            mean = v.sum(axis=0)
+            norm = float(np.linalg.norm(mean))
+            self._anchor = mean / norm if norm > 0 else v[0] / np.linalg.norm(v[0])
+        # Less the f16 rounding of the stored vectors, which the search's similarities carry.
+        self._floor = min(self._floor, float((v @ self._anchor).min()) - CAP_SLACK)
+
+    def cap(self) -> tuple[npt.NDArray[np.float64], float] | None:
+        """(anchor, floor): every vector of the index has a cosine of at least `floor` with the
+        unit `anchor`; None while it is empty."""
+        with self._lock:
+            if self._anchor is None:
+                return None
+            return self._anchor.copy(), self._floor
 
     def moments(self) -> tuple[npt.NDArray[np.float64], int]:
         """The sum of the indexed vectors and their count."""
@@ -77,6 +114,7 @@ class UsearchVectorIndex:
                 self._drop_present(k)
                 self._index.add(k.astype(np.uint64), v, threads=ADD_THREADS)
                 self._sum += v.astype(np.float64).sum(axis=0)
+                self._widen(v)
                 self.dirty = True
 
     def _present(self, keys: KeyArray) -> npt.NDArray[np.bool_]:
@@ -163,15 +201,19 @@ class UsearchVectorIndex:
     def __len__(self) -> int:
         return len(self._index)
 
-    def save(self) -> list[float]:
-        """Write the index if it changed; return the vector sum that the file matches."""
+    def save(self) -> dict[str, object]:
+        """Write the index if it changed; return the vector sum and the cap that the file
+        matches, for the manifest."""
         with self._lock:
             if self.dirty:
                 tmp = self._path.with_suffix(".tmp")
                 self._index.save(str(tmp))
                 os.replace(tmp, self._path)
                 self.dirty = False
-            out: list[float] = self._sum.tolist()
+            out: dict[str, object] = {"sum": self._sum.tolist()}
+            if self._anchor is not None:
+                out["anchor"] = self._anchor.tolist()
+                out["floor"] = self._floor
             return out
 
 
@@ -234,8 +276,11 @@ class UsearchIndexSet:
             if path.exists():
                 index.load(str(path))
             total = np.asarray(part["sum"], dtype=np.float64) if path.exists() else None
+            cap = None
+            if path.exists() and "anchor" in part:
+                cap = (np.asarray(part["anchor"], dtype=np.float64), float(part["floor"]))
             self._parts[(part["namespace"], part["pocket"])] = UsearchVectorIndex(
-                index, path, total
+                index, path, total, cap
             )
         self._saved_rev = int(meta["rev"])
 
@@ -261,9 +306,8 @@ class UsearchIndexSet:
             parts = dict(self._parts)
         entries = []
         for (ns, pocket), part in sorted(parts.items()):
-            total = part.save()
             entries.append(
-                {"namespace": ns, "pocket": pocket, "file": part._path.name, "sum": total}
+                {"namespace": ns, "pocket": pocket, "file": part._path.name, **part.save()}
             )
         meta = {"layout": LAYOUT, "rev": rev, "ndim": self._ndim, "partitions": entries}
         tmp = self._manifest().with_suffix(".tmp")

@@ -95,6 +95,12 @@ class VectorIndex(Protocol):
         """The sum of the indexed vectors and their count (a centroid and a radius for free)."""
         ...
 
+    def cap(self) -> tuple[npt.NDArray[np.float64], float] | None:
+        """(anchor, floor): a unit direction and a cosine that every indexed vector reaches
+        with it, the cap that bounds the best similarity a query can find here; None while
+        the index is empty."""
+        ...
+
     def __len__(self) -> int: ...
 
 

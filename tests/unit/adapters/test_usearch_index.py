@@ -219,3 +219,40 @@ def test_a_manifest_of_another_dimension_is_refused(tmp_path: Path) -> None:
         open_set(tmp_path, ndim=8)
     # The snapshot is left alone for a server of the right dimension.
     assert open_set(tmp_path).saved_rev() == 1
+
+
+def test_the_cap_holds_every_vector_through_adds_removes_and_a_reopen(tmp_path: Path) -> None:
+    s = open_set(tmp_path)
+    part = s.partition("ns", "p", True)
+    assert part is not None and part.cap() is None
+    rng = np.random.default_rng(7)
+    centre = unit_vec(rng, NDIM)
+    near = np.stack([centre + 0.3 * unit_vec(rng, NDIM) for _ in range(50)])
+    near /= np.linalg.norm(near, axis=1, keepdims=True)
+    part.add(np.arange(50, dtype=np.int64), near.astype(np.float32))
+    part.add(np.arange(50, 60, dtype=np.int64), vectors(10, 8))  # anywhere: the cap widens
+    part.remove(ks(3, 4))
+
+    def held(cap: tuple[np.ndarray, float] | None) -> bool:
+        assert cap is not None
+        anchor, floor = cap
+        stored = part.get(np.arange(60, dtype=np.int64))
+        return np.isclose(np.linalg.norm(anchor), 1.0) and bool((stored @ anchor >= floor).all())
+
+    first = part.cap()
+    assert held(first)
+    s.save(1)
+    again = open_set(tmp_path).partition("ns", "p", False)
+    assert again is not None and first is not None
+    reopened = again.cap()
+    assert reopened is not None and np.allclose(reopened[0], first[0])
+    assert reopened[1] == pytest.approx(first[1])
+    # A manifest written before caps were kept: the cap is computed from the stored vectors.
+    meta = json.loads((tmp_path / "manifest.json").read_text())
+    for p in meta["partitions"]:
+        del p["anchor"], p["floor"]
+    (tmp_path / "manifest.json").write_text(json.dumps(meta))
+    legacy = open_set(tmp_path).partition("ns", "p", False)
+    assert legacy is not None
+    part = legacy
+    assert held(legacy.cap())
