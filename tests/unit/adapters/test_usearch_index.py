@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from server.adapters.usearch_index import UsearchIndexSet
+from server.adapters.usearch_index import UsearchIndexSet, UsearchVectorIndex
 from tests.conftest import unit_vec
 
 NDIM = 16
@@ -233,14 +233,17 @@ def test_the_cap_holds_every_vector_through_adds_removes_and_a_reopen(tmp_path: 
     part.add(np.arange(50, 60, dtype=np.int64), vectors(10, 8))  # anywhere: the cap widens
     part.remove(ks(3, 4))
 
-    def held(cap: tuple[np.ndarray, float] | None) -> bool:
+    live = np.array([k for k in range(60) if k not in (3, 4)], dtype=np.int64)
+
+    def held(index: UsearchVectorIndex) -> bool:
+        cap = index.cap()
         assert cap is not None
         anchor, floor = cap
-        stored = part.get(np.arange(60, dtype=np.int64))
+        stored = index.get(live)
         return np.isclose(np.linalg.norm(anchor), 1.0) and bool((stored @ anchor >= floor).all())
 
     first = part.cap()
-    assert held(first)
+    assert held(part)
     s.save(1)
     again = open_set(tmp_path).partition("ns", "p", False)
     assert again is not None and first is not None
@@ -253,6 +256,4 @@ def test_the_cap_holds_every_vector_through_adds_removes_and_a_reopen(tmp_path: 
         del p["anchor"], p["floor"]
     (tmp_path / "manifest.json").write_text(json.dumps(meta))
     legacy = open_set(tmp_path).partition("ns", "p", False)
-    assert legacy is not None
-    part = legacy
-    assert held(legacy.cap())
+    assert legacy is not None and held(legacy)
