@@ -34,6 +34,7 @@ from kernels.fusion import fuse, scale_channels
 from kernels.rank import rank_final
 from kernels.scan import exact_topk
 from server.core.deadline import Deadline
+from server.core.memory.bounds import Possible, best_cosine, ceiling
 from server.core.memory.costs import CostModel
 from server.core.memory.model import (
     Hit,
@@ -47,6 +48,7 @@ from server.core.memory.model import (
     Tier,
     Vector,
 )
+from server.core.memory.pockets import bucket_span
 from server.core.memory.ports import (
     Clock,
     HotTier,
@@ -88,6 +90,15 @@ class _Run:
     reports: list[StepReport] = field(default_factory=list)
     keyword_cost: float = 0.0
     hnsw_vectors: int = 0  # in the plan's pockets searched by HNSW
+    hot: set[int] = field(default_factory=set)  # keys the hot tier scored: exact, newest
+    weights: tuple[float, float] = (0.5, 0.5)
+
+    def add_vectors(self, keys: KeyArray, sims: npt.NDArray[np.float32]) -> None:
+        """A warm pocket's candidates; the hot tier's score of a key stands (it is exact and
+        holds the newest version of the memory)."""
+        for k, sim in zip(keys.tolist(), sims.tolist(), strict=True):
+            if k not in self.hot:
+                self.vec[k] = sim
 
     def mask(self, cols: MetadataColumns, keys: KeyArray) -> npt.NDArray[np.bool_]:
         q = self.q
@@ -95,6 +106,16 @@ class _Run:
         inside = keys < len(cols.pocket)
         m[inside] &= np.isin(cols.pocket[keys[inside]], list(self.pockets))
         return m
+
+
+@dataclass(frozen=True)
+class _Scores:
+    keys: KeyArray
+    cos: npt.NDArray[np.float32]
+    b: npt.NDArray[np.float32]
+    vh: npt.NDArray[np.bool_]
+    kh: npt.NDArray[np.bool_]
+    fused: npt.NDArray[np.float32]
 
 
 class Retriever:
@@ -167,7 +188,7 @@ class Retriever:
         w_vec, w_kw = self.weights(q)
         top_k = q.top_k or self._s.top_k
         ns_id = self._cols.ns_id(q.namespace)
-        run = _Run(q, ns_id, now, now if q.as_of is None else q.as_of, {})
+        run = _Run(q, ns_id, now, now if q.as_of is None else q.as_of, {}, weights=(w_vec, w_kw))
         if ns_id >= 0:
             plan = self.default_plan(ns_id, q.filter, top_k) if q.plan is None else q.plan
             names = {
@@ -223,10 +244,18 @@ class Retriever:
             )
             of = self._cols.pocket[keys]
             matching = {pid: keys[of == pid] for pid in run.pockets}
-        for pid, step in run.pockets.items():
+        run.vec.update(zip(hk.tolist(), hs.tolist(), strict=True))
+        run.hot = set(hk.tolist())
+        stopped = False
+        for i, (pid, step) in enumerate(run.pockets.items()):
             key = cat.key(pid)
             if key.tier == Tier.HOT:
                 run.reports.append(StepReport(step.pocket, step.depth, "hot", 0, 0.0))
+                continue
+            if q.early_stop and not stopped:
+                stopped = self._can_stop(run, query, list(run.pockets)[i:])
+            if stopped:  # no memory of this pocket could enter the top k
+                run.reports.append(StepReport(step.pocket, step.depth, "skipped", 0, 0.0))
                 continue
             deadline.check("a vector pocket")
             mine = None if matching is None else matching[pid]
@@ -237,8 +266,6 @@ class Retriever:
             run.reports[0] = StepReport(
                 r.pocket, r.depth, r.method, r.scanned + hot_seen, r.cost_units + hot_seen
             )
-        # The hot tier is exact and holds the newest version of a memory: it overrides the ANN.
-        run.vec.update(zip(hk.tolist(), hs.tolist(), strict=True))
 
     def _warm_step(
         self, run: _Run, step: PlanStep, query: Vector, matching: KeyArray | None
@@ -257,7 +284,7 @@ class Retriever:
             if len(keys) <= self._s.exact_scan_max_rows:
                 mat = part.get(keys)
                 idx, sims = exact_topk(mat, query, np.any(mat != 0, axis=1), step.depth)
-                run.vec.update(zip(keys[idx].tolist(), sims.tolist(), strict=True))
+                run.add_vectors(keys[idx], sims)
                 cost = self._costs.exact(len(keys))
                 return StepReport(step.pocket, step.depth, "exact", len(keys), cost)
             fetch = math.ceil(step.depth * self._s.overfetch * size / len(keys))
@@ -279,8 +306,7 @@ class Retriever:
             if keep.sum() >= step.depth or len(keys) < fetch or fetch >= size:
                 break
             fetch = min(size, fetch * 4)
-        keys, sims = keys[keep][: step.depth], sims[keep][: step.depth]
-        run.vec.update(zip(keys.tolist(), sims.tolist(), strict=True))
+        run.add_vectors(keys[keep][: step.depth], sims[keep][: step.depth])
         return StepReport(step.pocket, step.depth, method, size, cost)
 
     def _breadth(self, run: _Run, size: int) -> int:
@@ -347,9 +373,10 @@ class Retriever:
         reference = sum(res.idf.values())
         if res.hits:
             raw = np.array([s for _, s in res.hits], dtype=np.float32)
-            keys, raw = keys[keep][:depth], raw[keep][:depth]
             _, norm = scale_channels(np.zeros(len(raw), np.float32), raw, 0.0, reference)
-            run.kw.update(zip(keys.tolist(), norm.tolist(), strict=True))
+            run.kw.update(
+                zip(keys[keep][:depth].tolist(), norm[keep][:depth].tolist(), strict=True)
+            )
         # Unindexed memories: the weighted share of the query's terms, on the same scale. A
         # term the index has not seen yet is as rare as its rarest.
         unseen = max(res.idf.values(), default=1.0)
@@ -368,11 +395,14 @@ class Retriever:
         )
         return frozenset(int(k) for k, s in zip(hk.tolist(), hs.tolist(), strict=True) if s >= 1.0)
 
-    def _rank(self, run: _Run, w_vec: float, w_kw: float, top_k: int) -> list[Hit]:
+    def _floor(self, q: RecallQuery) -> float:
+        return self._s.min_score if q.min_score is None else q.min_score
+
+    def _score(self, run: _Run) -> _Scores:
+        """Every candidate's channels and fused score, on the fixed scales."""
         q, vec, kw = run.q, run.vec, run.kw
+        w_vec, w_kw = run.weights
         keys = np.array(sorted(vec.keys() | kw.keys()), dtype=np.int64)
-        if len(keys) == 0:
-            return []
         cos = np.array([vec.get(k, -1.0) for k in keys.tolist()], dtype=np.float32)
         b = np.array([kw.get(k, 0.0) for k in keys.tolist()], dtype=np.float32)
         v, _ = scale_channels(cos, b, self._s.vector_floor, 0.0)
@@ -385,19 +415,69 @@ class Retriever:
         if q.text and (span := window(q.text, run.ref)) is not None:
             inside = (c.created[keys] >= span[0]) & (c.created[keys] < span[1])
             fused += np.float32(self._s.time_cue_boost) * inside
-        temporal = self.temporal(q)
-        if temporal:  # a "when" question wants a memory that says when: its answer type
+        if self.temporal(q):  # a "when" question wants a memory that says when: its answer type
             fused += np.float32(self._s.temporal_answer_boost) * c.says_when[keys]
-        floor = self._s.min_score if q.min_score is None else q.min_score
-        relevant = fused >= floor
+        return _Scores(keys, cos, b, vh, kh, fused)
+
+    def _decay(self, run: _Run, keys: KeyArray) -> npt.NDArray[np.float32]:
+        c = self._cols
+        decays = np.isin(c.kind[keys], self._decay_kinds) & (not self.temporal(run.q))
+        age = np.maximum(run.ref - c.refreshed[keys], 0.0)
+        out: npt.NDArray[np.float32] = step_decay(age, decays, self._thresholds, self._factors)
+        return out
+
+    def _can_stop(self, run: _Run, query: Vector, rest: list[int]) -> bool:
+        """Whether no memory of the pockets `rest` could be returned: each one's ceiling is
+        below the relevance floor, or below the current k-th final score among current
+        memories (scores only rise as more pockets are searched, so that k-th only rises)."""
+        q = run.q
+        sc = self._score(run)
+        top_k = q.top_k or self._s.top_k
+        bar = self._floor(q)
+        live = (sc.fused >= bar) & ~self._cols.obsolete[sc.keys]
+        if live.sum() >= top_k:
+            final = sc.fused[live] * self._decay(run, sc.keys[live])
+            bar = max(bar, float(np.partition(final, len(final) - top_k)[len(final) - top_k]))
+        return all(self._ceiling(run, query, pid) < bar for pid in rest)
+
+    def _ceiling(self, run: _Run, query: Vector, pid: int) -> float:
+        """The highest score any memory of pocket `pid` could reach (see `bounds`)."""
+        q = run.q
+        key = self._cols.catalog.key(pid)
+        part = self._vectors.partition(q.namespace, key.name, False)
+        cap = None if part is None else part.cap()
+        of = self._cols.pocket
+        listed = [s for k, s in run.kw.items() if k < len(of) and of[k] == pid]
+        span = window(q.text, run.ref) if q.text else None
+        if span is not None and key.bucket:
+            start, end = bucket_span(key.bucket)
+            in_window = start < span[1] and end > span[0]
+        else:
+            in_window = span is not None
+        possible = Possible(
+            cosine=-1.0 if cap is None else best_cosine(query, *cap),
+            keyword=max(listed, default=0.0),
+            keyword_hit=bool(listed),
+            exact=any(of[k] == pid for k in run.exact if k < len(of)),
+            in_window=in_window,
+            says_when=self.temporal(q),
+        )
+        return ceiling(self._s, *run.weights, possible)
+
+    def _rank(self, run: _Run, w_vec: float, w_kw: float, top_k: int) -> list[Hit]:
+        q, vec = run.q, run.vec
+        sc = self._score(run)
+        keys, cos, b, vh, kh, fused = sc.keys, sc.cos, sc.b, sc.vh, sc.kh, sc.fused
+        if len(keys) == 0:
+            return []
+        c = self._cols
+        relevant = fused >= self._floor(q)
         if not relevant.all():
             keys, fused, cos = keys[relevant], fused[relevant], cos[relevant]
-            v, b, vh, kh = v[relevant], b[relevant], vh[relevant], kh[relevant]
+            b, vh, kh = b[relevant], vh[relevant], kh[relevant]
             if len(keys) == 0:
                 return []
-        decays = np.isin(c.kind[keys], self._decay_kinds) & (not temporal)
-        age = np.maximum(run.ref - c.refreshed[keys], 0.0)
-        decay = step_decay(age, decays, self._thresholds, self._factors)
+        decay = self._decay(run, keys)
         order, final = rank_final(fused, decay, c.obsolete[keys], top_k)
         chosen = [int(keys[i]) for i in order]
         context = {k: self._context(run, k) for k in chosen}
