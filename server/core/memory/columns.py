@@ -37,6 +37,9 @@ class Columns:
         self.tags: dict[int, frozenset[str]] = {}
         # pocket id → live rows in it.
         self._sizes: dict[int, int] = {}
+        # pocket id → (earliest, latest) event time of any row ever put in it: an envelope (a
+        # row that leaves does not shrink it), kept without a pass over the rows.
+        self._spans: dict[int, tuple[float, float]] = {}
         # (namespace id, session id) → the keys of its turns, for neighbours and next positions.
         self._sessions: dict[tuple[int, int], array[int]] = {}
         self._alloc(capacity)
@@ -104,6 +107,8 @@ class Columns:
             pocket = self.catalog.place(ns, rec)
             self._count_out(k)
             self._sizes[pocket] = self._sizes.get(pocket, 0) + 1
+            lo, hi = self._spans.get(pocket, (math.inf, -math.inf))
+            self._spans[pocket] = (min(lo, rec.created_at), max(hi, rec.created_at))
             self.kind[k] = int(rec.kind)
             self.modality[k] = int(rec.modality)
             self.importance[k] = rec.importance
@@ -262,6 +267,9 @@ class Columns:
 
     def pocket_size(self, pocket: int) -> int:
         return self._sizes.get(pocket, 0)
+
+    def pocket_span(self, pocket: int) -> tuple[float, float] | None:
+        return self._spans.get(pocket)
 
     def matching_keys(
         self,

@@ -356,18 +356,14 @@ class MemoryEngine:
         c = self.columns
         cat = c.catalog
         sizes = c.pocket_sizes(ns_id, len(cat))
-        live = np.nonzero(c.ns == ns_id)[0]
-        created, pocket_of = c.created[live], c.pocket[live]
         depth = self._s.hybrid_search.candidates_per_channel
         out = []
         for pid in cat.of_namespace(ns_id):
             size = int(sizes[pid])
-            if size == 0:
+            span = c.pocket_span(pid)
+            if size == 0 or span is None:
                 continue
             key = cat.key(pid)
-            times = created[pocket_of == pid]
-            if len(times) == 0:  # emptied between the two reads of the columns
-                continue
             if key.tier == Tier.HOT:
                 total, n = self.hot.moments(namespace, c.pocket, pid)
             elif (part := self._vectors.partition(namespace, key.name, False)) is not None:
@@ -386,8 +382,8 @@ class MemoryEngine:
                     method=self._costs.method(key.tier, size),
                     cost_per_vector=self._costs.per_vector(key.tier, size),
                     search_cost=self._costs.search(key.tier, size, depth),
-                    oldest=float(times.min()),
-                    newest=float(times.max()),
+                    oldest=span[0],
+                    newest=span[1],
                     radius=1.0 - norm / n if n else 0.0,
                     centroid=(total / norm).astype(np.float32) if norm > 0 else None,
                 )

@@ -318,6 +318,11 @@ class MetadataColumns(Protocol):
         """Live records in one pocket."""
         ...
 
+    def pocket_span(self, pocket: int) -> tuple[float, float] | None:
+        """(earliest, latest) event time of the rows ever put in `pocket`: an envelope, which a
+        row leaving does not shrink; None for a pocket never used."""
+        ...
+
     def session_keys(self, ns_id: int, session: str) -> KeyArray:
         """The live keys of a session's turns, in turn order."""
         ...

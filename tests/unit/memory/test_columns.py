@@ -292,3 +292,16 @@ def test_readers_never_see_arrays_of_two_sizes_while_they_grow() -> None:
     done.set()
     t.join()
     assert errors == []
+
+
+def test_a_pocket_span_is_an_envelope_of_every_event_time_put_in_it() -> None:
+    cols = columns()
+    for key, created in ((1, 500.0), (2, 100.0), (3, 900.0)):
+        cols.put(rec(key, created_at=created))
+    pid = int(cols.pocket[1])
+    assert cols.pocket_span(pid) == (100.0, 900.0)
+    cols.drop(3)  # leaving does not narrow it: it stays a true bound for what is left
+    assert cols.pocket_span(pid) == (100.0, 900.0)
+    cols.put(rec(4, created_at=50.0))
+    assert cols.pocket_span(pid) == (50.0, 900.0)
+    assert cols.pocket_span(pid + 99) is None
