@@ -34,6 +34,7 @@ from server.api.calls import WorkerPools
 from server.api.server import GrpcServer, ListenError
 from server.config import BUILTIN_MODEL_DIR, model_dir
 from server.core.memory.engine import MemoryEngine
+from server.core.routing.router import Router
 from server.core.settings import Settings
 
 log = logging.getLogger("pocketd")
@@ -92,10 +93,11 @@ def build_encoder(settings: Settings) -> OnnxTextEncoder | None:
 
 
 def build_engine(settings: Settings, encoder: OnnxTextEncoder | None) -> MemoryEngine:
-    """Open every store under `server.data_dir` and wire the engine."""
+    """Open every store under `server.data_dir`, wire the engine and its router."""
     data = Path(settings.server.data_dir)
     m = settings.memory
-    return MemoryEngine(
+    keywords = TantivyKeywordIndex(data / "keywords", m.index.keyword_heap_bytes)
+    engine = MemoryEngine(
         m,
         SqliteRecordStore(data / "records.sqlite3"),
         UsearchIndexSet(
@@ -106,11 +108,15 @@ def build_engine(settings: Settings, encoder: OnnxTextEncoder | None) -> MemoryE
             m.index.expansion_add,
             m.hybrid_search.expansion_search,
         ),
-        TantivyKeywordIndex(data / "keywords", m.index.keyword_heap_bytes),
+        keywords,
         encoder,
         SystemClock(),
         settings.server.background_nice,
     )
+    engine.planner = Router(
+        settings.router, m, keywords.analyze, engine.routable, keywords.pocket_terms
+    )
+    return engine
 
 
 def _open(settings: Settings, encoder: OnnxTextEncoder | None) -> MemoryEngine:

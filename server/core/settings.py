@@ -7,7 +7,7 @@ embedded defaults. The memory defaults are those of the design documents (seed 0
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 from msgspec import Meta
@@ -383,6 +383,13 @@ class MemorySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class RouterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Store routing: which pockets a Recall searches, and how deep (seed 003)."""
 
+    # "full": every pocket the filter allows (the reference, and the default until the router's
+    # benchmark shows a policy keeps recall); "heuristic": the rules of seed 003 §3.1, §4.2.
+    policy: Literal["full", "heuristic"] = "full"
+    # A routed plan's budget, as a share of what the full plan would cost.
+    max_cost_share: Ratio = 0.25
+    # A plan whose most probable pocket is below this is widened to the full plan.
+    min_confidence: Ratio = 0.5
     # Leading values of the query vector a policy sees.
     prefix_dim: Annotated[int, between(1, 8192)] = 128
     time_cues: tuple[str, ...] = (

@@ -48,6 +48,7 @@ from server.core.memory.ports import (
     HotTier,
     KeywordIndex,
     MetadataColumns,
+    Planner,
     RecordStore,
     TextEncoder,
     VectorIndexSet,
@@ -78,6 +79,8 @@ class MemoryEngine:
     ) -> None:
         """`background_nice`: the niceness of the indexer's and the maintenance's threads."""
         self._s = settings
+        # Chooses the plan of a Recall that names none (set by the composition root).
+        self.planner: Planner | None = None
         self._store = store
         self._vectors = vectors
         self._keywords = keywords
@@ -256,6 +259,12 @@ class MemoryEngine:
         (the encoder releases the GIL), unless its vector is cached."""
         deadline = deadline or no_deadline()
         later: Callable[[], Vector] | None = None
+        if q.plan is None and self.planner is not None:
+            # A text-only query is routed without its vector, which is still being encoded.
+            vec = None if q.vector is None else unit(q.vector)
+            plan = self.planner.plan(q, vec, self._clock.now())
+            if plan is not None:
+                q.plan, q.early_stop = plan, True
         if q.vector is None and q.text:
             cached = self._cached_query(q.namespace, q.text)
             if cached is not None:
@@ -351,14 +360,23 @@ class MemoryEngine:
             out.append(NamespaceStats(ns, total, obsolete, tiers, pockets))
         return Stats(tuple(out), self.hot.pending(), self.index_state())
 
-    def pockets(self, namespace: str, ns_id: int) -> tuple[PocketStats, ...]:
-        """The namespace's non-empty pockets, with their size, cost, times and vector moments."""
+    def routable(self, namespace: str, flt: MemoryFilter) -> tuple[PocketStats, ...]:
+        """The pockets a Recall with filter `flt` could search (what a router chooses from)."""
+        ns_id = self.columns.ns_id(namespace)
+        return () if ns_id < 0 else self.pockets(namespace, ns_id, flt)
+
+    def pockets(
+        self, namespace: str, ns_id: int, flt: MemoryFilter | None = None
+    ) -> tuple[PocketStats, ...]:
+        """The namespace's non-empty pockets (those `flt` allows, if given), with their size,
+        cost, times and vector moments."""
         c = self.columns
         cat = c.catalog
         sizes = c.pocket_sizes(ns_id, len(cat))
         depth = self._s.hybrid_search.candidates_per_channel
         out = []
-        for pid in cat.of_namespace(ns_id):
+        ids = cat.of_namespace(ns_id) if flt is None else cat.allowed(ns_id, flt)
+        for pid in ids:
             size = int(sizes[pid])
             span = c.pocket_span(pid)
             if size == 0 or span is None:

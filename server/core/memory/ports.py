@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from server.core.memory.changes import Applied, Op
-from server.core.memory.model import MemoryFilter, Record, Vector
+from server.core.memory.model import MemoryFilter, PlanStep, RecallQuery, Record, Vector
 from server.core.memory.pockets import PocketCatalog
 
 KeyArray = npt.NDArray[np.int64]
@@ -350,3 +350,11 @@ class Clock(Protocol):
     """Time source, injected so tests can move it."""
 
     def now(self) -> float: ...
+
+
+class Planner(Protocol):
+    """Chooses a Recall's plan when the request names none: a router (server.core.routing)."""
+
+    def plan(self, q: RecallQuery, vector: Vector | None, now: float) -> list[PlanStep] | None:
+        """The plan to run, searched with the early stop on; None: the default plan."""
+        ...

@@ -1,0 +1,114 @@
+"""The router: it chooses a Recall's plan, which pockets to search and how deep (seed 003).
+
+For each query it builds the route features, asks the policy for each candidate pocket's
+probability of being needed, and splits the budget (`max_cost_share` of what the full plan would
+cost) over them (`budget.split`). The plan it returns runs with the early stop on, so a routed
+pocket is still skipped once it cannot matter.
+
+It widens a plan to `full`, and records why, when:
+- the query names a critical pattern (allergy, medication, payment, identity, security, and the
+  configured `safety_cues`): missing one of those memories costs more than any scan (§5.2);
+- the policy is unsure: its most probable pocket is below `min_confidence`.
+
+`full` is the reference policy (every pocket the filter allows, at full depth) and the switch:
+`router.policy: full` turns routing off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from server.core.memory.costs import CostModel
+from server.core.memory.model import MemoryFilter, PlanStep, PocketStats, RecallQuery
+from server.core.memory.timecues import window
+from server.core.routing.budget import RoutedStep, Scored, split
+from server.core.routing.features import FeatureExtractor, QueryFeatures
+from server.core.routing.heuristic import Evidence, heuristic
+from server.core.settings import MemorySettings, RouterSettings
+
+# (namespace, filter) → the non-empty pockets the filter allows, with their statistics.
+PocketSource = Callable[[str, MemoryFilter], Sequence[PocketStats]]
+# (namespace, terms) → pocket name → term → documents holding it.
+TermSource = Callable[[str, Sequence[str]], Mapping[str, Mapping[str, int]]]
+
+
+@dataclass(frozen=True)
+class Decision:
+    policy: str  # the policy whose plan runs: "full" or "heuristic"
+    steps: list[RoutedStep]
+    rules: list[str]  # the heuristic rules that fired
+    widened: str  # why the plan became the full one ("" when it did not)
+    cost_units: float  # the plan's estimated cost
+    full_cost_units: float  # the full plan's
+    features: QueryFeatures
+
+    def plan(self) -> list[PlanStep]:
+        return [PlanStep(s.pocket, s.depth) for s in self.steps]
+
+
+class Router:
+    def __init__(
+        self,
+        settings: RouterSettings,
+        memory: MemorySettings,
+        analyze: Callable[[str], list[str]],
+        pockets: PocketSource,
+        term_hits: TermSource,
+    ) -> None:
+        self._s = settings
+        self._depth = memory.hybrid_search.candidates_per_channel
+        self._top_k = memory.hybrid_search.top_k
+        self._costs = CostModel(memory.pockets, memory.hybrid_search.expansion_search)
+        self._features = FeatureExtractor(settings, analyze)
+        self._pockets = pockets
+        self._term_hits = term_hits
+
+    def decide(
+        self,
+        q: RecallQuery,
+        vector: npt.NDArray[np.float32] | None,
+        now: float,
+        policy: str | None = None,
+    ) -> Decision:
+        """The plan for `q` under `policy` (None: the configured one)."""
+        chosen = policy or self._s.policy
+        f = self._features.extract(q.text, vector, q.image_query)
+        pockets = list(self._pockets(q.namespace, q.filter))
+        top_k = q.top_k or self._top_k
+        everything = [Scored(p, 1.0) for p in pockets]
+        full = split(everything, None, self._depth, top_k, self._costs)
+        full_cost = sum(s.cost_units for s in full)
+
+        def widen(why: str, rules: list[str]) -> Decision:
+            return Decision("full", full, rules, why, full_cost, full_cost, f)
+
+        if chosen == "full" or not pockets:
+            return widen("" if chosen == "full" else "no pockets", [])
+        if f.safety:
+            return widen(f"safety: {', '.join(f.safety)}", [])
+        ref = now if q.as_of is None else q.as_of
+        ev = Evidence(
+            self._term_hits(q.namespace, list(f.terms)) if f.terms else {},
+            window(q.text, ref) if q.text else None,
+        )
+        scored, rules = heuristic(f, vector, pockets, ev)
+        best = max(s.probability for s in scored)
+        if best < self._s.min_confidence:
+            return widen(f"low confidence: {best:.2f} < {self._s.min_confidence}", rules)
+        steps = split(scored, self._s.max_cost_share * full_cost, self._depth, top_k, self._costs)
+        cost = sum(s.cost_units for s in steps)
+        return Decision(chosen, steps, rules, "", cost, full_cost, f)
+
+    def plan(
+        self, q: RecallQuery, vector: npt.NDArray[np.float32] | None, now: float
+    ) -> list[PlanStep] | None:
+        """The memory engine's `Planner`: the routed plan, or None for the full one (the
+        engine's default plan is the same, built without a decision)."""
+        if self._s.policy == "full":
+            return None
+        d = self.decide(q, vector, now)
+        return None if d.policy == "full" else d.plan()

@@ -1,0 +1,113 @@
+"""The router (server/core/routing/router.py) over a real engine: the full switch, the heuristic
+plan under its budget, the safety net and the confidence floor, and a routed Recall."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import msgspec
+import numpy as np
+import pytest
+
+from server.core.memory.engine import MemoryEngine
+from server.core.memory.model import Kind, MemoryFilter, RecallQuery
+from server.core.routing.router import Router
+from server.core.settings import MemorySettings, RouterSettings
+from tests.conftest import FakeClock, unit_vec
+from tests.unit.memory.test_engine import NS, mem
+
+WEEK = 7 * 86_400.0
+
+
+def router(engine: MemoryEngine, **kw: object) -> Router:
+    s = msgspec.structs.replace(RouterSettings(), **kw)
+    return Router(
+        s,
+        MemorySettings(),
+        engine._keywords.analyze,
+        engine.routable,
+        engine._keywords.pocket_terms,
+    )
+
+
+@pytest.fixture
+def loaded(engine: MemoryEngine, clock: FakeClock) -> MemoryEngine:
+    rng = np.random.default_rng(3)
+    now = clock.now()
+    items = [
+        mem(f"My shoe size is {40 + i % 5}", Kind.PREFERENCE, unit_vec(rng), importance=4)
+        for i in range(5)
+    ]
+    items += [
+        mem(f"Deploy checklist step {i}", Kind.SKILL, unit_vec(rng), importance=3)
+        for i in range(40)
+    ]
+    for w in range(6):  # six weeks of episodes, a week bucket each
+        items += [
+            mem(
+                f"We talked about the printer, week {w} turn {i}",
+                Kind.EPISODE,
+                unit_vec(rng),
+                importance=3,
+                created_at=now - (w + 1) * WEEK - i * 60.0,
+            )
+            for i in range(30)
+        ]
+    engine.remember(items)
+    engine.indexer.catch_up()
+    return engine
+
+
+def test_the_full_policy_searches_every_allowed_pocket(
+    loaded: MemoryEngine, clock: FakeClock
+) -> None:
+    r = router(loaded, policy="full")
+    d = r.decide(RecallQuery(NS, text="what is my shoe size"), None, clock.now())
+    names = {p.name for p in loaded.routable(NS, MemoryFilter())}
+    assert d.policy == "full" and {s.pocket for s in d.steps} == names and d.widened == ""
+    assert r.plan(RecallQuery(NS, text="x"), None, clock.now()) is None  # the engine's default
+    kinds = r.decide(
+        RecallQuery(NS, text="x", filter=MemoryFilter(kinds=(Kind.SKILL,))), None, clock.now()
+    )
+    assert {s.pocket for s in kinds.steps} == {"skill/warm/text"}
+
+
+def test_the_heuristic_routes_a_profile_question_within_its_budget(
+    loaded: MemoryEngine, clock: FakeClock
+) -> None:
+    r = router(loaded, policy="heuristic", max_cost_share=0.25)
+    d = r.decide(RecallQuery(NS, text="what is my shoe size"), None, clock.now())
+    assert d.policy == "heuristic" and "about_me" in d.rules
+    assert d.steps[0].pocket == "preference/warm/text"
+    assert d.cost_units <= max(0.25 * d.full_cost_units, d.steps[0].cost_units) + 1e-6
+    assert len(d.steps) < len(loaded.routable(NS, MemoryFilter()))
+    # Routed through the engine: the answer is the same as the full plan's.
+    loaded.planner = r
+    routed = loaded.recall(RecallQuery(NS, text="what is my shoe size", top_k=3))
+    loaded.planner = None
+    full = loaded.recall(RecallQuery(NS, text="what is my shoe size", top_k=3))
+    assert [h.record.key for h in routed.hits] == [h.record.key for h in full.hits]
+    assert routed.cost_units < full.cost_units
+
+
+def test_a_critical_pattern_widens_the_plan_to_full(loaded: MemoryEngine, clock: FakeClock) -> None:
+    r = router(loaded, policy="heuristic")
+    d = r.decide(RecallQuery(NS, text="which medication am I allergic to"), None, clock.now())
+    assert d.policy == "full" and d.widened == "safety: allergic, medication"
+    assert r.plan(RecallQuery(NS, text="my passport number"), None, clock.now()) is None
+
+
+def test_an_unsure_policy_widens_the_plan_to_full(loaded: MemoryEngine, clock: FakeClock) -> None:
+    r = router(loaded, policy="heuristic", min_confidence=0.99)
+    d = r.decide(RecallQuery(NS, text="zebra"), None, clock.now())
+    assert d.policy == "full" and d.widened.startswith("low confidence")
+
+
+def test_a_time_cue_routes_to_the_buckets_it_names(loaded: MemoryEngine, clock: FakeClock) -> None:
+    r = router(loaded, policy="heuristic", max_cost_share=0.3)
+    d = r.decide(
+        RecallQuery(NS, text="what did we say about the printer last week"), None, clock.now()
+    )
+    last_week = dt.datetime.fromtimestamp(clock.now() - WEEK, dt.UTC).isocalendar()
+    bucket = f"episode/warm/text/{last_week.year}-W{last_week.week:02d}"
+    assert "time_window" in d.rules and d.steps[0].pocket == bucket
