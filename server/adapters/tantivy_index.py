@@ -61,8 +61,8 @@ from server.core.memory.ports import KeywordDoc, KeywordQuery, KeywordResult
 log = logging.getLogger(__name__)
 SCHEMA_VERSION = 3
 K1, B = 1.2, 0.75
-# Document counts kept per searcher (a few hundred KB at most).
-STATS_CACHE = 65_536
+# Document counts kept (a few hundred KB at most; a commit copies those it carries over).
+STATS_CACHE = 16_384
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 
 
@@ -114,10 +114,12 @@ class _View:
         """The view of a new searcher, keeping the statistics of the namespaces the commit did
         not change (a bulk import into one tenant leaves the others' caches warm). Readers
         swap to it in one assignment: they see the old view or the new one."""
+        # dict() copies in one step under the GIL: searches add entries meanwhile.
+        lengths, counts = dict(self.lengths), dict(self.counts)
         return _View(
             searcher,
-            {k: v for k, v in self.lengths.items() if k[0] not in touched},
-            {k: v for k, v in self.counts.items() if k[0] not in touched},
+            {k: v for k, v in lengths.items() if k[0] not in touched},
+            {k: v for k, v in counts.items() if k[0] not in touched},
         )
 
 
@@ -205,8 +207,12 @@ class TantivyKeywordIndex:
             os.replace(tmp, self._rev_file())
             self._rev = rev
             touched, self._touched = self._touched, set()
-        self._index.reload()
-        self._view = self._view.carried(self._index.searcher(), touched)
+            try:
+                self._index.reload()
+                self._view = self._view.carried(self._index.searcher(), touched)
+            except BaseException:
+                self._touched |= touched  # the next commit drops their statistics instead
+                raise
 
     def committed_rev(self) -> int:
         return self._rev
@@ -273,6 +279,7 @@ class TantivyKeywordIndex:
         # index-wide idf that tantivy applies.
         idf: dict[str, dict[str, float]] = {bag: {} for bag in BAGS}
         should: list[tuple[Occur, Query]] = []
+        txt_df: dict[str, int] = {}  # each term's document count in the namespace's texts
         postings = 0
         for t in terms:
             for bag in BAGS:
@@ -290,6 +297,8 @@ class TantivyKeywordIndex:
                 )
                 if df == 0:
                     continue
+                if bag == "txt":
+                    txt_df[t] = df
                 postings += df
                 idf[bag][t] = _idf(ns_docs, df)
                 # doc_freq counts deleted documents until a merge: keep the boost positive.
@@ -306,7 +315,7 @@ class TantivyKeywordIndex:
         # A candidate holds every identifier of the query when its own text has each (one
         # absent from the namespace is held by none).
         ident = set(q.identifiers)
-        ident_ok = bool(ident) and ident <= idf["txt"].keys()
+        ident_ok = bool(ident) and ident <= txt_df.keys()
         hits, exact = [], set()
         for _, addr in searcher.search(query, q.count).hits:
             doc = searcher.doc(addr)
@@ -329,6 +338,15 @@ class TantivyKeywordIndex:
                 score += weights[bag] * part
             hits.append((key, score))
         hits.sort(key=lambda h: (-h[1], h[0]))
+        # Every holder holds each identifier, so there are at most the rarest one's document
+        # count of them. If the candidates have fewer, others may rank below them (a long
+        # holder, or one the vector channel finds): find them all with the identifiers alone.
+        if ident_ok:
+            holders = min(txt_df[t] for t in ident)
+            if len(exact) < holders:
+                must = [(Occur.Must, self._zero(self._term("txt", t))) for t in ident]
+                found = searcher.search(Query.boolean_query([*restrict, *must]), q.count).hits
+                exact |= {int(searcher.doc(addr)["key"][0]) for _, addr in found}
         return KeywordResult(hits, best, postings, frozenset(exact))
 
     @staticmethod
@@ -338,19 +356,22 @@ class TantivyKeywordIndex:
         searcher: tantivy.Searcher,
         query: Query,
     ) -> int:
-        """A document count of the searcher, remembered until the next commit replaces both
-        (at most `STATS_CACHE` counts)."""
+        """A document count of the searcher, remembered until a commit changes its namespace
+        (at most `STATS_CACHE` counts; a full cache starts again)."""
         n = stats.get(key)
         if n is None:
             n = _count(searcher, query)
-            if len(stats) < STATS_CACHE:
-                stats[key] = n
+            if len(stats) >= STATS_CACHE:  # full (commits carry it over): start again
+                stats.clear()
+            stats[key] = n
         return n
 
     @staticmethod
     def _average_length(view: _View, namespace: str, bag: str, ns_q: Query) -> float:
         avg = view.lengths.get((namespace, bag))
         if avg is None:
+            if len(view.lengths) >= STATS_CACHE:
+                view.lengths.clear()
             agg = view.searcher.aggregate(ns_q, {"a": {"avg": {"field": f"{bag}_len"}}})
             avg = view.lengths[(namespace, bag)] = float(agg["a"]["value"] or 1.0)
         return max(avg, 1.0)

@@ -181,7 +181,8 @@ class KeywordIndex(Protocol):
     def upsert(self, docs: Sequence[KeywordDoc]) -> None: ...
 
     def remove(self, namespace: str, keys: Sequence[int]) -> None:
-        """Delete the documents of `keys`, all of `namespace`."""
+        """Delete the documents of `keys`, which must all be of `namespace` (keys are global and
+        never reused; the namespace says whose statistics the removal changes)."""
         ...
 
     def commit(self, rev: int) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -340,3 +342,38 @@ def test_statistics_survive_a_commit_only_for_the_namespaces_it_left_alone(
     index.remove(NS, [4])
     index.commit(4)
     assert index.search(query("apple")).idf[apple] == pytest.approx(first)
+
+
+def test_commits_while_searches_cache_new_statistics(index: TantivyKeywordIndex) -> None:
+    """A commit copies the cached statistics that it keeps while searches add new ones (it
+    used to iterate the live dict: "dictionary changed size during iteration")."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, as a loaded server does
+    load(index, [doc(i, f"word{i} common") for i in range(5000)], rev=1)
+    for i in range(0, 4000, 2):  # a large cache for the commits to carry over
+        index.search(query(f"word{i}"))
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def search(offset: int) -> None:
+        n = offset
+        while not stop.is_set():
+            try:
+                index.search(query(f"word{n % 5000} common"))
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+            n += 2
+
+    threads = [threading.Thread(target=search, args=(k,)) for k in (1, 3)]
+    for t in threads:
+        t.start()
+    try:
+        for rev in range(2, 200):
+            load(index, [doc(10_000 + rev, f"word{rev} other", ns="tenant-b")], rev=rev)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        sys.setswitchinterval(before)
+    assert not errors
+    assert index.committed_rev() == 199

@@ -372,3 +372,20 @@ def test_a_larger_graph_is_searched_wider(engine_factory: Callable[..., MemoryEn
     assert step.method == "hnsw" and step.scanned == 100
     costs = CostModel(s.pockets, s.hybrid_search.expansion_search)
     assert step.cost_units == pytest.approx(costs.hnsw(100, 128, 64 + 2 * 50))  # 100 = 25 × 2²
+
+
+def test_an_identifier_holder_below_the_keyword_depth_still_gets_its_signal(
+    engine: MemoryEngine,
+) -> None:
+    """100 short records share the query's topic words and outrank, in BM25, one long record
+    holding E7777; the vector channel finds that holder, and it must keep its exact boost."""
+    rng = np.random.default_rng(13)
+    q = unit_vec(rng)
+    filler = " ".join(f"filler{i}" for i in range(120))
+    engine.remember(
+        [mem(f"build error failed deploy retry {i}", Kind.SKILL, unit_vec(rng)) for i in range(100)]
+        + [mem(f"{filler} E7777 {filler}", Kind.SKILL, q)]
+    )
+    engine.indexer.catch_up()
+    res = engine.recall(RecallQuery(NS, text="build error failed deploy retry E7777", vector=q))
+    assert res.hits[0].record.text.startswith("filler0") and res.hits[0].score.exact_hit
