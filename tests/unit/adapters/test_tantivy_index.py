@@ -360,7 +360,7 @@ def test_commits_while_searches_cache_new_statistics(index: TantivyKeywordIndex)
         while not stop.is_set():
             try:
                 index.search(query(f"word{n % 5000} common"))
-            except BaseException as exc:  # noqa: BLE001 - reported below
+            except BaseException as exc:
                 errors.append(exc)
             n += 2
 
