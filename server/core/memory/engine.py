@@ -8,16 +8,23 @@ Every method blocks, so the API runs them in a bounded executor, off the event l
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 
 from server.core.deadline import Deadline, no_deadline
-from server.core.errors import FailedPreconditionError, Location, NotFoundError
+from server.core.errors import (
+    DeadlineExceededError,
+    FailedPreconditionError,
+    Location,
+    NotFoundError,
+)
 from server.core.memory.access import AccessRecorder
 from server.core.memory.changes import Applied
 from server.core.memory.columns import Columns
@@ -177,9 +184,8 @@ class MemoryEngine:
         self._keywords.close()
         self._store.close()
 
-    def _encode(
-        self, texts: list[str], what: str, deadline: Deadline, where: Location | None = None
-    ) -> Vector:
+    def _encoder_ready(self, what: str, where: Location | None = None) -> TextEncoder:
+        """The encoder, or the precise error why `what` cannot be encoded."""
         if self._encoder is None:
             raise FailedPreconditionError(
                 f"{what} has no vector and the built-in encoder is disabled (encoder.text: none)",
@@ -194,12 +200,16 @@ class MemoryEngine:
                 reason="ENCODER_DIM_MISMATCH",
                 where=where,
             )
-        out = np.empty((len(texts), self._encoder.dim), dtype=np.float32)
+        return self._encoder
+
+    def _encode(
+        self, texts: list[str], what: str, deadline: Deadline, where: Location | None = None
+    ) -> Vector:
+        encoder = self._encoder_ready(what, where)
+        out = np.empty((len(texts), encoder.dim), dtype=np.float32)
         for start in range(0, len(texts), ENCODE_CHUNK):
             deadline.check("encoding")
-            out[start : start + ENCODE_CHUNK] = self._encoder.encode(
-                texts[start : start + ENCODE_CHUNK]
-            )
+            out[start : start + ENCODE_CHUNK] = encoder.encode(texts[start : start + ENCODE_CHUNK])
         return out
 
     def remember(
@@ -265,16 +275,22 @@ class MemoryEngine:
             plan = self.planner.plan(q, vec, self._clock.now())
             if plan is not None:
                 q.plan, q.early_stop = plan, True
+        job: Future[Vector] | None = None
         if q.vector is None and q.text:
+            self._encoder_ready("the query")  # the same error whether or not it is cached
             cached = self._cached_query(q.namespace, q.text)
             if cached is not None:
                 q.vector = cached
-            else:
+            elif self.columns.ns_id(q.namespace) >= 0:  # nothing to search: no need to encode
                 job = self._encoding.submit(self._query_vector, q.namespace, q.text, deadline)
-                later = job.result
+                later = partial(_within, job, deadline)
         elif q.vector is not None:
             q.vector = unit(q.vector)
-        res = self.retriever.recall(q, deadline, later)
+        try:
+            res = self.retriever.recall(q, deadline, later)
+        finally:
+            if job is not None:
+                job.cancel()  # not needed after all (the plan had no vector step): if queued
         self.access.hit((h.record.key for h in res.hits), self._clock.now())
         return res
 
@@ -417,3 +433,15 @@ class MemoryEngine:
             pending=self.hot.pending(),
             unsnapshotted=self.indexer.unsnapshotted,
         )
+
+
+def _within(job: Future[Vector], deadline: Deadline) -> Vector:
+    """The job's vector, waited for no longer than the call's deadline allows."""
+    left = deadline.remaining()
+    try:
+        return job.result(timeout=None if math.isinf(left) else max(left, 0.0))
+    except TimeoutError:
+        job.cancel()
+        raise DeadlineExceededError(
+            "the deadline passed while the query was being encoded"
+        ) from None

@@ -65,6 +65,9 @@ _DAY = 86_400.0
 _DIGIT = re.compile(r"\d")
 _LETTER = re.compile(r"[^\W\d_]")
 KeyArray = npt.NDArray[np.int64]
+# Searches of one pocket step (or of the keyword channel) in all, each four times deeper than the
+# last, when the mask leaves fewer than its depth.
+DEEPER = 3
 
 
 def exact_identifiers(terms: list[str]) -> tuple[str, ...]:
@@ -158,7 +161,9 @@ class Retriever:
         """A question about time: it asks for the old memory itself, so nothing decays."""
         return self._temporal.search(q.text.lower()) is not None
 
-    def default_plan(self, ns_id: int, flt: MemoryFilter, top_k: int) -> list[PlanStep]:
+    def default_plan(
+        self, namespace: str, ns_id: int, flt: MemoryFilter, top_k: int
+    ) -> list[PlanStep]:
         """Every non-empty pocket the filter allows, at depth `candidates_per_channel`, except
         that the pockets searched by HNSW (whose cost grows with the depth) share it in
         proportion to their sizes, each at least `top_k`: the query's top k restricted to a
@@ -167,15 +172,22 @@ class Retriever:
         cat = self._cols.catalog
         sizes = {p: self._cols.pocket_size(p) for p in cat.allowed(ns_id, flt)}
         sizes = {p: n for p, n in sizes.items() if n > 0}
-        graph = {p for p, n in sizes.items() if self._costs.method(cat.key(p).tier, n) == "hnsw"}
-        total = sum(sizes[p] for p in graph)
-        budget = self._s.candidates_per_channel
+        # How a step searches follows its index's size, as `_warm_step` decides it.
+        graph = {
+            p: len(part)
+            for p in sizes
+            if cat.key(p).tier != Tier.HOT
+            and (part := self._vectors.partition(namespace, cat.key(p).name, False)) is not None
+            and len(part) > self._p.exact_max_rows
+        }
+        total = sum(graph.values())
+        budget = max(top_k, self._s.candidates_per_channel)
         return [
             PlanStep(
                 cat.key(p).name,
-                max(top_k, math.ceil(budget * n / total)) if p in graph else budget,
+                max(top_k, math.ceil(budget * graph[p] / total)) if p in graph else budget,
             )
-            for p, n in sizes.items()
+            for p in sizes
         ]
 
     def recall(
@@ -190,14 +202,16 @@ class Retriever:
         ns_id = self._cols.ns_id(q.namespace)
         run = _Run(q, ns_id, now, now if q.as_of is None else q.as_of, {}, weights=(w_vec, w_kw))
         if ns_id >= 0:
-            plan = self.default_plan(ns_id, q.filter, top_k) if q.plan is None else q.plan
+            plan = (
+                self.default_plan(q.namespace, ns_id, q.filter, top_k) if q.plan is None else q.plan
+            )
             names = {
                 self._cols.catalog.key(p).name: p for p in self._cols.catalog.of_namespace(ns_id)
             }
             run.pockets = {names[s.pocket]: s for s in plan if s.pocket in names}
             if q.text:
                 deadline.check("the keyword channel")
-                self._keyword_channel(run, everything=q.plan is None)
+                self._keyword_channel(run, q.plan is None, deadline)
             if q.vector is None and vector is not None:
                 q.vector = vector()
             if q.vector is not None:
@@ -223,6 +237,8 @@ class Retriever:
         selective = q.filter != MemoryFilter(kinds=q.filter.kinds)
         # The hot tier first: hot pockets and every unindexed memory of the plan's pockets.
         depth = max((s.depth for s in run.pockets.values()), default=0)
+        if q.plan is None:  # the default plan: unindexed rows compete at the channel's depth
+            depth = max(depth, self._s.candidates_per_channel)
         hk, hs = self._hot.scan(q.namespace, query, depth, lambda k: run.mask(self._cols, k))
         hot_seen = self._hot.count(q.namespace)
         for pid, step in run.pockets.items():
@@ -259,7 +275,7 @@ class Retriever:
                 continue
             deadline.check("a vector pocket")
             mine = None if matching is None else matching[pid]
-            run.reports.append(self._warm_step(run, step, query, mine))
+            run.reports.append(self._warm_step(run, step, query, mine, deadline))
         # The hot scan's cost goes to the first step (it is one scan for the whole plan).
         if run.reports and hot_seen:
             r = run.reports[0]
@@ -268,7 +284,12 @@ class Retriever:
             )
 
     def _warm_step(
-        self, run: _Run, step: PlanStep, query: Vector, matching: KeyArray | None
+        self,
+        run: _Run,
+        step: PlanStep,
+        query: Vector,
+        matching: KeyArray | None,
+        deadline: Deadline,
     ) -> StepReport:
         """One warm pocket's vector candidates; `matching`: a selective filter's rows of it."""
         q = run.q
@@ -292,7 +313,7 @@ class Retriever:
             fetch = math.ceil(step.depth * self._s.overfetch)
         fetch, cost = min(fetch, size), 0.0
         method = "exact" if small else "hnsw"
-        while True:
+        for _ in range(DEEPER):
             if small:  # a brute-force scan of the whole pocket: cheaper than its graph
                 keys, sims = part.search(query, fetch, exact=True)
                 cost += self._costs.exact(size)
@@ -302,10 +323,14 @@ class Retriever:
                 cost += self._costs.hnsw(size, fetch, breadth)
             keep = run.mask(self._cols, keys)
             # The mask dropped so many (obsolete, expired or lagging rows) that fewer than the
-            # depth are left although the pocket has more: search again, deeper.
+            # depth are left although the pocket has more: search again, deeper, and once the
+            # search would reach half the pocket, scan it exactly instead.
             if keep.sum() >= step.depth or len(keys) < fetch or fetch >= size:
                 break
+            deadline.check("a deeper vector search")
             fetch = min(size, fetch * 4)
+            if not small and fetch * 2 >= size:
+                small, method, fetch = True, "exact", size
         run.add_vectors(keys[keep][: step.depth], sims[keep][: step.depth])
         return StepReport(step.pocket, step.depth, method, size, cost)
 
@@ -339,7 +364,7 @@ class Retriever:
 
         return live(before), live(after)
 
-    def _keyword_channel(self, run: _Run, everything: bool) -> None:
+    def _keyword_channel(self, run: _Run, everything: bool, deadline: Deadline) -> None:
         q = run.q
         if not run.pockets:
             return
@@ -360,16 +385,17 @@ class Retriever:
             speaker_weight=self._s.speaker_weight,
             context_weight=self._s.context_weight,
         )
-        while True:
+        for _ in range(DEEPER):
             # The filter is inside the tantivy query, so only the index's lag behind a
             # supersede or a Forget can drop a hit here; then it is asked again, deeper.
             res = self._keywords.search(kq)
+            run.keyword_cost += self._costs.bm25(res.postings)
             keys = np.array([k for k, _ in res.hits], dtype=np.int64)
             keep = run.mask(self._cols, keys)
             if keep.sum() >= depth or len(keys) < kq.count:
                 break
+            deadline.check("a deeper keyword search")
             kq = dataclasses.replace(kq, count=kq.count * 4)
-        run.keyword_cost = self._costs.bm25(res.postings)
         reference = sum(res.idf.values())
         if res.hits:
             raw = np.array([s for _, s in res.hits], dtype=np.float32)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 import msgspec
@@ -10,7 +11,8 @@ import numpy as np
 import pytest
 
 from server.adapters.onnx_encoder import OnnxTextEncoder
-from server.core.errors import FailedPreconditionError, NotFoundError
+from server.core.deadline import Deadline
+from server.core.errors import DeadlineExceededError, FailedPreconditionError, NotFoundError
 from server.core.memory.engine import MemoryEngine
 from server.core.memory.model import (
     GateDecision,
@@ -307,9 +309,11 @@ def test_without_an_encoder_text_only_writes_fail_precisely(
         engine.remember([mem("with vector", vector=unit_vec(rng))])[0].decision
         == GateDecision.STORED
     )
-    # A text-only Recall is encoded while its keyword channel runs: the failure still surfaces.
-    with pytest.raises(FailedPreconditionError, match="encoder"):
-        engine.recall(RecallQuery(namespace=NS, text="with vector"))
+    # A text-only Recall is encoded while its keyword channel runs: the failure still surfaces,
+    # in a namespace that holds nothing too.
+    for ns in (NS, "nobody-here"):
+        with pytest.raises(FailedPreconditionError, match="encoder"):
+            engine.recall(RecallQuery(namespace=ns, text="with vector"))
 
 
 def test_restart_catches_the_indexes_up_from_the_store(
@@ -433,3 +437,27 @@ def test_a_text_only_query_is_encoded_while_its_keyword_channel_runs(
     assert started.is_set() and searched.is_set()
     assert [h.record.text for h in res.hits] == ["The VPN password rotates monthly"]
     assert res.hits[0].score.vector_hit and res.hits[0].score.keyword_hit
+
+
+def test_waiting_for_the_query_vector_keeps_to_the_deadline(
+    engine_factory: Callable[..., MemoryEngine], encoder: OnnxTextEncoder
+) -> None:
+    release = threading.Event()
+
+    class Stuck:
+        dim = encoder.dim
+
+        def encode(self, texts: Sequence[str]) -> np.ndarray:
+            release.wait(60)
+            return encoder.encode(texts)
+
+    eng = engine_factory()
+    eng.remember([mem("The VPN password rotates monthly")])
+    eng._encoder = Stuck()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(DeadlineExceededError):
+            eng.recall(RecallQuery(namespace=NS, text="VPN password"), Deadline(0.3))
+        assert time.monotonic() - t0 < 30  # not the encoder's 60 s
+    finally:
+        release.set()
