@@ -107,20 +107,34 @@ class CallRunner:
         client = math.inf if time_remaining is None else max(time_remaining, 0.0)
         return Deadline(min(client, self._max_seconds))
 
-    async def run(self, work: Callable[[Deadline], T], deadline: Deadline, write: bool) -> T:
-        """Run `work(deadline)` in the read or the write pool; the caller has been admitted,
-        and this releases it once the work has stopped (or, if it never started, at once)."""
+    async def run(
+        self,
+        work: Callable[[Deadline], T],
+        deadline: Deadline,
+        write: bool,
+        check: Callable[[], None] | None = None,
+    ) -> T:
+        """Run `check()` (the request's validation), then `work(deadline)` in the read or the
+        write pool; the caller has been admitted, and this releases it once the work has
+        stopped (or, if it never started, at once). A write's `check` runs in the read pool
+        first, so a bad request is refused at once, never queued behind writers held back by
+        backpressure."""
 
-        def guarded() -> T:
+        def guarded(validate: bool) -> T:
             try:
+                if validate and check is not None:
+                    check()
                 deadline.check("the work started")
                 return work(deadline)
             finally:
                 self.release(write)
 
         try:
-            fut = (self._pools.write if write else self._pools.read).submit(guarded)
-        except BaseException:  # the pool is shut down: the work will never run
+            if write and check is not None:
+                await asyncio.wrap_future(self._pools.read.submit(check))
+            pool = self._pools.write if write else self._pools.read
+            fut = pool.submit(guarded, not write)
+        except BaseException:  # invalid, or the pool is shut down: the work will never run
             self.release(write)
             raise
         try:

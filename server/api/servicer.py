@@ -58,16 +58,15 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
         write: bool = False,
         batch: bool = True,
     ) -> T:
-        """Admit, then validate and run `work` in the pool under the call's deadline: the event
-        loop only moves bytes, so a large batch being checked never delays another call. `batch`
-        False: the request is a single Remember, whose field paths have no `items[i].`."""
+        """Admit, validate off the event loop (so a large batch being checked never delays
+        another call), then run `work` in its pool under the call's deadline. `batch` False: the
+        request is a single Remember, whose field paths have no `items[i].`."""
         log.debug("%s ns=%s started", rec.method, rec.namespace or "-")
 
-        def checked(d: Deadline) -> T:
+        def check() -> None:
             v = Violations()
             validate(v)
             v.raise_if_any()
-            return work(self._eng(), d)
 
         try:
             self._calls.admit(write)
@@ -76,7 +75,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
             except BaseException:
                 self._calls.release(write)
                 raise
-            return await self._calls.run(checked, deadline, write)
+            return await self._calls.run(lambda d: work(self._eng(), d), deadline, write, check)
         except Exception as exc:
             status = to_status(exc, batch)
             rec.status = code_name(status.code)

@@ -500,6 +500,13 @@ async def test_writers_held_by_backpressure_never_keep_a_recall_waiting(tmp_path
         # backpressure timeout.
         res = await s.Recall(spb.RecallRequest(namespace="ns1", query_vector=vec), timeout=10)
         assert res.hits
+        # A bad write is refused at once too: it is validated before it queues for a writer.
+        with pytest.raises(grpc.aio.AioRpcError) as bad:
+            await s.Remember(
+                spb.RememberRequest(record=record(text="", vector=vec[:3], kind=4)), timeout=10
+            )
+        assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "record.vector" in (bad.value.details() or "")
         for c in stuck:
             c.cancel()
         await until(lambda: in_flight(srv) == 0)
