@@ -89,6 +89,9 @@ def build_encoder(settings: Settings) -> OnnxTextEncoder | None:
             f" {encoder.dim}-d vectors: set memory.embedding_dim: {encoder.dim}, or"
             " encoder.text: none and send vectors of your own"
         )
+    # One encode now, on this thread: the tokenizer's and onnxruntime's worker threads are made
+    # at the first one and inherit its niceness, so a niced writer must not be the first.
+    encoder.encode(["warm-up"])
     return encoder
 
 
