@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kernels.warmup import compile_all
+from server.adapters.decision_log import FileDecisionLog
 from server.adapters.onnx_encoder import ModelMissingError, OnnxTextEncoder
 from server.adapters.sqlite_store import SqliteRecordStore
 from server.adapters.tantivy_index import TantivyKeywordIndex
@@ -116,8 +117,10 @@ def build_engine(settings: Settings, encoder: OnnxTextEncoder | None) -> MemoryE
         SystemClock(),
         settings.server.background_nice,
     )
+    r = settings.router
+    decisions = FileDecisionLog(data / "router", r.log_max_bytes, r.log_files)
     engine.planner = Router(
-        settings.router, m, keywords.analyze, engine.routable, keywords.pocket_terms
+        r, m, keywords.analyze, engine.routable, keywords.pocket_terms, decisions
     )
     return engine
 

@@ -1,4 +1,5 @@
-"""The entry point: `pocketd serve --listen HOST:PORT --data-dir DIR [--config FILE]`.
+"""The entry point: `pocketd serve --listen HOST:PORT --data-dir DIR [--config FILE]`, and
+`pocketd router log --data-dir DIR [--last N] [--json]`.
 
 The only place that reads the environment (POCKETD__SECTION__KEY overrides, NUMBA_CACHE_DIR) and
 the working directory. Exit codes: 0 after a clean shutdown; 2, with one line on stderr, for a bad
@@ -34,11 +35,46 @@ def _parser() -> argparse.ArgumentParser:
         choices=["text", "json"],
         help="one line per record, as text or as JSON objects (default text)",
     )
+    r = sub.add_parser("router", help="store routing: read the decision log")
+    rsub = r.add_subparsers(dest="router_command", required=True)
+    lg = rsub.add_parser("log", help="print the decision log, oldest first")
+    lg.add_argument("--data-dir", default="./data", help="the server's data directory")
+    lg.add_argument("--last", type=int, default=0, help="only the last N records")
+    lg.add_argument("--json", action="store_true", help="one JSON object per line")
     return p
+
+
+def _router_log(data_dir: Path, last: int, as_json: bool) -> int:
+    import collections
+    import datetime as dt
+
+    import msgspec
+
+    from server.adapters.decision_log import read_log
+
+    root = data_dir / "router"
+    if not root.is_dir():
+        print(f"pocketd: no decision log in {root}", file=sys.stderr)
+        return 2
+    records = collections.deque(read_log(root), maxlen=last or None)
+    for rec in records:
+        if as_json:
+            print(msgspec.json.encode(rec).decode())
+            continue
+        when = dt.datetime.fromtimestamp(rec.at, dt.UTC).isoformat(timespec="seconds")
+        steps = " ".join(f"{s.pocket}:{s.depth}:{s.method or '-'}" for s in rec.steps)
+        why = f" widened ({rec.widened})" if rec.widened else ""
+        print(
+            f"{when} {rec.namespace} {rec.policy}{why} rules={','.join(rec.rules) or '-'}"
+            f" cost={rec.cost_units:.0f}/{rec.full_cost_units:.0f} hits={rec.hits} {steps}"
+        )
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     ns = _parser().parse_args(argv)
+    if ns.command == "router":
+        return _router_log(Path(ns.data_dir), ns.last, ns.json)
     from server.logs import configure
 
     configure(ns.log_level, ns.log_format)

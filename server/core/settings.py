@@ -390,6 +390,10 @@ class RouterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_cost_share: Ratio = 0.25
     # A plan whose most probable pocket is below this is widened to the full plan.
     min_confidence: Ratio = 0.5
+    # The decision log (`pocketd router log`), in `<data_dir>/router`: it rotates past this
+    # size and keeps this many older files.
+    log_max_bytes: Annotated[int, between(4096, 1 << 34)] = 16 * 1024 * 1024
+    log_files: Annotated[int, between(0, 1000)] = 4
     # Leading values of the query vector a policy sees.
     prefix_dim: Annotated[int, between(1, 8192)] = 128
     time_cues: tuple[str, ...] = (

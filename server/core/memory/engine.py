@@ -57,6 +57,7 @@ from server.core.memory.ports import (
     MetadataColumns,
     Planner,
     RecordStore,
+    RoutedPlan,
     TextEncoder,
     VectorIndexSet,
 )
@@ -180,6 +181,8 @@ class MemoryEngine:
         """Flush the access counts, stop indexing, snapshot the indexes and close the stores."""
         self.maintenance.stop()
         self._encoding.shutdown()
+        if self.planner is not None:
+            self.planner.close()
         self.indexer.stop()
         self._keywords.close()
         self._store.close()
@@ -269,12 +272,13 @@ class MemoryEngine:
         (the encoder releases the GIL), unless its vector is cached."""
         deadline = deadline or no_deadline()
         later: Callable[[], Vector] | None = None
+        routed: RoutedPlan | None = None
         if q.plan is None and self.planner is not None:
             # A text-only query is routed without its vector, which is still being encoded.
             vec = None if q.vector is None else unit(q.vector)
-            plan = self.planner.plan(q, vec, self._clock.now())
-            if plan is not None:
-                q.plan, q.early_stop = plan, True
+            routed = self.planner.plan(q, vec, self._clock.now())
+            if routed is not None:
+                q.plan, q.early_stop = routed.steps, True
         job: Future[Vector] | None = None
         if q.vector is None and q.text:
             self._encoder_ready("the query")  # the same error whether or not it is cached
@@ -291,6 +295,8 @@ class MemoryEngine:
         finally:
             if job is not None:
                 job.cancel()  # not needed after all (the plan had no vector step): if queued
+        if routed is not None:
+            routed.done(res)
         self.access.hit((h.record.key for h in res.hits), self._clock.now())
         return res
 

@@ -232,6 +232,7 @@ class StepReport(msgspec.Struct, frozen=True):
     method: str
     scanned: int
     cost_units: float
+    best: float = 0.0  # the best cosine the step found among the memories it kept
 
 
 class RecallResult(msgspec.Struct, frozen=True):

@@ -10,7 +10,14 @@ import numpy as np
 import numpy.typing as npt
 
 from server.core.memory.changes import Applied, Op
-from server.core.memory.model import MemoryFilter, PlanStep, RecallQuery, Record, Vector
+from server.core.memory.model import (
+    MemoryFilter,
+    PlanStep,
+    RecallQuery,
+    RecallResult,
+    Record,
+    Vector,
+)
 from server.core.memory.pockets import PocketCatalog
 
 KeyArray = npt.NDArray[np.int64]
@@ -353,9 +360,21 @@ class Clock(Protocol):
     def now(self) -> float: ...
 
 
+@dataclass(frozen=True)
+class RoutedPlan:
+    """A plan a `Planner` chose, and what to tell it once the Recall has run."""
+
+    steps: list[PlanStep]
+    done: Callable[[RecallResult], None]
+
+
 class Planner(Protocol):
     """Chooses a Recall's plan when the request names none: a router (server.core.routing)."""
 
-    def plan(self, q: RecallQuery, vector: Vector | None, now: float) -> list[PlanStep] | None:
+    def plan(self, q: RecallQuery, vector: Vector | None, now: float) -> RoutedPlan | None:
         """The plan to run, searched with the early stop on; None: the default plan."""
+        ...
+
+    def close(self) -> None:
+        """Called when the engine closes (after its last Recall)."""
         ...

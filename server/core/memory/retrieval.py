@@ -307,7 +307,8 @@ class Retriever:
                 idx, sims = exact_topk(mat, query, np.any(mat != 0, axis=1), step.depth)
                 run.add_vectors(keys[idx], sims)
                 cost = self._costs.exact(len(keys))
-                return StepReport(step.pocket, step.depth, "exact", len(keys), cost)
+                best = float(sims.max()) if len(sims) else 0.0
+                return StepReport(step.pocket, step.depth, "exact", len(keys), cost, best)
             fetch = math.ceil(step.depth * self._s.overfetch * size / len(keys))
         else:
             fetch = math.ceil(step.depth * self._s.overfetch)
@@ -331,8 +332,10 @@ class Retriever:
             fetch = min(size, fetch * 4)
             if not small and fetch * 2 >= size:
                 small, method, fetch = True, "exact", size
-        run.add_vectors(keys[keep][: step.depth], sims[keep][: step.depth])
-        return StepReport(step.pocket, step.depth, method, size, cost)
+        kept = sims[keep][: step.depth]
+        run.add_vectors(keys[keep][: step.depth], kept)
+        best = float(kept.max()) if len(kept) else 0.0
+        return StepReport(step.pocket, step.depth, method, size, cost, best)
 
     def _breadth(self, run: _Run, size: int) -> int:
         """A shared search budget: the plan's HNSW pockets split `expansion_search` by size, so

@@ -16,18 +16,29 @@ It widens a plan to `full`, and records why, when:
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
 
 from server.core.memory.costs import CostModel
-from server.core.memory.model import MemoryFilter, PlanStep, PocketStats, RecallQuery
+from server.core.memory.model import (
+    MemoryFilter,
+    PlanStep,
+    PocketStats,
+    RecallQuery,
+    RecallResult,
+)
+from server.core.memory.ports import RoutedPlan
 from server.core.memory.timecues import window
 from server.core.routing.budget import RoutedStep, Scored, split
 from server.core.routing.features import FeatureExtractor, QueryFeatures
 from server.core.routing.heuristic import Evidence, heuristic
+from server.core.routing.ports import DecisionSink
+from server.core.routing.record import DecisionRecord, LoggedStep
 from server.core.settings import MemorySettings, RouterSettings
 
 # (namespace, filter) → the non-empty pockets the filter allows, with their statistics.
@@ -58,8 +69,10 @@ class Router:
         analyze: Callable[[str], list[str]],
         pockets: PocketSource,
         term_hits: TermSource,
+        sink: DecisionSink | None = None,
     ) -> None:
         self._s = settings
+        self._sink = sink
         self._depth = memory.hybrid_search.candidates_per_channel
         self._top_k = memory.hybrid_search.top_k
         self._costs = CostModel(memory.pockets, memory.hybrid_search.expansion_search)
@@ -105,10 +118,51 @@ class Router:
 
     def plan(
         self, q: RecallQuery, vector: npt.NDArray[np.float32] | None, now: float
-    ) -> list[PlanStep] | None:
-        """The memory engine's `Planner`: the routed plan, or None for the full one (the
-        engine's default plan is the same, built without a decision)."""
+    ) -> RoutedPlan | None:
+        """The memory engine's `Planner`: the routed plan, logged once it has run; None under
+        `router.policy: full` (the engine's default plan is the full one)."""
         if self._s.policy == "full":
             return None
         d = self.decide(q, vector, now)
-        return None if d.policy == "full" else d.plan()
+        return RoutedPlan(d.plan(), partial(self._log, d, q.namespace, now))
+
+    def close(self) -> None:
+        if self._sink is not None:
+            self._sink.close()
+
+    def _log(self, d: Decision, namespace: str, now: float, res: RecallResult) -> None:
+        if self._sink is None:
+            return
+        ran = {r.pocket: r for r in res.plan}
+        steps = []
+        for s in d.steps:
+            r = ran.get(s.pocket)
+            steps.append(
+                LoggedStep(
+                    s.pocket,
+                    s.depth,
+                    s.probability,
+                    s.cost_units,
+                    "" if r is None else r.method,
+                    0.0 if r is None else r.cost_units,
+                    0.0 if r is None else r.best,
+                )
+            )
+        f = d.features
+        digest = hashlib.blake2b(f.vector().tobytes(), digest_size=8).hexdigest()
+        self._sink.write(
+            DecisionRecord(
+                at=now,
+                namespace=namespace,
+                features=digest,
+                flags=sorted(f.flags),
+                rules=d.rules,
+                policy=d.policy,
+                widened=d.widened,
+                steps=steps,
+                cost_units=res.cost_units,
+                full_cost_units=d.full_cost_units,
+                hits=len(res.hits),
+                took_micros=res.took_micros,
+            )
+        )

@@ -4,13 +4,16 @@ plan under its budget, the safety net and the confidence floor, and a routed Rec
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import msgspec
 import numpy as np
 import pytest
 
+from server.adapters.decision_log import FileDecisionLog, read_log
 from server.core.memory.engine import MemoryEngine
 from server.core.memory.model import Kind, MemoryFilter, RecallQuery
+from server.core.routing.ports import DecisionSink
 from server.core.routing.router import Router
 from server.core.settings import MemorySettings, RouterSettings
 from tests.conftest import FakeClock, unit_vec
@@ -19,7 +22,7 @@ from tests.unit.memory.test_engine import NS, mem
 WEEK = 7 * 86_400.0
 
 
-def router(engine: MemoryEngine, **kw: object) -> Router:
+def router(engine: MemoryEngine, sink: DecisionSink | None = None, **kw: object) -> Router:
     s = msgspec.structs.replace(RouterSettings(), **kw)
     return Router(
         s,
@@ -27,6 +30,7 @@ def router(engine: MemoryEngine, **kw: object) -> Router:
         engine._keywords.analyze,
         engine.routable,
         engine._keywords.pocket_terms,
+        sink,
     )
 
 
@@ -94,7 +98,9 @@ def test_a_critical_pattern_widens_the_plan_to_full(loaded: MemoryEngine, clock:
     r = router(loaded, policy="heuristic")
     d = r.decide(RecallQuery(NS, text="which medication am I allergic to"), None, clock.now())
     assert d.policy == "full" and d.widened == "safety: allergic, medication"
-    assert r.plan(RecallQuery(NS, text="my passport number"), None, clock.now()) is None
+    routed = r.plan(RecallQuery(NS, text="my passport number"), None, clock.now())
+    names = {p.name for p in loaded.routable(NS, MemoryFilter())}
+    assert routed is not None and {s.pocket for s in routed.steps} == names  # logged, in full
 
 
 def test_an_unsure_policy_widens_the_plan_to_full(loaded: MemoryEngine, clock: FakeClock) -> None:
@@ -111,3 +117,24 @@ def test_a_time_cue_routes_to_the_buckets_it_names(loaded: MemoryEngine, clock: 
     last_week = dt.datetime.fromtimestamp(clock.now() - WEEK, dt.UTC).isocalendar()
     bucket = f"episode/warm/text/{last_week.year}-W{last_week.week:02d}"
     assert "time_window" in d.rules and d.steps[0].pocket == bucket
+
+
+def test_a_routed_recall_is_logged_with_what_each_step_did(
+    loaded: MemoryEngine, tmp_path: Path
+) -> None:
+    log = FileDecisionLog(tmp_path / "router", 1 << 20, 1)
+    loaded.planner = router(loaded, log, policy="heuristic")
+    res = loaded.recall(
+        RecallQuery(
+            NS, text="what is my shoe size", vector=unit_vec(np.random.default_rng(1)), top_k=3
+        )
+    )
+    loaded.recall(RecallQuery(NS, text="my passport number"))
+    loaded.planner.close()
+    loaded.planner = None
+    first, second = list(read_log(tmp_path / "router"))
+    assert first.policy == "heuristic" and "about_me" in first.rules and first.hits == len(res.hits)
+    assert first.steps[0].pocket == "preference/warm/text" and first.steps[0].method == "exact"
+    assert first.steps[0].best > 0 and first.cost_units == pytest.approx(res.cost_units)
+    assert second.policy == "full" and second.widened == "safety: passport"
+    assert "shoe" not in first.features  # a digest, never the query's text

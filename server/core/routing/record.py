@@ -1,0 +1,31 @@
+"""The decision log's record (seed 003 §5.4): one per routed Recall, enough to explain the
+decision afterwards and to train a policy from it."""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class LoggedStep(msgspec.Struct, frozen=True):
+    pocket: str
+    depth: int
+    probability: float
+    estimated_cost: float  # what the budget split expected it to cost
+    method: str  # how it ran: "exact", "hnsw", "hot", "skipped" (the early stop)
+    cost_units: float  # what it cost
+    best: float  # the best cosine it found (0 when it found none)
+
+
+class DecisionRecord(msgspec.Struct, frozen=True):
+    at: float  # when (seconds since the epoch)
+    namespace: str
+    features: str  # a digest of the route features (not the query: the log holds no text)
+    flags: list[str]
+    rules: list[str]  # the heuristic rules that fired
+    policy: str
+    widened: str  # why the plan became the full one ("" when it did not)
+    steps: list[LoggedStep]
+    cost_units: float  # spent by the Recall, keyword channel included
+    full_cost_units: float  # what the full plan was estimated to cost
+    hits: int
+    took_micros: int
