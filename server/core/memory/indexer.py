@@ -79,6 +79,7 @@ class Indexer:
         self.unsnapshotted = 0
         self._stop = threading.Event()
         self._wake = threading.Event()
+        self._stepping = threading.Lock()
         self._thread: threading.Thread | None = None
         self._last_snapshot = time.monotonic()
         # Pockets' graphs are built in parallel, each by one thread (usearch's concurrent add
@@ -91,7 +92,12 @@ class Indexer:
         )
 
     def step(self) -> int:
-        """Index one batch of changes; return how many rows it handled."""
+        """Index one batch of changes; return how many rows it handled. One step at a time:
+        `catch_up` may run beside the indexer's thread."""
+        with self._stepping:
+            return self._step()
+
+    def _step(self) -> int:
         rows = self._store.changes_since(self.rev, self._s.batch_size)
         if not rows:
             return 0
@@ -195,7 +201,8 @@ class Indexer:
 
     def snapshot(self) -> None:
         """Persist the vector indexes at the current revision."""
-        self._snapshot(self.rev)
+        with self._stepping:
+            self._snapshot(self.rev)
 
     def _snapshot(self, rev: int) -> None:
         t0 = time.monotonic()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 
@@ -121,3 +122,38 @@ def test_pockets_are_built_in_parallel_and_a_failed_insert_is_retried(
         ("fact/warm/text", 20),
         ("skill/warm/text", 20),
     }
+
+
+def test_catch_up_beside_the_indexer_thread_steps_one_at_a_time(
+    engine_factory: Callable[..., MemoryEngine],
+) -> None:
+    """`catch_up` (tests, shutdown, benches) used to step beside the indexer's own thread, and
+    two snapshots raced for the manifest's temporary file."""
+    eng = engine_factory(
+        settings(batch_size=8, snapshot_rows=8, snapshot_fraction=0.0), use_encoder=False
+    )
+    errors: list[BaseException] = []
+
+    def catch_up() -> None:
+        try:
+            for _ in range(20):
+                eng.indexer.catch_up()
+                eng.indexer.snapshot()
+        except BaseException as exc:
+            errors.append(exc)
+
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, as a loaded machine does
+    try:
+        threads = [threading.Thread(target=catch_up) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for seed in range(20):
+            write(eng, 40, seed)
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(before)
+    assert not errors
+    st = indexed(eng)
+    assert st.indexed_rev == st.head_rev
