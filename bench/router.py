@@ -36,7 +36,7 @@ from bench.stats import environment, summary_ms
 from server.app import build_engine
 from server.config import load_settings
 from server.core.memory.engine import MemoryEngine
-from server.core.memory.model import RecallQuery, RecallResult
+from server.core.memory.model import RecallQuery, RecallResult, unit
 from server.core.routing.router import Router
 from server.core.settings import MemorySettings, RouterSettings
 
@@ -77,6 +77,7 @@ def run(users: int, weeks: int, per_week: int, seed: int) -> dict[str, object]:
             overrides={"server": {"data_dir": tmp}, "encoder": {"text": "none"}}
         )
         eng = build_engine(settings, None)
+        wired = eng.planner  # the server's own router, with its decision log: closed below
         eng.load()
         try:
             for start in range(0, len(data.memories), 256):
@@ -84,6 +85,7 @@ def run(users: int, weeks: int, per_week: int, seed: int) -> dict[str, object]:
             eng.indexer.catch_up()
             return measure(eng, settings.router, settings.memory, data)
         finally:
+            eng.planner = wired
             eng.close()
 
 
@@ -112,7 +114,7 @@ def measure(
         for p, router in routers.items():
             query = RecallQuery(q.namespace, text=q.text, vector=q.vector, top_k=5)
             t0 = time.perf_counter()
-            router.decide(query, q.vector, time.time())
+            router.decide(query, unit(q.vector), time.time())  # as the engine calls it
             tallies[p].decide_s.append(time.perf_counter() - t0)
             eng.planner = router
             t0 = time.perf_counter()

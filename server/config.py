@@ -210,9 +210,10 @@ def check(s: Settings) -> None:
         "must be <= memory.hot.max_pending_index",
     )
     need(
-        m.index.vector_dtype in {"f32", "f16", "i8"},
+        m.index.vector_dtype in {"f32", "f16"},
         "memory.index.vector_dtype",
-        "must be f32, f16 or i8",
+        "must be f32 or f16 (with the inner product, i8 would give raw integer dot products, not"
+        " cosines)",
     )
     need(s.encoder.text in {"minilm", "none"}, "encoder.text", "must be 'minilm' or 'none'")
     listen = _LISTEN_RE.fullmatch(s.server.listen)

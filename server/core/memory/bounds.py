@@ -23,6 +23,10 @@ import numpy.typing as npt
 from server.core.settings import HybridSearchSettings
 
 ROUNDING = 1e-4
+# Added to a cap's best cosine: the similarities a search reports are those of vectors stored in
+# f16 (and of the query rounded to f16), which can beat the f32 geometry by about 1e-4; this is
+# twenty times that.
+COSINE_SLACK = 2e-3
 
 
 def best_cosine(

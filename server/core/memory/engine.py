@@ -181,9 +181,9 @@ class MemoryEngine:
         """Flush the access counts, stop indexing, snapshot the indexes and close the stores."""
         self.maintenance.stop()
         self._encoding.shutdown()
+        self.indexer.stop()
         if self.planner is not None:
             self.planner.close()
-        self.indexer.stop()
         self._keywords.close()
         self._store.close()
 
@@ -276,7 +276,10 @@ class MemoryEngine:
         if q.plan is None and self.planner is not None:
             # A text-only query is routed without its vector, which is still being encoded.
             vec = None if q.vector is None else unit(q.vector)
-            routed = self.planner.plan(q, vec, self._clock.now())
+            try:
+                routed = self.planner.plan(q, vec, self._clock.now())
+            except Exception:  # routing must never fail a Recall: run the default plan
+                log.exception("routing failed; this Recall runs the default plan")
             if routed is not None:
                 q.plan, q.early_stop = routed.steps, True
         job: Future[Vector] | None = None
@@ -296,7 +299,10 @@ class MemoryEngine:
             if job is not None:
                 job.cancel()  # not needed after all (the plan had no vector step): if queued
         if routed is not None:
-            routed.done(res)
+            try:
+                routed.done(res)
+            except Exception:
+                log.exception("logging a routing decision failed")
         self.access.hit((h.record.key for h in res.hits), self._clock.now())
         return res
 
@@ -394,12 +400,11 @@ class MemoryEngine:
         cost, times and vector moments."""
         c = self.columns
         cat = c.catalog
-        sizes = c.pocket_sizes(ns_id, len(cat))
         depth = self._s.hybrid_search.candidates_per_channel
         out = []
         ids = cat.of_namespace(ns_id) if flt is None else cat.allowed(ns_id, flt)
-        for pid in ids:
-            size = int(sizes[pid])
+        for pid in ids:  # a pocket may be created meanwhile: each is read on its own
+            size = c.pocket_size(pid)
             span = c.pocket_span(pid)
             if size == 0 or span is None:
                 continue

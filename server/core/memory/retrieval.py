@@ -34,7 +34,7 @@ from kernels.fusion import fuse, scale_channels
 from kernels.rank import rank_final
 from kernels.scan import exact_topk
 from server.core.deadline import Deadline
-from server.core.memory.bounds import Possible, best_cosine, ceiling
+from server.core.memory.bounds import COSINE_SLACK, Possible, best_cosine, ceiling
 from server.core.memory.costs import CostModel
 from server.core.memory.model import (
     Hit,
@@ -48,7 +48,6 @@ from server.core.memory.model import (
     Tier,
     Vector,
 )
-from server.core.memory.pockets import bucket_span
 from server.core.memory.ports import (
     Clock,
     HotTier,
@@ -478,13 +477,12 @@ class Retriever:
         of = self._cols.pocket
         listed = [s for k, s in run.kw.items() if k < len(of) and of[k] == pid]
         span = window(q.text, run.ref) if q.text else None
-        if span is not None and key.bucket:
-            start, end = bucket_span(key.bucket)
-            in_window = start < span[1] and end > span[0]
-        else:
-            in_window = span is not None
+        times = self._cols.pocket_span(pid)  # every event time ever put in the pocket
+        in_window = span is not None and (
+            times is None or (times[0] < span[1] and times[1] >= span[0])
+        )
         possible = Possible(
-            cosine=-1.0 if cap is None else best_cosine(query, *cap),
+            cosine=-1.0 if cap is None else best_cosine(query, *cap) + COSINE_SLACK,
             keyword=max(listed, default=0.0),
             keyword_hit=bool(listed),
             exact=any(of[k] == pid for k in run.exact if k < len(of)),

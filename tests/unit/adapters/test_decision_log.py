@@ -67,3 +67,25 @@ def test_pocketd_router_log_prints_the_records(
     objs = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [o["features"] for o in objs] == [f"{i:016x}" for i in range(3)]
     assert main(["router", "log", "--data-dir", str(tmp_path / "nowhere")]) == 2
+
+
+def test_a_torn_frame_is_cut_off_when_the_log_opens_again(tmp_path: Path) -> None:
+    log = FileDecisionLog(tmp_path, max_bytes=1 << 20, files=1)
+    for i in range(3):
+        log.write(record(i))
+    log.close()
+    path = tmp_path / NAME
+    path.write_bytes(path.read_bytes()[:-5])  # a crash in the middle of the last write
+    log = FileDecisionLog(tmp_path, max_bytes=1 << 20, files=1)  # the restart
+    log.write(record(9))
+    log.close()
+    assert [r.at for r in read_log(tmp_path)] == [record(i).at for i in (0, 1, 9)]
+
+
+def test_a_dead_writer_drops_records_and_never_blocks_close(tmp_path: Path) -> None:
+    log = FileDecisionLog(tmp_path, max_bytes=1 << 20, files=1)
+    log.close()  # the writer is gone, as after a failure
+    for i in range(5000):  # more than the queue holds
+        log.write(record(i))
+    log.close(timeout=1.0)
+    assert log.dropped == 5000

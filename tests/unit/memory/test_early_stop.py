@@ -5,6 +5,7 @@ pockets are far."""
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import math
 import tempfile
 from collections.abc import Iterator
@@ -119,3 +120,29 @@ def test_far_pockets_are_skipped(engine: MemoryEngine) -> None:
     assert [h.record.key for h in res.hits] == [
         h.record.key for h in engine.recall(RecallQuery(NS, vector=q.vector, top_k=5)).hits
     ]
+
+
+def test_a_memory_rounded_into_the_next_week_keeps_its_time_cue(
+    engine: MemoryEngine, clock: FakeClock
+) -> None:
+    """Created a fraction of a microsecond before Monday 00:00, an episode is bucketed into the
+    new week (datetime rounds to microseconds) but its time lies in "last week": the ceiling
+    must use the pocket's event times, not its bucket's span."""
+    d = dt.datetime.fromtimestamp(clock.now(), dt.UTC)
+    monday = (d - dt.timedelta(days=d.weekday())).replace(hour=0, minute=0, second=0, microsecond=0)
+    t = float(np.nextafter(monday.timestamp(), -math.inf))
+    rng = np.random.default_rng(3)
+    q = unit_vec(rng)
+    r = unit_vec(rng)
+    r -= (r @ q) * q
+    r /= np.linalg.norm(r)
+    engine.remember(
+        [
+            mem("the fact", Kind.FACT, q.copy(), importance=3),
+            mem("the episode", Kind.EPISODE, 0.6 * q + 0.8 * r, importance=3, created_at=t),
+        ]
+    )
+    engine.indexer.catch_up()
+    base = dict(namespace=NS, text="what happened last week", vector=q, top_k=1, min_score=0.0)
+    full = results(engine, RecallQuery(**base))  # type: ignore[arg-type]
+    assert full == results(engine, RecallQuery(**base, early_stop=True))  # type: ignore[arg-type]

@@ -138,3 +138,21 @@ def test_a_routed_recall_is_logged_with_what_each_step_did(
     assert first.steps[0].best > 0 and first.cost_units == pytest.approx(res.cost_units)
     assert second.policy == "full" and second.widened == "safety: passport"
     assert "shoe" not in first.features  # a digest, never the query's text
+
+
+def test_a_failing_router_never_fails_a_recall(loaded: MemoryEngine) -> None:
+    class Broken:
+        def plan(self, *_: object) -> None:
+            raise IndexError("a pocket appeared meanwhile")
+
+        def close(self) -> None:
+            pass
+
+    q = dict(namespace=NS, text="what is my shoe size", top_k=3)
+    expected = [h.record.key for h in loaded.recall(RecallQuery(**q)).hits]  # type: ignore[arg-type]
+    loaded.planner = Broken()
+    try:
+        got = [h.record.key for h in loaded.recall(RecallQuery(**q)).hits]  # type: ignore[arg-type]
+    finally:
+        loaded.planner = None
+    assert got == expected
