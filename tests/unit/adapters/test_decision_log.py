@@ -43,13 +43,18 @@ def test_records_read_back_in_order_across_rotations_within_the_bound(tmp_path: 
     assert log.dropped == 0
 
 
-def test_a_frame_cut_short_ends_its_file(tmp_path: Path) -> None:
-    log = FileDecisionLog(tmp_path, max_bytes=1 << 20, files=1)
-    for i in range(3):
+def torn_log(root: Path, n: int) -> None:
+    """A log of `n` records whose last write a crash cut short."""
+    log = FileDecisionLog(root, max_bytes=1 << 20, files=1)
+    for i in range(n):
         log.write(record(i))
     log.close()
-    path = tmp_path / NAME
-    path.write_bytes(path.read_bytes()[:-5])  # a crash in the middle of the last write
+    path = root / NAME
+    path.write_bytes(path.read_bytes()[:-5])
+
+
+def test_a_frame_cut_short_ends_its_file(tmp_path: Path) -> None:
+    torn_log(tmp_path, 3)
     assert [r.at for r in read_log(tmp_path)] == [record(0).at, record(1).at]
 
 
@@ -70,12 +75,7 @@ def test_pocketd_router_log_prints_the_records(
 
 
 def test_a_torn_frame_is_cut_off_when_the_log_opens_again(tmp_path: Path) -> None:
-    log = FileDecisionLog(tmp_path, max_bytes=1 << 20, files=1)
-    for i in range(3):
-        log.write(record(i))
-    log.close()
-    path = tmp_path / NAME
-    path.write_bytes(path.read_bytes()[:-5])  # a crash in the middle of the last write
+    torn_log(tmp_path, 3)
     log = FileDecisionLog(tmp_path, max_bytes=1 << 20, files=1)  # the restart
     log.write(record(9))
     log.close()
