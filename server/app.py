@@ -22,6 +22,7 @@ import os
 import signal
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -120,7 +121,13 @@ def build_engine(settings: Settings, encoder: OnnxTextEncoder | None) -> MemoryE
     r = settings.router
     decisions = FileDecisionLog(data / "router", r.log_max_bytes, r.log_files)
     engine.planner = Router(
-        r, m, keywords.analyze, engine.routable, keywords.pocket_terms, decisions
+        r,
+        m,
+        keywords.analyze,
+        engine.routable,
+        keywords.pocket_terms,
+        decisions,
+        partial(engine.recall, shadow=True),
     )
     return engine
 

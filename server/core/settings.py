@@ -390,6 +390,9 @@ class RouterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_cost_share: Ratio = 0.25
     # A plan whose most probable pocket is below this is widened to the full plan.
     min_confidence: Ratio = 0.5
+    # The share of routed Recalls that also run the full plan in shadow, off the request path,
+    # and log the comparison (exploration, seed 003 §5.1; the labels for training).
+    explore_share: Ratio = 0.05
     # The decision log (`pocketd router log`), in `<data_dir>/router`: it rotates past this
     # size and keeps this many older files.
     log_max_bytes: Annotated[int, between(4096, 1 << 34)] = 16 * 1024 * 1024

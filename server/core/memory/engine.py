@@ -267,13 +267,16 @@ class MemoryEngine:
                 self._queries.popitem(last=False)
         return vec
 
-    def recall(self, q: RecallQuery, deadline: Deadline | None = None) -> RecallResult:
+    def recall(
+        self, q: RecallQuery, deadline: Deadline | None = None, shadow: bool = False
+    ) -> RecallResult:
         """A text-only query is encoded on the encoding thread while the keyword channel runs
-        (the encoder releases the GIL), unless its vector is cached."""
+        (the encoder releases the GIL), unless its vector is cached. `shadow`: a router's
+        comparison run of the default plan, neither routed nor counted as an access."""
         deadline = deadline or no_deadline()
         later: Callable[[], Vector] | None = None
         routed: RoutedPlan | None = None
-        if q.plan is None and self.planner is not None:
+        if q.plan is None and self.planner is not None and not shadow:
             # A text-only query is routed without its vector, which is still being encoded.
             vec = None if q.vector is None else unit(q.vector)
             try:
@@ -303,7 +306,8 @@ class MemoryEngine:
                 routed.done(res)
             except Exception:
                 log.exception("logging a routing decision failed")
-        self.access.hit((h.record.key for h in res.hits), self._clock.now())
+        if not shadow:
+            self.access.hit((h.record.key for h in res.hits), self._clock.now())
         return res
 
     def get(

@@ -16,6 +16,14 @@ class LoggedStep(msgspec.Struct, frozen=True):
     best: float  # the best cosine it found (0 when it found none)
 
 
+class Shadow(msgspec.Struct, frozen=True):
+    """The full plan run beside a routed one (exploration, seed 003 §5.1)."""
+
+    recall_at_k: float  # the share of the full plan's top k that the routed top k held
+    cost_units: float  # what the full plan cost
+    needed: list[str]  # the pockets of the full plan's top k: the training label
+
+
 class DecisionRecord(msgspec.Struct, frozen=True):
     at: float  # when (seconds since the epoch)
     namespace: str
@@ -29,3 +37,4 @@ class DecisionRecord(msgspec.Struct, frozen=True):
     full_cost_units: float  # what the full plan was estimated to cost
     hits: int
     took_micros: int
+    shadow: Shadow | None = None  # for the share of decisions explored

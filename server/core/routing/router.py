@@ -17,10 +17,15 @@ It widens a plan to `full`, and records why, when:
 from __future__ import annotations
 
 import hashlib
+import logging
+import random
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -38,9 +43,10 @@ from server.core.routing.budget import RoutedStep, Scored, split
 from server.core.routing.features import FeatureExtractor, QueryFeatures
 from server.core.routing.heuristic import Evidence, heuristic
 from server.core.routing.ports import DecisionSink
-from server.core.routing.record import DecisionRecord, LoggedStep
+from server.core.routing.record import DecisionRecord, LoggedStep, Shadow
 from server.core.settings import MemorySettings, RouterSettings
 
+log = logging.getLogger(__name__)
 # (namespace, filter) → the non-empty pockets the filter allows, with their statistics.
 PocketSource = Callable[[str, MemoryFilter], Sequence[PocketStats]]
 # (namespace, terms) → pocket name → term → documents holding it.
@@ -70,9 +76,18 @@ class Router:
         pockets: PocketSource,
         term_hits: TermSource,
         sink: DecisionSink | None = None,
+        shadow: Callable[[RecallQuery], RecallResult] | None = None,
+        seed: int | None = None,
     ) -> None:
+        """`shadow` runs a query's full plan (the engine's, unrouted); `seed` fixes which
+        decisions are explored."""
         self._s = settings
         self._sink = sink
+        self._shadow = shadow
+        self._rng = random.Random(seed)
+        # One shadow run at a time, off the request path; one more waits, the rest are skipped.
+        self._shadows = ThreadPoolExecutor(1, thread_name_prefix="pocketd-shadow")
+        self._waiting = threading.BoundedSemaphore(2)
         self._depth = memory.hybrid_search.candidates_per_channel
         self._top_k = memory.hybrid_search.top_k
         self._costs = CostModel(memory.pockets, memory.hybrid_search.expansion_search)
@@ -124,13 +139,52 @@ class Router:
         if self._s.policy == "full":
             return None
         d = self.decide(q, vector, now)
-        return RoutedPlan(d.plan(), partial(self._log, d, q.namespace, now))
+        explore = self._shadow is not None and self._rng.random() < self._s.explore_share
+        original = msgspec.structs.replace(q)  # as asked: the engine fills in the plan
+        return RoutedPlan(d.plan(), partial(self._done, d, original, now, explore))
 
     def close(self) -> None:
+        self._shadows.shutdown(wait=True, cancel_futures=True)
         if self._sink is not None:
             self._sink.close()
 
-    def _log(self, d: Decision, namespace: str, now: float, res: RecallResult) -> None:
+    def _done(
+        self, d: Decision, q: RecallQuery, now: float, explore: bool, res: RecallResult
+    ) -> None:
+        if not explore or not self._waiting.acquire(blocking=False):
+            self._log(d, q.namespace, now, res)
+            return
+        try:
+            self._shadows.submit(self._compare, d, q, now, res)
+        except RuntimeError:  # closed meanwhile
+            self._waiting.release()
+            self._log(d, q.namespace, now, res)
+
+    def _compare(self, d: Decision, q: RecallQuery, now: float, res: RecallResult) -> None:
+        try:
+            assert self._shadow is not None
+            full = self._shadow(q)
+            top = [h.record.key for h in full.hits]
+            got = {h.record.key for h in res.hits}
+            shadow = Shadow(
+                recall_at_k=len(got & set(top)) / len(top) if top else 1.0,
+                cost_units=full.cost_units,
+                needed=sorted({h.pocket for h in full.hits}),
+            )
+            self._log(d, q.namespace, now, res, shadow)
+        except Exception:  # a shadow run is only ever a measurement
+            log.exception("a shadow run of the full plan failed")
+        finally:
+            self._waiting.release()
+
+    def _log(
+        self,
+        d: Decision,
+        namespace: str,
+        now: float,
+        res: RecallResult,
+        shadow: Shadow | None = None,
+    ) -> None:
         if self._sink is None:
             return
         ran = {r.pocket: r for r in res.plan}
@@ -164,5 +218,6 @@ class Router:
                 full_cost_units=d.full_cost_units,
                 hits=len(res.hits),
                 took_micros=res.took_micros,
+                shadow=shadow,
             )
         )

@@ -4,6 +4,7 @@ plan under its budget, the safety net and the confidence floor, and a routed Rec
 from __future__ import annotations
 
 import datetime as dt
+from functools import partial
 from pathlib import Path
 
 import msgspec
@@ -22,7 +23,9 @@ from tests.unit.memory.test_engine import NS, mem
 WEEK = 7 * 86_400.0
 
 
-def router(engine: MemoryEngine, sink: DecisionSink | None = None, **kw: object) -> Router:
+def router(
+    engine: MemoryEngine, sink: DecisionSink | None = None, explore: bool = False, **kw: object
+) -> Router:
     s = msgspec.structs.replace(RouterSettings(), **kw)
     return Router(
         s,
@@ -31,6 +34,8 @@ def router(engine: MemoryEngine, sink: DecisionSink | None = None, **kw: object)
         engine.routable,
         engine._keywords.pocket_terms,
         sink,
+        partial(engine.recall, shadow=True) if explore else None,
+        seed=0,
     )
 
 
@@ -156,3 +161,35 @@ def test_a_failing_router_never_fails_a_recall(loaded: MemoryEngine) -> None:
     finally:
         loaded.planner = None
     assert got == expected
+
+
+def test_explored_decisions_log_the_full_plan_beside_the_routed_one(
+    loaded: MemoryEngine, tmp_path: Path
+) -> None:
+    """Exploration (seed 003 §5.1): the full plan runs in shadow, off the request path, and the
+    record gets its overlap, its cost and the pockets of its top k (the training label)."""
+    log = FileDecisionLog(tmp_path / "router", 1 << 20, 1)
+    r = router(loaded, log, explore=True, policy="heuristic", explore_share=1.0)
+    loaded.planner = r
+    q = RecallQuery(
+        NS, text="what is my shoe size", vector=unit_vec(np.random.default_rng(4)), top_k=3
+    )
+    routed = loaded.recall(q)
+    full = loaded.recall(RecallQuery(NS, text=q.text, vector=q.vector, top_k=3), shadow=True)
+    r.close()
+    loaded.planner = None
+    (rec,) = list(read_log(tmp_path / "router"))
+    assert rec.shadow is not None
+    assert rec.shadow.needed == sorted({h.pocket for h in full.hits})
+    top = {h.record.key for h in full.hits}
+    assert rec.shadow.recall_at_k == pytest.approx(
+        len(top & {h.record.key for h in routed.hits}) / len(top)
+    )
+    assert rec.shadow.cost_units == pytest.approx(full.cost_units)
+    # Not explored: no shadow.
+    log2 = FileDecisionLog(tmp_path / "r2", 1 << 20, 1)
+    loaded.planner = router(loaded, log2, explore=True, policy="heuristic", explore_share=0.0)
+    loaded.recall(RecallQuery(NS, text=q.text, top_k=3))
+    loaded.planner.close()
+    loaded.planner = None
+    assert [x.shadow for x in read_log(tmp_path / "r2")] == [None]
