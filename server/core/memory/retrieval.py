@@ -67,6 +67,8 @@ KeyArray = npt.NDArray[np.int64]
 # Searches of one pocket step (or of the keyword channel) in all, each four times deeper than the
 # last, when the mask leaves fewer than its depth.
 DEEPER = 3
+# Warm steps between the early stop's recomputations of its bar, when the bound ahead is flat.
+BAR_EVERY = 8
 
 
 def exact_identifiers(terms: list[str]) -> tuple[str, ...]:
@@ -262,13 +264,26 @@ class Retriever:
         run.vec.update(zip(hk.tolist(), hs.tolist(), strict=True))
         run.hot = set(hk.tolist())
         stopped = False
-        for i, (pid, step) in enumerate(run.pockets.items()):
+        # The best any pocket from here on could reach (its ceiling does not change while the
+        # plan runs: the keyword channel has run), computed once: the early stop's bound.
+        ahead: list[float] = []
+        if q.early_stop:
+            warm = [pid for pid in run.pockets if cat.key(pid).tier != Tier.HOT]
+            ceilings = self._ceilings(run, query, warm)
+            ahead = list(np.maximum.accumulate(ceilings[::-1])[::-1]) if ceilings else []
+        w, bar = 0, -math.inf  # warm steps so far; the early stop's bar
+        for pid, step in run.pockets.items():
             key = cat.key(pid)
             if key.tier == Tier.HOT:
                 run.reports.append(StepReport(step.pocket, step.depth, "hot", 0, 0.0))
                 continue
             if q.early_stop and not stopped:
-                stopped = self._can_stop(run, query, list(run.pockets)[i:])
+                # The bar only rises, so a stale one only stops later, never wrongly: it is
+                # recomputed when the bound ahead falls, and every `BAR_EVERY` steps.
+                if w == 0 or ahead[w] < ahead[w - 1] or w % BAR_EVERY == 0:
+                    bar = self._bar(run)
+                stopped = ahead[w] < bar
+            w += 1
             if stopped:  # no memory of this pocket could enter the top k
                 run.reports.append(StepReport(step.pocket, step.depth, "skipped", 0, 0.0))
                 continue
@@ -454,10 +469,11 @@ class Retriever:
         out: npt.NDArray[np.float32] = step_decay(age, decays, self._thresholds, self._factors)
         return out
 
-    def _can_stop(self, run: _Run, query: Vector, rest: list[int]) -> bool:
-        """Whether no memory of the pockets `rest` could be returned: each one's ceiling is
-        below the relevance floor, or below the current k-th final score among current
-        memories (scores only rise as more pockets are searched, so that k-th only rises)."""
+    def _bar(self, run: _Run) -> float:
+        """What a memory must beat to be returned: the relevance floor, or, once there are k
+        current memories above it, the k-th final score among them (scores only rise as more
+        pockets are searched, so the bar only rises). A pocket whose ceiling is below it can
+        be skipped."""
         q = run.q
         sc = self._score(run)
         top_k = q.top_k or self._s.top_k
@@ -466,30 +482,36 @@ class Retriever:
         if live.sum() >= top_k:
             final = sc.fused[live] * self._decay(run, sc.keys[live])
             bar = max(bar, float(np.partition(final, len(final) - top_k)[len(final) - top_k]))
-        return all(self._ceiling(run, query, pid) < bar for pid in rest)
+        return bar
 
-    def _ceiling(self, run: _Run, query: Vector, pid: int) -> float:
-        """The highest score any memory of pocket `pid` could reach (see `bounds`)."""
+    def _ceilings(self, run: _Run, query: Vector, pids: list[int]) -> list[float]:
+        """The highest score any memory of each pocket could reach (see `bounds`)."""
         q = run.q
-        key = self._cols.catalog.key(pid)
-        part = self._vectors.partition(q.namespace, key.name, False)
-        cap = None if part is None else part.cap()
         of = self._cols.pocket
-        listed = [s for k, s in run.kw.items() if k < len(of) and of[k] == pid]
+        best_kw: dict[int, float] = {}  # pocket → its best listed keyword score
+        for k, score in run.kw.items():
+            if k < len(of):
+                p = int(of[k])
+                best_kw[p] = max(best_kw.get(p, 0.0), score)
+        exact = {int(of[k]) for k in run.exact if k < len(of)}
         span = window(q.text, run.ref) if q.text else None
-        times = self._cols.pocket_span(pid)  # every event time ever put in the pocket
-        in_window = span is not None and (
-            times is None or (times[0] < span[1] and times[1] >= span[0])
-        )
-        possible = Possible(
-            cosine=-1.0 if cap is None else best_cosine(query, *cap) + COSINE_SLACK,
-            keyword=max(listed, default=0.0),
-            keyword_hit=bool(listed),
-            exact=any(of[k] == pid for k in run.exact if k < len(of)),
-            in_window=in_window,
-            says_when=self.temporal(q),
-        )
-        return ceiling(self._s, *run.weights, possible)
+        says_when = self.temporal(q)
+        out = []
+        for pid in pids:
+            part = self._vectors.partition(q.namespace, self._cols.catalog.key(pid).name, False)
+            cap = None if part is None else part.cap()
+            times = self._cols.pocket_span(pid)  # every event time ever put in the pocket
+            possible = Possible(
+                cosine=-1.0 if cap is None else best_cosine(query, *cap) + COSINE_SLACK,
+                keyword=best_kw.get(pid, 0.0),
+                keyword_hit=pid in best_kw,
+                exact=pid in exact,
+                in_window=span is not None
+                and (times is None or (times[0] < span[1] and times[1] >= span[0])),
+                says_when=says_when,
+            )
+            out.append(ceiling(self._s, *run.weights, possible))
+        return out
 
     def _rank(self, run: _Run, w_vec: float, w_kw: float, top_k: int) -> list[Hit]:
         q, vec = run.q, run.vec
