@@ -109,17 +109,20 @@ class _View:
     searcher: tantivy.Searcher
     lengths: dict[tuple[str, str], float] = field(default_factory=dict)
     counts: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    # (namespace, term) → pocket → documents of the pocket whose text holds the term.
+    by_pocket: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
 
     def carried(self, searcher: tantivy.Searcher, touched: set[str]) -> _View:
         """The view of a new searcher, keeping the statistics of the namespaces the commit did
         not change (a bulk import into one tenant leaves the others' caches warm). Readers
         swap to it in one assignment: they see the old view or the new one."""
         # dict() copies in one step under the GIL: searches add entries meanwhile.
-        lengths, counts = dict(self.lengths), dict(self.counts)
+        lengths, counts, by_pocket = dict(self.lengths), dict(self.counts), dict(self.by_pocket)
         return _View(
             searcher,
             {k: v for k, v in lengths.items() if k[0] not in touched},
             {k: v for k, v in counts.items() if k[0] not in touched},
+            {k: v for k, v in by_pocket.items() if k[0] not in touched},
         )
 
 
@@ -377,14 +380,28 @@ class TantivyKeywordIndex:
         return max(avg, 1.0)
 
     def pocket_terms(self, namespace: str, terms: Sequence[str]) -> dict[str, dict[str, int]]:
+        """Per pocket, the documents holding each term: one aggregation per term, cached with
+        the document counts (a router asks on every query)."""
         out: dict[str, dict[str, int]] = {}
-        searcher = self._view.searcher
+        view = self._view
         ns_q = self._term("ns", namespace)
         for t in dict.fromkeys(terms):
-            query = Query.boolean_query([(Occur.Must, ns_q), (Occur.Must, self._term("txt", t))])
-            agg = searcher.aggregate(query, {"p": {"terms": {"field": "pocket", "size": 10_000}}})
-            for bucket in agg["p"]["buckets"]:
-                out.setdefault(str(bucket["key"]), {})[t] = int(bucket["doc_count"])
+            counts = view.by_pocket.get((namespace, t))
+            if counts is None:
+                counts = {}
+                if view.searcher.doc_freq("txt", t):  # O(1); the aggregation is not
+                    query = Query.boolean_query(
+                        [(Occur.Must, ns_q), (Occur.Must, self._term("txt", t))]
+                    )
+                    agg = view.searcher.aggregate(
+                        query, {"p": {"terms": {"field": "pocket", "size": 10_000}}}
+                    )
+                    counts = {str(b["key"]): int(b["doc_count"]) for b in agg["p"]["buckets"]}
+                if len(view.by_pocket) >= STATS_CACHE:
+                    view.by_pocket.clear()
+                view.by_pocket[(namespace, t)] = counts
+            for pocket, n in counts.items():
+                out.setdefault(pocket, {})[t] = n
         return out
 
     def close(self) -> None:

@@ -315,6 +315,14 @@ def test_pocket_terms_counts_documents_per_pocket(index: TantivyKeywordIndex) ->
         "p3": {banana: 1},
     }
     assert index.pocket_terms("nobody", [apple]) == {}
+    # Cached: a commit into another namespace keeps the counts, one into this one renews them.
+    load(index, [doc(20, "apple", ns="tenant-b", pocket="p2")], rev=2)
+    assert index.pocket_terms(NS, [apple])["p2"] == {apple: 1}
+    load(index, [doc(6, "apple", pocket="p2")], rev=3)
+    assert index.pocket_terms(NS, [apple])["p2"] == {apple: 2}
+    index.remove(NS, [3, 6])
+    index.commit(4)
+    assert "p2" not in index.pocket_terms(NS, [apple])
 
 
 def test_an_empty_query_finds_nothing(index: TantivyKeywordIndex) -> None:
