@@ -40,7 +40,8 @@ def test_best_cosine_bounds_every_vector_of_the_cap(seed: int, spread: float, di
     xs = anchor + spread * rng.standard_normal((64, dim))
     xs /= np.linalg.norm(xs, axis=1, keepdims=True)
     floor = float((xs @ anchor).min())
-    q = unit_vec(rng, dim)
+    q = unit_vec(rng, dim).astype(np.float64)
+    q /= np.linalg.norm(q)  # unit in float64: a float32 one can have a norm above 1
     assert float((xs @ q).max()) <= best_cosine(q, anchor, floor) + 1e-9
     # And it is tight for a cap of one vector.
     assert best_cosine(q, anchor, 1.0) == pytest.approx(float(q @ anchor), abs=2e-4)
