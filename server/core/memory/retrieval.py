@@ -96,6 +96,9 @@ class _Run:
     hnsw_vectors: int = 0  # in the plan's pockets searched by HNSW
     hot: set[int] = field(default_factory=set)  # keys the hot tier scored: exact, newest
     weights: tuple[float, float] = (0.5, 0.5)
+    # Of the query, read once: its time cue's event-time window, and whether it asks "when".
+    window: tuple[float, float] | None = None
+    temporal: bool = False
 
     def add_vectors(self, keys: KeyArray, sims: npt.NDArray[np.float32]) -> None:
         """A warm pocket's candidates; the hot tier's score of a key stands (it is exact and
@@ -201,7 +204,17 @@ class Retriever:
         w_vec, w_kw = self.weights(q)
         top_k = q.top_k or self._s.top_k
         ns_id = self._cols.ns_id(q.namespace)
-        run = _Run(q, ns_id, now, now if q.as_of is None else q.as_of, {}, weights=(w_vec, w_kw))
+        ref = now if q.as_of is None else q.as_of
+        run = _Run(
+            q,
+            ns_id,
+            now,
+            ref,
+            {},
+            weights=(w_vec, w_kw),
+            window=window(q.text, ref) if q.text else None,
+            temporal=self.temporal(q),
+        )
         if ns_id >= 0:
             plan = (
                 self.default_plan(q.namespace, ns_id, q.filter, top_k) if q.plan is None else q.plan
@@ -218,7 +231,7 @@ class Retriever:
             if q.vector is not None:
                 self._vector_channel(run, q.vector, deadline)
         deadline.check("ranking")
-        hits = self._rank(run, w_vec, w_kw, top_k)
+        hits = self._rank(run, top_k)
         vector_cost = sum(r.cost_units for r in run.reports)
         return RecallResult(
             hits=hits,
@@ -443,7 +456,7 @@ class Retriever:
 
     def _score(self, run: _Run) -> _Scores:
         """Every candidate's channels and fused score, on the fixed scales."""
-        q, vec, kw = run.q, run.vec, run.kw
+        vec, kw = run.vec, run.kw
         w_vec, w_kw = run.weights
         keys = np.array(sorted(vec.keys() | kw.keys()), dtype=np.int64)
         cos = np.array([vec.get(k, -1.0) for k in keys.tolist()], dtype=np.float32)
@@ -455,16 +468,16 @@ class Retriever:
         c = self._cols
         if run.exact:
             fused += np.float32(self._s.exact_boost) * np.isin(keys, list(run.exact))
-        if q.text and (span := window(q.text, run.ref)) is not None:
+        if (span := run.window) is not None:
             inside = (c.created[keys] >= span[0]) & (c.created[keys] < span[1])
             fused += np.float32(self._s.time_cue_boost) * inside
-        if self.temporal(q):  # a "when" question wants a memory that says when: its answer type
+        if run.temporal:  # a "when" question wants a memory that says when: its answer type
             fused += np.float32(self._s.temporal_answer_boost) * c.says_when[keys]
         return _Scores(keys, cos, b, vh, kh, fused)
 
     def _decay(self, run: _Run, keys: KeyArray) -> npt.NDArray[np.float32]:
         c = self._cols
-        decays = np.isin(c.kind[keys], self._decay_kinds) & (not self.temporal(run.q))
+        decays = np.isin(c.kind[keys], self._decay_kinds) & (not run.temporal)
         age = np.maximum(run.ref - c.refreshed[keys], 0.0)
         out: npt.NDArray[np.float32] = step_decay(age, decays, self._thresholds, self._factors)
         return out
@@ -494,8 +507,7 @@ class Retriever:
                 p = int(of[k])
                 best_kw[p] = max(best_kw.get(p, 0.0), score)
         exact = {int(of[k]) for k in run.exact if k < len(of)}
-        span = window(q.text, run.ref) if q.text else None
-        says_when = self.temporal(q)
+        span = run.window
         out = []
         for pid in pids:
             part = self._vectors.partition(q.namespace, self._cols.catalog.key(pid).name, False)
@@ -508,12 +520,12 @@ class Retriever:
                 exact=pid in exact,
                 in_window=span is not None
                 and (times is None or (times[0] < span[1] and times[1] >= span[0])),
-                says_when=says_when,
+                says_when=run.temporal,
             )
             out.append(ceiling(self._s, *run.weights, possible))
         return out
 
-    def _rank(self, run: _Run, w_vec: float, w_kw: float, top_k: int) -> list[Hit]:
+    def _rank(self, run: _Run, top_k: int) -> list[Hit]:
         q, vec = run.q, run.vec
         sc = self._score(run)
         keys, cos, b, vh, kh, fused = sc.keys, sc.cos, sc.b, sc.vh, sc.kh, sc.fused
