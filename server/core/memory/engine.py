@@ -276,11 +276,12 @@ class MemoryEngine:
         deadline = deadline or no_deadline()
         later: Callable[[], Vector] | None = None
         routed: RoutedPlan | None = None
+        if q.vector is not None:
+            q.vector = unit(q.vector)
         if q.plan is None and self.planner is not None and not shadow:
             # A text-only query is routed without its vector, which is still being encoded.
-            vec = None if q.vector is None else unit(q.vector)
             try:
-                routed = self.planner.plan(q, vec, self._clock.now())
+                routed = self.planner.plan(q, q.vector, self._clock.now())
             except Exception:  # routing must never fail a Recall: run the default plan
                 log.exception("routing failed; this Recall runs the default plan")
             if routed is not None:
@@ -294,8 +295,6 @@ class MemoryEngine:
             elif self.columns.ns_id(q.namespace) >= 0:  # nothing to search: no need to encode
                 job = self._encoding.submit(self._query_vector, q.namespace, q.text, deadline)
                 later = partial(_within, job, deadline)
-        elif q.vector is not None:
-            q.vector = unit(q.vector)
         try:
             res = self.retriever.recall(q, deadline, later)
         finally:
