@@ -180,10 +180,10 @@ class MemoryEngine:
     def close(self) -> None:
         """Flush the access counts, stop indexing, snapshot the indexes and close the stores."""
         self.maintenance.stop()
+        if self.planner is not None:  # first: its shadow runs still use the engine
+            self.planner.close()
         self._encoding.shutdown()
         self.indexer.stop()
-        if self.planner is not None:
-            self.planner.close()
         self._keywords.close()
         self._store.close()
 
@@ -299,7 +299,7 @@ class MemoryEngine:
             res = self.retriever.recall(q, deadline, later)
         finally:
             if job is not None:
-                job.cancel()  # not needed after all (the plan had no vector step): if queued
+                job.cancel()  # the Recall failed before it asked for the vector: if queued
         if routed is not None:
             try:
                 routed.done(res)

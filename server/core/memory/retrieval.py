@@ -302,7 +302,7 @@ class Retriever:
                 continue
             deadline.check("a vector pocket")
             mine = None if matching is None else matching[pid]
-            run.reports.append(self._warm_step(run, step, query, mine, deadline))
+            run.reports.append(self._warm_step(run, pid, step, query, mine, deadline))
         # The hot scan's cost goes to the first step (it is one scan for the whole plan).
         if run.reports and hot_seen:
             r = run.reports[0]
@@ -313,6 +313,7 @@ class Retriever:
     def _warm_step(
         self,
         run: _Run,
+        pid: int,
         step: PlanStep,
         query: Vector,
         matching: KeyArray | None,
@@ -349,7 +350,12 @@ class Retriever:
                 breadth = self._breadth(run, size)
                 keys, sims = part.search(query, fetch, expansion=breadth)
                 cost += self._costs.hnsw(size, fetch, breadth)
+            # A key of another pocket is a ghost of a move the indexer has not replayed yet:
+            # its vector here is the old one.
             keep = run.mask(self._cols, keys)
+            of = self._cols.pocket
+            inside = keys < len(of)  # keys beyond the arrays are not live (masked already)
+            keep[inside] &= of[keys[inside]] == pid
             # The mask dropped so many (obsolete, expired or lagging rows) that fewer than the
             # depth are left although the pocket has more: search again, deeper, and once the
             # search would reach half the pocket, scan it exactly instead.

@@ -389,3 +389,25 @@ def test_an_identifier_holder_below_the_keyword_depth_still_gets_its_signal(
     engine.indexer.catch_up()
     res = engine.recall(RecallQuery(NS, text="build error failed deploy retry E7777", vector=q))
     assert res.hits[0].record.text.startswith("filler0") and res.hits[0].score.exact_hit
+
+
+def test_a_memory_moved_to_another_pocket_is_not_scored_by_its_old_vector(
+    engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An upsert changes a fact into a skill with another vector while the indexer is held: the
+    fact pocket's index still has the old vector (cosine 1 with the query). With more unindexed
+    rows than the hot scan keeps, only the pocket check keeps that ghost out."""
+    rng = np.random.default_rng(14)
+    v = unit_vec(rng)
+    engine.remember(
+        [mem("the original", Kind.FACT, v, memory_id="moved"), mem("a fact", Kind.FACT, -v)]
+    )
+    engine.indexer.catch_up()
+    monkeypatch.setattr(engine.indexer, "step", lambda: 0)
+    engine.remember(
+        [mem("the moved one", Kind.SKILL, -v, memory_id="moved")]
+        + [mem(f"filler {i}", Kind.SKILL, near(v, rng, 0.3)) for i in range(100)]
+    )
+    hits = engine.recall(RecallQuery(NS, vector=v, top_k=200, min_score=0.0)).hits
+    moved = [h for h in hits if h.record.memory_id == "moved"]
+    assert not moved or moved[0].score.vector < 0.5  # its cosine is -1 now, never the old 1
