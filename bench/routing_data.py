@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from server.core.memory.model import Kind, NewMemory, Record
 
+T = TypeVar("T")
 DIM = 384
 WEEK = 7 * 86_400.0
 TOPICS = (
@@ -51,29 +54,38 @@ class Workload:
     queries: list[Query]
 
 
-def _near(rng: np.random.Generator, centre: npt.NDArray[np.float64]) -> npt.NDArray[np.float32]:
-    v = centre + rng.standard_normal(DIM) * (0.9 / math.sqrt(DIM))
+def _near(
+    rng: np.random.Generator, centre: npt.NDArray[np.floating], spread: float = 0.9
+) -> npt.NDArray[np.float32]:
+    """A unit vector at cosine about 1 / sqrt(1 + spread²) from `centre`."""
+    v = centre + rng.standard_normal(DIM) * (spread / math.sqrt(DIM))
     out: npt.NDArray[np.float32] = (v / np.linalg.norm(v)).astype(np.float32)
     return out
 
 
 def generate(
-    users: int, weeks: int, per_week: int, seed: int, now: float | None = None
+    users: int, weeks: int, per_week: int, seed: int, now: float | None = None, rounds: int = 1
 ) -> Workload:
+    """`rounds`: how many queries of each type per user."""
     rng = np.random.default_rng(seed)
     now = time.time() if now is None else now
     centres = [rng.standard_normal(DIM) for _ in TOPICS]
     centres = [c / np.linalg.norm(c) for c in centres]
     mems: list[NewMemory] = []
     queries: list[Query] = []
+    vectors: dict[str, npt.NDArray[np.float32]] = {}
+
+    def about(*mids: str) -> npt.NDArray[np.float32]:
+        """A query vector near its answers' own (cosine ≈ 0.86 with a single answer; ≈ 0.47
+        with another memory of the same topic)."""
+        return _near(rng, np.mean([vectors[m] for m in mids], axis=0), 0.6)
 
     def add(
         ns: str, mid: str, kind: Kind, topic: int, text: str, at: float, session: str = ""
     ) -> str:
         rec = Record(memory_id=mid, namespace=ns, kind=kind, text=text, session_id=session)
-        mems.append(
-            NewMemory(rec, _near(rng, centres[topic]), 3, client_memory_id=True, created_at=at)
-        )
+        vectors[mid] = _near(rng, centres[topic])
+        mems.append(NewMemory(rec, vectors[mid], 3, client_memory_id=True, created_at=at))
         return mid
 
     for u in range(users):
@@ -140,51 +152,42 @@ def generate(
                 "current",
             )
             hot.append((t, mid))
-        # The queries.
-        attr, t, mid = profile[int(rng.integers(len(profile)))]
-        queries.append(Query(ns, "profile", f"What is my {attr}?", _near(rng, centres[t]), [mid]))
-        t, mid = episodes[0][int(rng.integers(per_week))]  # last week: week 0
-        queries.append(
-            Query(
-                ns,
-                "temporal",
-                f"What did we discuss about the {TOPICS[t][0]} last week?",
-                _near(rng, centres[t]),
-                [mid],
-            )
-        )
-        t, mid = skills[int(rng.integers(len(skills)))]
-        queries.append(
-            Query(ns, "skill", f"How do I fix the {TOPICS[t][0]}?", _near(rng, centres[t]), [mid])
-        )
-        t, mid = hot[int(rng.integers(len(hot)))]
-        queries.append(
-            Query(
-                ns,
-                "just_said",
-                f"As I said earlier, the {TOPICS[t][0]} {TOPICS[t][1]}",
-                _near(rng, centres[t]),
-                [mid],
-            )
-        )
-        attr, t, pmid = profile[1]
-        et, emid = episodes[0][0]
-        queries.append(
-            Query(
-                ns,
-                "multi",
-                f"Is my {attr} like what we discussed about the {TOPICS[et][0]} last week?",
-                _near(rng, (centres[t] + centres[et]) / 2),
-                [pmid, emid],
-            )
-        )
-        queries.append(
-            Query(
-                ns,
-                "none",
-                "Hello there, nice weather today",
-                rng.standard_normal(DIM).astype(np.float32),
-                [],
-            )
-        )
+        for _ in range(rounds):
+            queries.extend(_queries(rng, ns, profile, skills, episodes, hot, per_week, about))
     return Workload(mems, queries)
+
+
+def _queries(
+    rng: np.random.Generator,
+    ns: str,
+    profile: list[tuple[str, int, str]],
+    skills: list[tuple[int, str]],
+    episodes: dict[int, list[tuple[int, str]]],
+    hot: list[tuple[int, str]],
+    per_week: int,
+    about: Callable[..., npt.NDArray[np.float32]],
+) -> list[Query]:
+    """One query of each type for user `ns`."""
+
+    def pick(items: list[T]) -> T:
+        return items[int(rng.integers(len(items)))]
+
+    out = []
+    attr, t, mid = pick(profile)
+    out.append(Query(ns, "profile", f"What is my {attr}?", about(mid), [mid]))
+    t, mid = pick(episodes[0])  # last week: week 0
+    text = f"What did we discuss about the {TOPICS[t][0]} last week?"
+    out.append(Query(ns, "temporal", text, about(mid), [mid]))
+    t, mid = pick(skills)
+    out.append(Query(ns, "skill", f"How do I fix the {TOPICS[t][0]}?", about(mid), [mid]))
+    t, mid = pick(hot)
+    text = f"As I said earlier, the {TOPICS[t][0]} {TOPICS[t][1]}"
+    out.append(Query(ns, "just_said", text, about(mid), [mid]))
+    attr, _, pmid = pick(profile)
+    et, emid = pick(episodes[0])
+    text = f"Is my {attr} like what we discussed about the {TOPICS[et][0]} last week?"
+    out.append(Query(ns, "multi", text, about(pmid, emid), [pmid, emid]))
+    noise = rng.standard_normal(DIM)
+    text = "Hello there, nice weather today"
+    out.append(Query(ns, "none", text, (noise / np.linalg.norm(noise)).astype(np.float32), []))
+    return out

@@ -302,7 +302,7 @@ class TantivyKeywordIndex:
                     continue
                 if bag == "txt":
                     txt_df[t] = df
-                postings += df
+                postings += df if q.pockets is None else self._within(view, q, bag, t, df)
                 idf[bag][t] = _idf(ns_docs, df)
                 # doc_freq counts deleted documents until a merge: keep the boost positive.
                 boost = weights[bag] * idf[bag][t] / max(_idf(total, anywhere), 1e-3)
@@ -379,30 +379,47 @@ class TantivyKeywordIndex:
             avg = view.lengths[(namespace, bag)] = float(agg["a"]["value"] or 1.0)
         return max(avg, 1.0)
 
+    def _within(self, view: _View, q: KeywordQuery, bag: str, term: str, df: int) -> int:
+        """The postings of `term` a search restricted to `q.pockets` reads: the term's documents
+        in those pockets (a text term's per-pocket counts are cached for the router); another
+        bag's share is taken to be the text's."""
+        assert q.pockets is not None
+        counts = self._by_pocket(view, q.namespace, term)
+        inside = sum(counts.get(p, 0) for p in q.pockets)
+        if bag == "txt":
+            return inside
+        total = sum(counts.values())
+        return df if total == 0 else round(df * inside / total)
+
     def pocket_terms(self, namespace: str, terms: Sequence[str]) -> dict[str, dict[str, int]]:
         """Per pocket, the documents holding each term: one aggregation per term, cached with
         the document counts (a router asks on every query)."""
         out: dict[str, dict[str, int]] = {}
         view = self._view
-        ns_q = self._term("ns", namespace)
         for t in dict.fromkeys(terms):
-            counts = view.by_pocket.get((namespace, t))
-            if counts is None:
-                counts = {}
-                if view.searcher.doc_freq("txt", t):  # O(1); the aggregation is not
-                    query = Query.boolean_query(
-                        [(Occur.Must, ns_q), (Occur.Must, self._term("txt", t))]
-                    )
-                    agg = view.searcher.aggregate(
-                        query, {"p": {"terms": {"field": "pocket", "size": 10_000}}}
-                    )
-                    counts = {str(b["key"]): int(b["doc_count"]) for b in agg["p"]["buckets"]}
-                if len(view.by_pocket) >= STATS_CACHE:
-                    view.by_pocket.clear()
-                view.by_pocket[(namespace, t)] = counts
-            for pocket, n in counts.items():
+            for pocket, n in self._by_pocket(view, namespace, t).items():
                 out.setdefault(pocket, {})[t] = n
         return out
+
+    def _by_pocket(self, view: _View, namespace: str, term: str) -> dict[str, int]:
+        counts = view.by_pocket.get((namespace, term))
+        if counts is None:
+            counts = {}
+            if view.searcher.doc_freq("txt", term):  # O(1); the aggregation is not
+                query = Query.boolean_query(
+                    [
+                        (Occur.Must, self._term("ns", namespace)),
+                        (Occur.Must, self._term("txt", term)),
+                    ]
+                )
+                agg = view.searcher.aggregate(
+                    query, {"p": {"terms": {"field": "pocket", "size": 10_000}}}
+                )
+                counts = {str(b["key"]): int(b["doc_count"]) for b in agg["p"]["buckets"]}
+            if len(view.by_pocket) >= STATS_CACHE:
+                view.by_pocket.clear()
+            view.by_pocket[(namespace, term)] = counts
+        return counts
 
     def close(self) -> None:
         with self._lock:

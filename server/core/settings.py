@@ -384,8 +384,11 @@ class RouterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Store routing: which pockets a Recall searches, and how deep (seed 003)."""
 
     # "full": every pocket the filter allows (the reference, and the default until the router's
-    # benchmark shows a policy keeps recall); "heuristic": the rules of seed 003 §3.1, §4.2.
-    policy: Literal["full", "heuristic"] = "full"
+    # benchmark shows a policy keeps recall); "heuristic": the rules of seed 003 §3.1, §4.2;
+    # "learned": the trained model (`pocketd router train`); "hybrid": strong rules, then the
+    # model. learned and hybrid run the heuristic until a model is installed (cold start).
+    # A Recall's `route_policy` overrides it.
+    policy: Literal["full", "heuristic", "learned", "hybrid"] = "full"
     # A routed plan's budget, as a share of what the full plan would cost.
     max_cost_share: Ratio = 0.25
     # A plan whose most probable pocket is below this is widened to the full plan.
@@ -397,6 +400,8 @@ class RouterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # size and keeps this many older files.
     log_max_bytes: Annotated[int, between(4096, 1 << 34)] = 16 * 1024 * 1024
     log_files: Annotated[int, between(0, 1000)] = 4
+    # How often the server looks for a newly installed (or rolled back) model, in seconds.
+    reload_interval_s: Annotated[float, between(0.05, 3600.0)] = 1.0
     # Leading values of the query vector a policy sees.
     prefix_dim: Annotated[int, between(1, 8192)] = 128
     time_cues: tuple[str, ...] = (

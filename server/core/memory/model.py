@@ -185,6 +185,8 @@ class RecallQuery(msgspec.Struct):
     as_of: float | None = None
     # Neighbouring turns to return on each side of each hit.
     context_turns: int = 0
+    # The routing policy for this Recall ("" : `router.policy`); see server.core.routing.
+    route_policy: str = ""
 
 
 class Score(msgspec.Struct, frozen=True):

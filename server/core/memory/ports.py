@@ -171,7 +171,8 @@ class KeywordResult:
     hits: list[tuple[int, float]]
     # Each query term present in the namespace, with its idf there.
     idf: dict[str, float]
-    # Postings the search read (the sum of the terms' document frequencies): its cost.
+    # Postings the search read (the terms' documents in its pockets, or in the namespace): its
+    # cost.
     postings: int
     # The hits that hold every identifier of the query in their own text.
     exact: frozenset[int] = frozenset()

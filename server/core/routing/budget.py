@@ -8,7 +8,8 @@ Pockets are taken most probable first. Each is allotted its probability's share 
 - an HNSW pocket's cost grows with its depth: it gets the deepest search its allotment pays for,
   at least `top_k` (the minimum useful depth), at most the full depth; a pocket whose allotment
   does not pay for `top_k` is skipped.
-The most probable pocket is always searched, within the budget or not, so a plan is never empty.
+The most probable pocket is searched, within the budget or not (unless `at_least_one` is off), so
+a plan is never empty.
 No budget (None) keeps every pocket of positive probability at the full depth.
 """
 
@@ -16,16 +17,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from server.core.memory.costs import CostModel
-from server.core.memory.model import PocketStats
+
+
+class Candidate(Protocol):
+    """What the split needs of a pocket (a `PocketStats`, or one read back from the log)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def method(self) -> str: ...
 
 
 @dataclass(frozen=True)
 class Scored:
     """A candidate pocket with the policy's probability that it holds what the query needs."""
 
-    pocket: PocketStats
+    pocket: Candidate
     probability: float
 
 
@@ -43,7 +55,9 @@ def split(
     depth: int,
     top_k: int,
     costs: CostModel,
+    at_least_one: bool = True,
 ) -> list[RoutedStep]:
+    """`at_least_one`: the most probable pocket is searched even beyond the budget."""
     if budget is not None and not budget >= 0:
         raise ValueError(f"a budget of {budget} cost units; it must be at least 0")
     ranked = sorted(
@@ -59,7 +73,7 @@ def split(
         allot = left * s.probability / mass if mass > 0 else 0.0
         mass -= s.probability
         step = _fit(s, allot, depth, top_k, costs)
-        if step is None and i == 0:  # the most probable pocket is always searched
+        if step is None and i == 0 and at_least_one:  # the most probable pocket is always searched
             step = _step(s, max(top_k, 1) if s.pocket.method == "hnsw" else depth, costs)
         if step is not None:
             out.append(step)
@@ -67,7 +81,7 @@ def split(
     return out
 
 
-def _cost(p: PocketStats, depth: int, costs: CostModel) -> float:
+def _cost(p: Candidate, depth: int, costs: CostModel) -> float:
     return costs.hnsw(p.size, depth) if p.method == "hnsw" else float(p.size)
 
 

@@ -16,6 +16,21 @@ class LoggedStep(msgspec.Struct, frozen=True):
     best: float  # the best cosine it found (0 when it found none)
 
 
+class Inputs(msgspec.Struct, frozen=True):
+    """What a learned policy sees of one decision, kept for explored decisions: the training
+    rows, and enough of each candidate pocket to replay any policy's budget split offline."""
+
+    layout: int  # `inputs.LAYOUT`
+    width: int  # values per row
+    pockets: list[str]  # the candidates, in row order
+    sizes: list[int]
+    methods: list[str]
+    heuristic: list[float]  # the heuristic's probability of each
+    rows: bytes  # float32, len(pockets) × width, row-major
+    top_k: int
+    budget: float  # the cost units a routed plan could spend
+
+
 class Shadow(msgspec.Struct, frozen=True):
     """The full plan run beside a routed one (exploration, seed 003 §5.1)."""
 
@@ -30,7 +45,8 @@ class DecisionRecord(msgspec.Struct, frozen=True):
     features: str  # a digest of the route features (not the query: the log holds no text)
     flags: list[str]
     rules: list[str]  # the heuristic rules that fired
-    policy: str
+    policy: str  # the policy whose plan ran ("heuristic" for learned or hybrid with no model)
+    asked: str  # the policy asked for (the request's or the configured one)
     widened: str  # why the plan became the full one ("" when it did not)
     steps: list[LoggedStep]
     cost_units: float  # spent by the Recall, keyword channel included
@@ -38,3 +54,5 @@ class DecisionRecord(msgspec.Struct, frozen=True):
     hits: int
     took_micros: int
     shadow: Shadow | None = None  # for the share of decisions explored
+    inputs: Inputs | None = None  # with the shadow: the training example
+    model: str = ""  # the learned model's version, when one scored the pockets

@@ -1,9 +1,12 @@
 """The router: it chooses a Recall's plan, which pockets to search and how deep (seed 003).
 
-For each query it builds the route features, asks the policy for each candidate pocket's
+For each query it builds the route features and the heuristic's view once (`Context`), asks the
+policy (`policies.choose`: full, heuristic, learned, hybrid) for each candidate pocket's
 probability of being needed, and splits the budget (`max_cost_share` of what the full plan would
 cost) over them (`budget.split`). The plan it returns runs with the early stop on, so a routed
-pocket is still skipped once it cannot matter.
+pocket is still skipped once it cannot matter. learned and hybrid score the pockets with the
+namespace's installed model, else the global one; with neither they run the heuristic (cold
+start), and the decision says so.
 
 It widens a plan to `full`, and records why, when:
 - the query names a critical pattern (allergy, medication, payment, identity, security, and the
@@ -11,7 +14,11 @@ It widens a plan to `full`, and records why, when:
 - the policy is unsure: its most probable pocket is below `min_confidence`.
 
 `full` is the reference policy (every pocket the filter allows, at full depth) and the switch:
-`router.policy: full` turns routing off.
+`router.policy: full`, or a Recall's `route_policy: full`, turns routing off.
+
+An explored decision (`explore_share`) also runs the full plan in shadow, off the request path,
+and logs the comparison with the model's input rows: the training examples of
+`pocketd router train`.
 """
 
 from __future__ import annotations
@@ -39,11 +46,13 @@ from server.core.memory.model import (
 )
 from server.core.memory.ports import RoutedPlan
 from server.core.memory.timecues import window
-from server.core.routing.budget import RoutedStep, Scored, split
+from server.core.routing.budget import RoutedStep
 from server.core.routing.features import FeatureExtractor, QueryFeatures
 from server.core.routing.heuristic import Evidence, heuristic
-from server.core.routing.ports import DecisionSink
-from server.core.routing.record import DecisionRecord, LoggedStep, Shadow
+from server.core.routing.inputs import LAYOUT, pocket_inputs
+from server.core.routing.policies import POLICIES, choose, full_plan
+from server.core.routing.ports import DecisionSink, ModelSource
+from server.core.routing.record import DecisionRecord, Inputs, LoggedStep, Shadow
 from server.core.settings import MemorySettings, RouterSettings
 
 log = logging.getLogger(__name__)
@@ -54,14 +63,39 @@ TermSource = Callable[[str, Sequence[str]], Mapping[str, Mapping[str, int]]]
 
 
 @dataclass(frozen=True)
+class Context:
+    """What every policy's decision on one query starts from."""
+
+    features: QueryFeatures
+    pockets: list[PocketStats]  # the candidates
+    heuristic: list[float]  # the heuristic's probability of each
+    rules: list[str]  # the heuristic rules that fired
+    evidence: Evidence
+    full: list[RoutedStep]
+    full_cost: float
+    budget: float
+    top_k: int
+    now: float
+    vector: npt.NDArray[np.float32] | None
+
+
+@dataclass(frozen=True)
 class Decision:
-    policy: str  # the policy whose plan runs: "full" or "heuristic"
+    asked: str  # the policy asked for
+    policy: str  # the policy whose plan runs ("heuristic" when learned or hybrid has no model)
     steps: list[RoutedStep]
     rules: list[str]  # the heuristic rules that fired
     widened: str  # why the plan became the full one ("" when it did not)
     cost_units: float  # the plan's estimated cost
     full_cost_units: float  # the full plan's
-    features: QueryFeatures
+    context: Context
+    scores: list[float]  # each candidate's probability under the policy
+    model: str = ""  # the version of the model that scored, if one did
+    rows: npt.NDArray[np.float32] | None = None  # the model's input, if it was built
+
+    @property
+    def features(self) -> QueryFeatures:
+        return self.context.features
 
     def plan(self) -> list[PlanStep]:
         return [PlanStep(s.pocket, s.depth) for s in self.steps]
@@ -78,12 +112,14 @@ class Router:
         sink: DecisionSink | None = None,
         shadow: Callable[[RecallQuery], RecallResult] | None = None,
         seed: int | None = None,
+        models: ModelSource | None = None,
     ) -> None:
         """`shadow` runs a query's full plan (the engine's, unrouted); `seed` fixes which
-        decisions are explored."""
+        decisions are explored; `models`: the installed learned models."""
         self._s = settings
         self._sink = sink
         self._shadow = shadow
+        self._models = models
         self._rng = random.Random(seed)
         # One shadow run at a time, off the request path; one more waits, the rest are skipped.
         self._shadows = ThreadPoolExecutor(1, thread_name_prefix="pocketd-shadow")
@@ -95,51 +131,107 @@ class Router:
         self._pockets = pockets
         self._term_hits = term_hits
 
+    def context(
+        self, q: RecallQuery, vector: npt.NDArray[np.float32] | None, now: float
+    ) -> Context:
+        f = self._features.extract(q.text, vector, q.image_query)
+        pockets = list(self._pockets(q.namespace, q.filter))
+        top_k = q.top_k or self._top_k
+        full = full_plan(pockets, self._depth, top_k, self._costs)
+        full_cost = sum(s.cost_units for s in full)
+        ref = now if q.as_of is None else q.as_of
+        ev = Evidence(
+            self._term_hits(q.namespace, list(f.terms)) if f.terms and pockets else {},
+            window(q.text, ref) if q.text else None,
+        )
+        scored, rules = heuristic(f, vector, pockets, ev) if pockets else ([], [])
+        return Context(
+            f,
+            pockets,
+            [s.probability for s in scored],
+            rules,
+            ev,
+            full,
+            full_cost,
+            self._s.max_cost_share * full_cost,
+            top_k,
+            ref,
+            vector,
+        )
+
     def decide(
         self,
         q: RecallQuery,
         vector: npt.NDArray[np.float32] | None,
         now: float,
         policy: str | None = None,
+        rows: bool = False,
     ) -> Decision:
-        """The plan for `q` under `policy` (None: the configured one)."""
-        chosen = policy or self._s.policy
-        f = self._features.extract(q.text, vector, q.image_query)
-        pockets = list(self._pockets(q.namespace, q.filter))
-        top_k = q.top_k or self._top_k
-        everything = [Scored(p, 1.0) for p in pockets]
-        full = split(everything, None, self._depth, top_k, self._costs)
-        full_cost = sum(s.cost_units for s in full)
-
-        def widen(why: str, rules: list[str]) -> Decision:
-            return Decision("full", full, rules, why, full_cost, full_cost, f)
-
-        if chosen == "full" or not pockets:
-            return widen("" if chosen == "full" else "no pockets", [])
-        if f.safety:
-            return widen(f"safety: {', '.join(f.safety)}", [])
-        ref = now if q.as_of is None else q.as_of
-        ev = Evidence(
-            self._term_hits(q.namespace, list(f.terms)) if f.terms else {},
-            window(q.text, ref) if q.text else None,
+        """The plan for `q` under `policy` (None: the request's, else the configured one);
+        `rows`: build the model's input even if no model scores it (to log it)."""
+        return self.choose(
+            self.context(q, vector, now),
+            q.namespace,
+            policy or q.route_policy or self._s.policy,
+            rows,
         )
-        scored, rules = heuristic(f, vector, pockets, ev)
-        best = max(s.probability for s in scored)
-        if best < self._s.min_confidence:
-            return widen(f"low confidence: {best:.2f} < {self._s.min_confidence}", rules)
-        steps = split(scored, self._s.max_cost_share * full_cost, self._depth, top_k, self._costs)
-        cost = sum(s.cost_units for s in steps)
-        return Decision(chosen, steps, rules, "", cost, full_cost, f)
+
+    def choose(self, ctx: Context, namespace: str, asked: str, rows: bool = False) -> Decision:
+        """`asked`'s decision in `ctx`."""
+        if asked not in POLICIES:
+            raise ValueError(f"unknown routing policy {asked!r}; expected one of {POLICIES}")
+        f = ctx.features
+        if asked == "full" or not ctx.pockets or f.safety:
+            why = "" if asked == "full" else "no pockets" if not ctx.pockets else ""
+            if f.safety and asked != "full" and ctx.pockets:
+                why = f"safety: {', '.join(f.safety)}"
+            return Decision(
+                asked, "full", ctx.full, [], why, ctx.full_cost, ctx.full_cost, ctx,
+                [1.0] * len(ctx.pockets),
+            )  # fmt: skip
+        model = (
+            self._models.model(namespace)
+            if asked in ("learned", "hybrid") and self._models
+            else None
+        )
+        matrix = None
+        if model is not None or rows:
+            costs = {s.pocket: s.cost_units for s in ctx.full}
+            matrix = pocket_inputs(
+                f, ctx.vector, ctx.pockets, ctx.evidence, ctx.now, ctx.heuristic,
+                [costs.get(p.name, 0.0) for p in ctx.pockets],
+            )  # fmt: skip
+        probs = None if model is None or matrix is None else model.score(matrix).tolist()
+        policy = asked if probs is not None else "heuristic"
+        planned = choose(
+            policy, ctx.pockets, ctx.heuristic, probs, ctx.budget, self._s.min_confidence,
+            self._depth, ctx.top_k, self._costs,
+        )  # fmt: skip
+        cost = sum(s.cost_units for s in planned.steps)
+        return Decision(
+            asked,
+            "full" if planned.widened else policy,
+            planned.steps,
+            ctx.rules,
+            planned.widened,
+            cost,
+            ctx.full_cost,
+            ctx,
+            planned.scores,
+            "" if model is None else model.version,
+            matrix,
+        )
 
     def plan(
         self, q: RecallQuery, vector: npt.NDArray[np.float32] | None, now: float
     ) -> RoutedPlan | None:
         """The memory engine's `Planner`: the routed plan, logged once it has run; None under
-        `router.policy: full` (the engine's default plan is the full one)."""
-        if self._s.policy == "full":
+        the `full` policy (the engine's default plan is the full one)."""
+        asked = q.route_policy or self._s.policy
+        if asked == "full":
             return None
-        d = self.decide(q, vector, now)
         explore = self._shadow is not None and self._rng.random() < self._s.explore_share
+        d = self.decide(q, vector, now, asked, rows=explore)
         original = msgspec.structs.replace(q)  # as asked: the engine fills in the plan
         return RoutedPlan(d.plan(), partial(self._done, d, original, now, explore))
 
@@ -147,6 +239,8 @@ class Router:
         self._shadows.shutdown(wait=True, cancel_futures=True)
         if self._sink is not None:
             self._sink.close()
+        if self._models is not None:
+            self._models.close()
 
     def _done(
         self, d: Decision, q: RecallQuery, now: float, explore: bool, res: RecallResult
@@ -212,6 +306,7 @@ class Router:
                 flags=sorted(f.flags),
                 rules=d.rules,
                 policy=d.policy,
+                asked=d.asked,
                 widened=d.widened,
                 steps=steps,
                 cost_units=res.cost_units,
@@ -219,5 +314,24 @@ class Router:
                 hits=len(res.hits),
                 took_micros=res.took_micros,
                 shadow=shadow,
+                inputs=None if shadow is None else _inputs(d),
+                model=d.model,
             )
         )
+
+
+def _inputs(d: Decision) -> Inputs | None:
+    if d.rows is None:
+        return None
+    ctx = d.context
+    return Inputs(
+        layout=LAYOUT,
+        width=int(d.rows.shape[1]),
+        pockets=[p.name for p in ctx.pockets],
+        sizes=[p.size for p in ctx.pockets],
+        methods=[p.method for p in ctx.pockets],
+        heuristic=ctx.heuristic,
+        rows=np.ascontiguousarray(d.rows, np.float32).tobytes(),
+        top_k=ctx.top_k,
+        budget=ctx.budget,
+    )

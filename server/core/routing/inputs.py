@@ -1,0 +1,103 @@
+"""A learned policy's input: one row per (query, candidate pocket), scored independently.
+
+A row is the query's part (`QueryFeatures.vector`: the vector prefix, the lexical flags, the
+length and modality) followed by the pocket's part (`POCKET_FEATURES`). One model serves pockets
+of any namespace, of any number, because it scores a pocket from what it is and how it relates to
+the query, not from its name.
+
+The layout is versioned (`LAYOUT`): a model trained on another layout, or on another
+`prefix_dim`, is refused when it is loaded, not silently fed misplaced values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from server.core.memory.model import Kind, PocketStats, Tier
+from server.core.routing.features import FLAGS, QueryFeatures
+from server.core.routing.heuristic import Evidence
+
+LAYOUT = 1
+DAY = 86_400.0
+KINDS = tuple(k for k in Kind if k != Kind.UNSPECIFIED)
+POCKET_FEATURES = (
+    "log_size",
+    "hot",
+    "warm",
+    "cold",
+    "hnsw",
+    *(f"kind_{k.name.lower()}" for k in KINDS),
+    "bucket",
+    "centroid_cosine",
+    "radius",
+    "term_share",
+    "log_term_docs",
+    "log_age_newest",
+    "log_age_oldest",
+    "window_overlaps",
+    "window_misses",
+    "cost_share",
+    "heuristic",
+)
+
+
+def query_width(prefix_dim: int) -> int:
+    return prefix_dim + len(FLAGS) + 2
+
+
+def input_width(prefix_dim: int) -> int:
+    return query_width(prefix_dim) + len(POCKET_FEATURES)
+
+
+def pocket_inputs(
+    f: QueryFeatures,
+    vector: npt.NDArray[np.float32] | None,
+    pockets: Sequence[PocketStats],
+    ev: Evidence,
+    now: float,
+    heuristic: Sequence[float],
+    costs: Sequence[float],
+) -> npt.NDArray[np.float32]:
+    """The (len(pockets), input_width) matrix; `heuristic` and `costs` are each pocket's
+    heuristic probability and full-depth cost."""
+    q = f.vector()
+    out = np.zeros((len(pockets), len(q) + len(POCKET_FEATURES)), np.float32)
+    out[:, : len(q)] = q
+    total = sum(costs) or 1.0
+    terms = set(f.terms)
+    for i, p in enumerate(pockets):
+        held = ev.term_hits.get(p.name, {})
+        docs = sum(held.get(t, 0) for t in terms)
+        sim = 0.0
+        if vector is not None and p.centroid is not None:
+            sim = float(np.dot(vector, p.centroid))
+        overlaps = misses = 0.0
+        if ev.window is not None and p.bucket:
+            start, end = ev.window
+            overlaps = float(p.oldest < end and p.newest >= start)
+            misses = 1.0 - overlaps
+        row = [
+            math.log2(p.size + 1) / 24.0,
+            float(p.tier == Tier.HOT),
+            float(p.tier == Tier.WARM),
+            float(p.tier == Tier.COLD),
+            float(p.method == "hnsw"),
+            *(float(p.kind == k) for k in KINDS),
+            float(bool(p.bucket)),
+            sim,
+            p.radius,
+            sum(1 for t in terms if held.get(t, 0) > 0) / len(terms) if terms else 0.0,
+            math.log1p(docs) / 10.0,
+            math.log1p(max(now - p.newest, 0.0) / DAY) / 8.0,
+            math.log1p(max(now - p.oldest, 0.0) / DAY) / 8.0,
+            overlaps,
+            misses,
+            costs[i] / total,
+            heuristic[i],
+        ]
+        out[i, len(q) :] = row
+    return out

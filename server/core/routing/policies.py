@@ -1,0 +1,82 @@
+"""The four policies, as one pure function from the pockets' probabilities to plan steps.
+
+The router calls it on live pockets; training calls it on pockets read back from the decision
+log, so the held-out report measures exactly the plans the server would run.
+
+- `full`: every pocket at the full depth (the reference);
+- `heuristic`: the heuristic's probabilities, split under the budget;
+- `learned`: the model's probabilities, split under the budget;
+- `hybrid` (seed 003 §4.2): the pockets a strong rule names (a heuristic probability of at least
+  `STRONG`: "what is my …", a time window, "as I said") first, each at the full depth; then the
+  model's probabilities for the rest of the budget; the most probable of those is the default
+  pocket when no strong rule fired.
+
+A routed policy's plan is widened to `full` when its most probable pocket is below
+`min_confidence` (seed 003 §5.2: an unsure router searches everything).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from server.core.memory.costs import CostModel
+from server.core.routing.budget import Candidate, RoutedStep, Scored, split
+
+POLICIES = ("full", "heuristic", "learned", "hybrid")
+ROUTED = POLICIES[1:]
+STRONG = 0.95  # a heuristic probability only a strong rule sets
+
+
+@dataclass(frozen=True)
+class Planned:
+    steps: list[RoutedStep]
+    widened: str  # why the plan is the full one ("" when it is not)
+    scores: list[float]  # each candidate's probability under the policy (in candidate order)
+
+
+def full_plan(
+    pockets: Sequence[Candidate], depth: int, top_k: int, c: CostModel
+) -> list[RoutedStep]:
+    return split([Scored(p, 1.0) for p in pockets], None, depth, top_k, c)
+
+
+def choose(
+    policy: str,
+    pockets: Sequence[Candidate],
+    heuristic: Sequence[float],
+    model: Sequence[float] | None,
+    budget: float,
+    min_confidence: float,
+    depth: int,
+    top_k: int,
+    c: CostModel,
+) -> Planned:
+    """The plan of `policy` (`model`: the learned probabilities, needed by learned and hybrid).
+    `budget`: the cost units a routed plan may spend."""
+    if policy not in POLICIES:
+        raise ValueError(f"unknown routing policy {policy!r}; expected one of {POLICIES}")
+    if policy == "full":
+        return Planned(full_plan(pockets, depth, top_k, c), "", [1.0] * len(pockets))
+    if policy != "heuristic" and model is None:
+        raise ValueError(f"the {policy} policy needs a model's probabilities")
+    if policy == "heuristic" or model is None:
+        scores = list(heuristic)
+    elif policy == "learned":
+        scores = list(model)
+    else:
+        scores = [1.0 if h >= STRONG else m for h, m in zip(heuristic, model, strict=True)]
+    best = max(scores, default=0.0)
+    if best < min_confidence:
+        why = f"low confidence: {best:.2f} < {min_confidence}"
+        return Planned(full_plan(pockets, depth, top_k, c), why, scores)
+    scored = [Scored(p, s) for p, s in zip(pockets, scores, strict=True)]
+    if policy != "hybrid":
+        return Planned(split(scored, budget, depth, top_k, c), "", scores)
+    strong = [s for s in scored if s.probability >= 1.0]
+    steps = split(strong, budget, depth, top_k, c, at_least_one=True) if strong else []
+    taken = {s.pocket for s in steps}
+    left = max(budget - sum(s.cost_units for s in steps), 0.0)
+    rest = [s for s in scored if s.pocket.name not in taken and s.probability < 1.0]
+    steps += split(rest, left, depth, top_k, c, at_least_one=not steps)
+    return Planned(steps, "", scores)
