@@ -28,7 +28,9 @@ from typing import IO, Any
 
 from kernels.warmup import compile_all
 from server.adapters.decision_log import FileDecisionLog
+from server.adapters.model_store import ModelStore, ModelWatcher
 from server.adapters.onnx_encoder import ModelMissingError, OnnxTextEncoder
+from server.adapters.onnx_policy import OnnxPocketModel
 from server.adapters.sqlite_store import SqliteRecordStore
 from server.adapters.tantivy_index import TantivyKeywordIndex
 from server.adapters.usearch_index import UsearchIndexSet
@@ -36,6 +38,7 @@ from server.api.calls import WorkerPools
 from server.api.server import GrpcServer, ListenError
 from server.config import BUILTIN_MODEL_DIR, model_dir
 from server.core.memory.engine import MemoryEngine
+from server.core.routing.inputs import LAYOUT, input_width
 from server.core.routing.router import Router
 from server.core.settings import Settings
 
@@ -120,6 +123,11 @@ def build_engine(settings: Settings, encoder: OnnxTextEncoder | None) -> MemoryE
     )
     r = settings.router
     decisions = FileDecisionLog(data / "router", r.log_max_bytes, r.log_files)
+    models = ModelWatcher(
+        ModelStore(data / "router" / "models"),
+        partial(OnnxPocketModel, layout=LAYOUT, inputs=input_width(r.prefix_dim)),
+        r.reload_interval_s,
+    )
     engine.planner = Router(
         r,
         m,
@@ -128,6 +136,7 @@ def build_engine(settings: Settings, encoder: OnnxTextEncoder | None) -> MemoryE
         keywords.pocket_terms,
         decisions,
         partial(engine.recall, shadow=True),
+        models=models,
     )
     return engine
 

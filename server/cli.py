@@ -1,5 +1,7 @@
-"""The entry point: `pocketd serve --listen HOST:PORT --data-dir DIR [--config FILE]`, and
-`pocketd router log --data-dir DIR [--last N] [--json]`.
+"""The entry point: `pocketd serve --listen HOST:PORT --data-dir DIR [--config FILE]`, and the
+router's commands: `pocketd router log --data-dir DIR [--last N] [--json]`,
+`pocketd router train --data-dir DIR [--config FILE] [--namespace NS]` and
+`pocketd router rollback --data-dir DIR [--namespace NS]`.
 
 The only place that reads the environment (POCKETD__SECTION__KEY overrides, NUMBA_CACHE_DIR) and
 the working directory. Exit codes: 0 after a clean shutdown; 2, with one line on stderr, for a bad
@@ -35,13 +37,56 @@ def _parser() -> argparse.ArgumentParser:
         choices=["text", "json"],
         help="one line per record, as text or as JSON objects (default text)",
     )
-    r = sub.add_parser("router", help="store routing: read the decision log")
+    r = sub.add_parser("router", help="store routing: the decision log and the learned model")
     rsub = r.add_subparsers(dest="router_command", required=True)
     lg = rsub.add_parser("log", help="print the decision log, oldest first")
     lg.add_argument("--data-dir", default="./data", help="the server's data directory")
     lg.add_argument("--last", type=int, default=0, help="only the last N records")
     lg.add_argument("--json", action="store_true", help="one JSON object per line")
+    tr = rsub.add_parser(
+        "train",
+        help="train the learned policy on the log's explored decisions, report it and install it",
+    )
+    tr.add_argument("--data-dir", default="./data", help="the server's data directory")
+    tr.add_argument("--config", type=Path, help="the server's YAML configuration file")
+    tr.add_argument("--namespace", help="train this namespace's own model (default: the global)")
+    tr.add_argument("--holdout", type=float, default=0.2, help="the held-out share (default 0.2)")
+    tr.add_argument("--epochs", type=int, default=80, help="at most this many (default 80)")
+    tr.add_argument("--seed", type=int, default=0)
+    tr.add_argument("--dry-run", action="store_true", help="train and report; install nothing")
+    rb = rsub.add_parser("rollback", help="make the previous model current again")
+    rb.add_argument("--data-dir", default="./data", help="the server's data directory")
+    rb.add_argument("--namespace", help="roll back this namespace's model (default: the global)")
     return p
+
+
+def _settings(config: Path | None, overrides: dict[str, Any]) -> Any:
+    """The settings, or a ConfigError's message on stderr and None."""
+    from server.config import ConfigError, load_settings
+
+    try:
+        return load_settings(config, os.environ, overrides, Path.cwd())
+    except ConfigError as exc:
+        print(f"pocketd: {exc}", file=sys.stderr)
+        return None
+
+
+def _router(ns: argparse.Namespace) -> int:
+    if ns.router_command == "log":
+        return _router_log(Path(ns.data_dir), ns.last, ns.json)
+    from server import router_admin
+
+    if ns.router_command == "rollback":
+        return router_admin.rollback_main(Path(ns.data_dir), ns.namespace)
+    if not 0.0 < ns.holdout < 1.0 or ns.epochs < 1:
+        print("pocketd: --holdout must be in (0, 1) and --epochs at least 1", file=sys.stderr)
+        return 2
+    settings = _settings(ns.config, {"server": {"data_dir": ns.data_dir}})
+    if settings is None:
+        return 2
+    return router_admin.train_main(
+        settings, ns.namespace, ns.holdout, ns.epochs, ns.seed, ns.dry_run
+    )
 
 
 def _router_log(data_dir: Path, last: int, as_json: bool) -> int:
@@ -64,6 +109,13 @@ def _router_log(data_dir: Path, last: int, as_json: bool) -> int:
         when = dt.datetime.fromtimestamp(rec.at, dt.UTC).isoformat(timespec="seconds")
         steps = " ".join(f"{s.pocket}:{s.depth}:{s.method or '-'}" for s in rec.steps)
         why = f" widened ({rec.widened})" if rec.widened else ""
+        if rec.asked and rec.asked != rec.policy:
+            why += f" (asked {rec.asked})"
+        if rec.model:
+            why += f" model={rec.model}"
+        if rec.shadow is not None:
+            sh = rec.shadow
+            why += f" shadow: recall@k={sh.recall_at_k:.2f} full_cost={sh.cost_units:.0f}"
         print(
             f"{when} {rec.namespace} {rec.policy}{why} rules={','.join(rec.rules) or '-'}"
             f" cost={rec.cost_units:.0f}/{rec.full_cost_units:.0f} hits={rec.hits} {steps}"
@@ -74,7 +126,7 @@ def _router_log(data_dir: Path, last: int, as_json: bool) -> int:
 def main(argv: list[str] | None = None) -> int:
     ns = _parser().parse_args(argv)
     if ns.command == "router":
-        return _router_log(Path(ns.data_dir), ns.last, ns.json)
+        return _router(ns)
     from server.logs import configure
 
     configure(ns.log_level, ns.log_format)
@@ -83,13 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         overrides["server"]["listen"] = ns.listen
     if ns.data_dir:
         overrides["server"]["data_dir"] = ns.data_dir
-    # Imported here so `pocketd --help` stays fast.
-    from server.config import ConfigError, load_settings
-
-    try:
-        settings = load_settings(ns.config, os.environ, overrides, Path.cwd())
-    except ConfigError as exc:
-        print(f"pocketd: {exc}", file=sys.stderr)
+    settings = _settings(ns.config, overrides)  # imports the config here: --help stays fast
+    if settings is None:
         return 2
     # numba caches compiled kernels next to the data, unless the operator chose a directory.
     os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(settings.server.data_dir) / ".numba_cache"))

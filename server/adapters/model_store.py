@@ -25,12 +25,12 @@ import secrets
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from server.adapters.onnx_policy import ModelError, OnnxPocketModel
+from server.core.routing.ports import PocketModel
 
 log = logging.getLogger(__name__)
 GLOBAL = "global"
@@ -144,22 +144,25 @@ class ModelStore:
 
 
 class ModelWatcher:
-    """A `ModelSource` over a `ModelStore`, reloading a scope when its `CURRENT` changes."""
+    """A `ModelSource` over a `ModelStore`, reloading a scope when its `CURRENT` changes.
+    `load` makes a model of a file's bytes, or raises ValueError (`onnx_policy.OnnxPocketModel`,
+    which checks the input layout)."""
 
-    def __init__(self, store: ModelStore, layout: int, inputs: int, interval: float) -> None:
+    def __init__(
+        self, store: ModelStore, load: Callable[[bytes], PocketModel], interval: float
+    ) -> None:
         self._store = store
-        self._layout = layout
-        self._inputs = inputs
+        self._load_bytes = load
         self._interval = interval
         self._seen: dict[str, tuple[int, int, int]] = {}  # scope → CURRENT's (ino, mtime, size)
-        self._models: dict[str, OnnxPocketModel] = {}
+        self._models: dict[str, PocketModel] = {}
         self._lock = threading.Lock()  # one poll at a time
         self._stop = threading.Event()
         self.reload()
         self._thread = threading.Thread(target=self._run, name="pocketd-models", daemon=True)
         self._thread.start()
 
-    def model(self, namespace: str) -> OnnxPocketModel | None:
+    def model(self, namespace: str) -> PocketModel | None:
         models = self._models  # replaced whole by a reload, never changed in place
         return models.get(scope_of(namespace)) or models.get(GLOBAL)
 
@@ -190,12 +193,12 @@ class ModelWatcher:
         self._stop.set()
         self._thread.join()
 
-    def _load(self, scope: Path) -> OnnxPocketModel | None:
+    def _load(self, scope: Path) -> PocketModel | None:
         try:
             ptr = json.loads((scope / POINTER).read_text())
             data = (scope / ptr["current"] / "model.onnx").read_bytes()
-            model = OnnxPocketModel(data, self._layout, self._inputs)
-        except (OSError, ValueError, KeyError, ModelError) as e:
+            model = self._load_bytes(data)
+        except (OSError, ValueError, KeyError) as e:
             log.error("router model in %s not loaded (the one before stays): %s", scope, e)
             return None
         log.info("router model %s loaded for %s", model.version, scope.name)

@@ -46,7 +46,6 @@ class DecisionRecord(msgspec.Struct, frozen=True):
     flags: list[str]
     rules: list[str]  # the heuristic rules that fired
     policy: str  # the policy whose plan ran ("heuristic" for learned or hybrid with no model)
-    asked: str  # the policy asked for (the request's or the configured one)
     widened: str  # why the plan became the full one ("" when it did not)
     steps: list[LoggedStep]
     cost_units: float  # spent by the Recall, keyword channel included
@@ -56,3 +55,4 @@ class DecisionRecord(msgspec.Struct, frozen=True):
     shadow: Shadow | None = None  # for the share of decisions explored
     inputs: Inputs | None = None  # with the shadow: the training example
     model: str = ""  # the learned model's version, when one scored the pockets
+    asked: str = ""  # the policy asked for (the request's or the configured one)

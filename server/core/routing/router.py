@@ -23,6 +23,7 @@ and logs the comparison with the model's input rows: the training examples of
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import random
@@ -181,26 +182,22 @@ class Router:
         if asked not in POLICIES:
             raise ValueError(f"unknown routing policy {asked!r}; expected one of {POLICIES}")
         f = ctx.features
+        matrix = self._rows(ctx) if rows and ctx.pockets else None
         if asked == "full" or not ctx.pockets or f.safety:
             why = "" if asked == "full" else "no pockets" if not ctx.pockets else ""
             if f.safety and asked != "full" and ctx.pockets:
                 why = f"safety: {', '.join(f.safety)}"
             return Decision(
                 asked, "full", ctx.full, [], why, ctx.full_cost, ctx.full_cost, ctx,
-                [1.0] * len(ctx.pockets),
+                [1.0] * len(ctx.pockets), rows=matrix,
             )  # fmt: skip
         model = (
             self._models.model(namespace)
             if asked in ("learned", "hybrid") and self._models
             else None
         )
-        matrix = None
-        if model is not None or rows:
-            costs = {s.pocket: s.cost_units for s in ctx.full}
-            matrix = pocket_inputs(
-                f, ctx.vector, ctx.pockets, ctx.evidence, ctx.now, ctx.heuristic,
-                [costs.get(p.name, 0.0) for p in ctx.pockets],
-            )  # fmt: skip
+        if model is not None and matrix is None:
+            matrix = self._rows(ctx)
         probs = None if model is None or matrix is None else model.score(matrix).tolist()
         policy = asked if probs is not None else "heuristic"
         planned = choose(
@@ -222,6 +219,13 @@ class Router:
             matrix,
         )
 
+    def _rows(self, ctx: Context) -> npt.NDArray[np.float32]:
+        costs = {s.pocket: s.cost_units for s in ctx.full}
+        return pocket_inputs(
+            ctx.features, ctx.vector, ctx.pockets, ctx.evidence, ctx.now, ctx.heuristic,
+            [costs.get(p.name, 0.0) for p in ctx.pockets],
+        )  # fmt: skip
+
     def plan(
         self, q: RecallQuery, vector: npt.NDArray[np.float32] | None, now: float
     ) -> RoutedPlan | None:
@@ -234,6 +238,11 @@ class Router:
         d = self.decide(q, vector, now, asked, rows=explore)
         original = msgspec.structs.replace(q)  # as asked: the engine fills in the plan
         return RoutedPlan(d.plan(), partial(self._done, d, original, now, explore))
+
+    def drain(self) -> None:
+        """Wait until the shadow runs queued so far have run (and been handed to the log)."""
+        with contextlib.suppress(RuntimeError):  # closed: nothing is left to run
+            self._shadows.submit(lambda: None).result()
 
     def close(self) -> None:
         self._shadows.shutdown(wait=True, cancel_futures=True)

@@ -21,7 +21,6 @@ def record(i: int) -> DecisionRecord:
         flags=["time"],
         rules=["time_window"],
         policy="heuristic",
-        asked="heuristic",
         widened="",
         steps=[LoggedStep("fact/warm/text", 16, 0.9, 100.0, "exact", 100.0, 0.8)],
         cost_units=150.0,
