@@ -40,7 +40,7 @@ def _vec(values: object) -> Vector | None:
     return arr if arr.size else None
 
 
-def _ts(seconds: float, into: Timestamp) -> None:
+def timestamp(seconds: float, into: Timestamp) -> None:
     """Write a time; validation keeps stored times in range, and one stored before it did (by an
     older version) is clamped into the range rather than failing every read of the record."""
     seconds = 0.0 if math.isnan(seconds) else min(max(seconds, MIN_SECONDS), MAX_SECONDS + 0.999)
@@ -91,7 +91,7 @@ def write_result(res: WriteResult) -> spb.RememberResponse:
         tier=int(res.tier),  # type: ignore[arg-type]
     )
     if res.expires_at is not None and res.decision != GateDecision.REJECTED:
-        _ts(res.expires_at, out.expires_at)
+        timestamp(res.expires_at, out.expires_at)
     return out
 
 
@@ -122,6 +122,7 @@ def recall_query(req: spb.RecallRequest) -> RecallQuery:
         plan=[PlanStep(s.pocket, s.depth) for s in req.plan] if req.plan else None,
         as_of=ts_seconds(req.as_of) if req.HasField("as_of") else None,
         context_turns=req.context_turns,
+        route_policy=req.route_policy,
     )
 
 
@@ -157,14 +158,14 @@ def record_pb(rec: Record, vector: Vector | None = None) -> pb.MemoryRecord:
                 sha256=rec.blob.sha256,
             )
         )
-    _ts(rec.created_at, out.occurred_at)
-    _ts(rec.stored_at or rec.created_at, out.created_at)
-    _ts(rec.updated_at, out.updated_at)
+    timestamp(rec.created_at, out.occurred_at)
+    timestamp(rec.stored_at or rec.created_at, out.created_at)
+    timestamp(rec.updated_at, out.updated_at)
     if rec.expires_at is not None:
-        _ts(rec.expires_at, out.expires_at)
+        timestamp(rec.expires_at, out.expires_at)
     out.access.access_count = rec.access_count
     if rec.last_accessed_at is not None:
-        _ts(rec.last_accessed_at, out.access.last_accessed_at)
+        timestamp(rec.last_accessed_at, out.access.last_accessed_at)
     if vector is not None:
         out.vector.extend(vector.tolist())
     return out
@@ -204,6 +205,7 @@ def recall_response(res: RecallResult) -> spb.RecallResponse:
                 method=r.method,
                 scanned=r.scanned,
                 cost_units=r.cost_units,
+                best_cosine=r.best,
             )
             for r in res.plan
         ],
@@ -232,8 +234,8 @@ def pocket_pb(p: PocketStats) -> spb.PocketStats:
         search_cost=p.search_cost,
         radius=p.radius,
     )
-    _ts(p.oldest, out.oldest)
-    _ts(p.newest, out.newest)
+    timestamp(p.oldest, out.oldest)
+    timestamp(p.newest, out.newest)
     if p.centroid is not None:
         out.centroid.extend(p.centroid.tolist())
     return out

@@ -19,11 +19,14 @@ from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 from server.api import convert, fields
 from server.api.calls import CallRecord, CallRunner, WorkerPools, code_name
+from server.api.convert_routing import explain_response
 from server.api.errors import to_status
 from server.api.validation import Validator, Violations
 from server.core.deadline import Deadline
-from server.core.errors import UnavailableError
+from server.core.errors import FailedPreconditionError, UnavailableError
 from server.core.memory.engine import MemoryEngine
+from server.core.routing.explain import Explainer
+from server.core.routing.router import Router
 from server.core.settings import Settings
 
 T = TypeVar("T")
@@ -40,8 +43,11 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
         self._validator = Validator(settings)
         self._calls = CallRunner(settings.server, pools)
         self._engine: MemoryEngine | None = None
+        self._explainer: Explainer | None = None
 
     def ready(self, engine: MemoryEngine) -> None:
+        if isinstance(engine.planner, Router):
+            self._explainer = Explainer(engine.planner, engine)
         self._engine = engine
 
     def _eng(self) -> MemoryEngine:
@@ -122,6 +128,19 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
             return convert.recall_response(res)
 
         return await self._call(context, rec, lambda v: self._validator.recall(v, request), work)
+
+    async def Explain(self, request: spb.ExplainRequest, context: Ctx) -> spb.ExplainResponse:
+        rec = CallRecord("Explain", request.recall.namespace, 0)
+
+        def work(eng: MemoryEngine, d: Deadline) -> spb.ExplainResponse:
+            if self._explainer is None:
+                raise FailedPreconditionError("this server has no router to explain", "NO_ROUTER")
+            q = convert.recall_query(request.recall)
+            ctx, explained = self._explainer.explain(q, list(request.policies), request.run, d)
+            rec.items = len(explained)
+            return explain_response(ctx, explained)
+
+        return await self._call(context, rec, lambda v: self._validator.explain(v, request), work)
 
     async def Get(self, request: spb.GetRequest, context: Ctx) -> spb.GetResponse:
         def work(eng: MemoryEngine, d: Deadline) -> spb.GetResponse:

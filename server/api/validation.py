@@ -18,6 +18,7 @@ from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
 from server.api import fields as f
 from server.core.errors import FieldViolation, InvalidArgumentError
+from server.core.routing.policies import POLICIES
 from server.core.settings import Settings
 
 MAX_FUTURE_SECONDS = 300.0
@@ -229,6 +230,27 @@ class Validator:
                     v.add(f"plan[{i}].pocket", f"{step.pocket[:64]!r} {f.POCKET_RULE}")
                 if step.depth > MAX_DEPTH:
                     v.add(f"plan[{i}].depth", f"{step.depth} is above {MAX_DEPTH}")
+        if req.route_policy and req.route_policy not in POLICIES:
+            v.add("route_policy", f"{req.route_policy[:32]!r} is not one of {', '.join(POLICIES)}")
+        elif req.route_policy and req.plan:
+            v.add("route_policy", "is set with a plan; a plan is not routed")
+
+    def explain(self, v: Violations, req: spb.ExplainRequest) -> None:
+        inner = Violations()
+        self.recall(inner, req.recall)
+        if req.recall.plan:
+            inner.add("plan", "must be empty: Explain chooses the plans")
+        if req.recall.route_policy:
+            inner.add("route_policy", "must be empty: Explain takes `policies`")
+        for item in inner.items:
+            v.add(f"recall.{item.field}", item.description)
+        seen: set[str] = set()
+        for i, p in enumerate(req.policies):
+            if p not in POLICIES:
+                v.add(f"policies[{i}]", f"{p[:32]!r} is not one of {', '.join(POLICIES)}")
+            elif p in seen:
+                v.add(f"policies[{i}]", f"{p!r} is named twice")
+            seen.add(p)
 
     def get(self, v: Violations, req: spb.GetRequest) -> None:
         self.namespace(v, "namespace", req.namespace)

@@ -58,9 +58,25 @@ class Client:
     def recall(self, namespace: str, text: str = "", **options: Any) -> RecallResult:
         """Hybrid search. `options`: vector, top_k, image, include_obsolete, include_expired,
         min_score (the relevance floor, None: the server's 0.1), as_of, context_turns, plan
-        ((pocket, depth) steps), and the filter fields of `requests.memory_filter`."""
+        ((pocket, depth) steps), route_policy, and the filter fields of `requests.memory_filter`."""
         req = recall_request(namespace, text, **options)
         return RecallResult.from_pb(self._stub.Recall(req, timeout=self.timeout))
+
+    def explain(
+        self,
+        namespace: str,
+        text: str = "",
+        policies: Sequence[str] = (),
+        run: bool = False,
+        **options: Any,
+    ) -> spb.ExplainResponse:
+        """The plan each routing policy would choose for this Recall (`options` as `recall`'s),
+        with the route features; `run`: also each plan's result."""
+        req = spb.ExplainRequest(
+            recall=recall_request(namespace, text, **options), policies=policies, run=run
+        )
+        resp: spb.ExplainResponse = self._stub.Explain(req, timeout=self.timeout)
+        return resp
 
     def list(
         self, namespace: str, page_size: int | None = None, page_token: str = "", **filters: Any
@@ -133,9 +149,24 @@ class AsyncClient:
     async def recall(self, namespace: str, text: str = "", **options: Any) -> RecallResult:
         """Hybrid search. `options`: vector, top_k, image, include_obsolete, include_expired,
         min_score (the relevance floor, None: the server's 0.1), as_of, context_turns, plan
-        ((pocket, depth) steps), and the filter fields of `requests.memory_filter`."""
+        ((pocket, depth) steps), route_policy, and the filter fields of `requests.memory_filter`."""
         req = recall_request(namespace, text, **options)
         return RecallResult.from_pb(await self._stub.Recall(req, timeout=self.timeout))
+
+    async def explain(
+        self,
+        namespace: str,
+        text: str = "",
+        policies: Sequence[str] = (),
+        run: bool = False,
+        **options: Any,
+    ) -> spb.ExplainResponse:
+        """As `Client.explain`."""
+        req = spb.ExplainRequest(
+            recall=recall_request(namespace, text, **options), policies=policies, run=run
+        )
+        resp: spb.ExplainResponse = await self._stub.Explain(req, timeout=self.timeout)
+        return resp
 
     async def list(
         self, namespace: str, page_size: int | None = None, page_token: str = "", **filters: Any

@@ -183,10 +183,11 @@ def recall_request(
     as_of: datetime | float | None = None,
     context_turns: int = 0,
     plan: Sequence[tuple[str, int]] = (),
+    route_policy: str = "",
     **filter_fields: Any,
 ) -> spb.RecallRequest:
     """A RecallRequest; `filter_fields` are those of `memory_filter`, `plan` is (pocket, depth)
-    steps."""
+    steps, `route_policy` one of full, heuristic, learned, hybrid ("": the server's)."""
     unknown = set(filter_fields) - _FILTER_FIELDS
     if unknown:
         raise TypeError(f"unknown recall arguments: {sorted(unknown)}")
@@ -198,6 +199,7 @@ def recall_request(
         include_expired=include_expired,
         context_turns=context_turns,
         plan=[spb.PlanStep(pocket=p, depth=d) for p, d in plan],
+        route_policy=route_policy,
     )
     req.filter.CopyFrom(memory_filter(**filter_fields))
     if vector is not None:

@@ -244,6 +244,21 @@ class MemoryEngine:
         self.indexer.wake()
         return results
 
+    def now(self) -> float:
+        return self._clock.now()
+
+    def query_vector(self, q: RecallQuery, deadline: Deadline | None = None) -> Vector | None:
+        """The unit vector `q` would be searched with: its own, or its text's (cached or
+        encoded; None when the namespace has no memories, as Recall would not encode it)."""
+        if q.vector is not None:
+            return unit(q.vector)
+        if not q.text:
+            return None
+        self._encoder_ready("the query")
+        if self.columns.ns_id(q.namespace) < 0:
+            return None
+        return self._query_vector(q.namespace, q.text, deadline or no_deadline())
+
     def _cached_query(self, namespace: str, text: str) -> Vector | None:
         key = (namespace, text)
         with self._query_lock:

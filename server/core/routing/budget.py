@@ -1,13 +1,13 @@
 """The budget split: a policy's pockets, each with the probability that it is needed, become plan
 steps whose cost fits `max_cost_units`.
 
-Pockets are taken most probable first. Each is allotted its probability's share of what is left
-(so what one pocket does not use flows to the next ones):
+Pockets are taken most probable first, while the budget lasts (greedily: a more probable pocket
+is never passed over to pay for a less probable one), and none below `MIN_PROBABILITY` but the
+first. Each has its probability's share of what is left:
 - a pocket scanned exactly (small warm pockets, hot pockets) costs its size whatever the depth: it
-  is searched, at the full depth, if its allotment covers that;
-- an HNSW pocket's cost grows with its depth: it gets the deepest search its allotment pays for,
-  at least `top_k` (the minimum useful depth), at most the full depth; a pocket whose allotment
-  does not pay for `top_k` is skipped.
+  is searched, at the full depth, if what is left pays for it;
+- an HNSW pocket's cost grows with its depth: it gets the deepest search its share pays for, at
+  least `top_k` (the minimum useful depth) if what is left pays for that, at most the full depth.
 The most probable pocket is searched, within the budget or not (unless `at_least_one` is off), so
 a plan is never empty.
 No budget (None) keeps every pocket of positive probability at the full depth.
@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from server.core.memory.costs import CostModel
+
+MIN_PROBABILITY = 0.1  # a less probable pocket is never worth budget (the first one excepted)
 
 
 class Candidate(Protocol):
@@ -70,9 +72,11 @@ def split(
     left = budget
     mass = sum(s.probability for s in ranked)
     for i, s in enumerate(ranked):
-        allot = left * s.probability / mass if mass > 0 else 0.0
+        share = left * s.probability / mass if mass > 0 else 0.0
         mass -= s.probability
-        step = _fit(s, allot, depth, top_k, costs)
+        step = None
+        if i == 0 or s.probability >= MIN_PROBABILITY:
+            step = _fit(s, share, left, depth, top_k, costs)
         if step is None and i == 0 and at_least_one:  # the most probable pocket is always searched
             step = _step(s, max(top_k, 1) if s.pocket.method == "hnsw" else depth, costs)
         if step is not None:
@@ -89,17 +93,21 @@ def _step(s: Scored, depth: int, costs: CostModel) -> RoutedStep:
     return RoutedStep(s.pocket.name, depth, s.probability, _cost(s.pocket, depth, costs))
 
 
-def _fit(s: Scored, allot: float, depth: int, top_k: int, costs: CostModel) -> RoutedStep | None:
-    """The deepest step of `s` that `allot` pays for, or None."""
+def _fit(
+    s: Scored, share: float, left: float, depth: int, top_k: int, costs: CostModel
+) -> RoutedStep | None:
+    """The step of `s` that its `share` of the budget pays for, or None. An exact pocket costs
+    its size at any depth: it is searched if what is `left` pays for it. An HNSW pocket gets the
+    deepest search its share pays for, and at least `top_k` if what is left pays for that."""
     p = s.pocket
     if p.method != "hnsw":
-        return _step(s, depth, costs) if p.size <= allot else None
-    if _cost(p, top_k, costs) > allot:
+        return _step(s, depth, costs) if p.size <= left else None
+    if _cost(p, top_k, costs) > left:
         return None
     lo, hi = top_k, max(depth, top_k)  # the cost is monotone in the depth: bisect
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if _cost(p, mid, costs) <= allot:
+        if _cost(p, mid, costs) <= max(share, _cost(p, top_k, costs)):
             lo = mid
         else:
             hi = mid - 1

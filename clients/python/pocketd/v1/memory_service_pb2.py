@@ -26,7 +26,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from pocketd.v1 import memory_pb2 as pocketd_dot_v1_dot_memory__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fpocketd/v1/memory_service.proto\x12\npocketd.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17pocketd/v1/memory.proto\"6\n\nWriteHints\x12\x10\n\x08remember\x18\x01 \x01(\x08\x12\x16\n\x0e\x65rror_resolved\x18\x02 \x01(\x08\"v\n\x0fRememberRequest\x12(\n\x06record\x18\x01 \x01(\x0b\x32\x18.pocketd.v1.MemoryRecord\x12%\n\x05hints\x18\x02 \x01(\x0b\x32\x16.pocketd.v1.WriteHints\x12\x12\n\nsupersedes\x18\x03 \x03(\t\"\xc5\x01\n\x10RememberResponse\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12*\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0e\x32\x18.pocketd.v1.GateDecision\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x12\n\nimportance\x18\x04 \x01(\r\x12.\n\nexpires_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1e\n\x04tier\x18\x06 \x01(\x0e\x32\x10.pocketd.v1.Tier\"B\n\x14RememberBatchRequest\x12*\n\x05items\x18\x01 \x03(\x0b\x32\x1b.pocketd.v1.RememberRequest\"F\n\x15RememberBatchResponse\x12-\n\x07results\x18\x01 \x03(\x0b\x32\x1c.pocketd.v1.RememberResponse\"\x80\x02\n\x0cMemoryFilter\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12%\n\x05kinds\x18\x02 \x03(\x0e\x32\x16.pocketd.v1.MemoryKind\x12(\n\nmodalities\x18\x03 \x03(\x0e\x32\x14.pocketd.v1.Modality\x12\x0c\n\x04tags\x18\x04 \x03(\t\x12\x31\n\rcreated_after\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0emin_importance\x18\x07 \x01(\r\"\x9a\x03\n\rRecallRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x12\n\nquery_text\x18\x02 \x01(\t\x12\x14\n\x0cquery_vector\x18\x03 \x03(\x02\x12,\n\x0equery_modality\x18\x04 \x01(\x0e\x32\x14.pocketd.v1.Modality\x12\x12\n\x05top_k\x18\x05 \x01(\x05H\x00\x88\x01\x01\x12(\n\x06\x66ilter\x18\x06 \x01(\x0b\x32\x18.pocketd.v1.MemoryFilter\x12\x18\n\x10include_obsolete\x18\x07 \x01(\x08\x12\x17\n\x0finclude_expired\x18\x08 \x01(\x08\x12\x17\n\x0finclude_vectors\x18\t \x01(\x08\x12\x16\n\tmin_score\x18\n \x01(\x02H\x01\x88\x01\x01\x12\"\n\x04plan\x18\x0b \x03(\x0b\x32\x14.pocketd.v1.PlanStep\x12)\n\x05\x61s_of\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rcontext_turns\x18\r \x01(\rB\x08\n\x06_top_kB\x0c\n\n_min_score\")\n\x08PlanStep\x12\x0e\n\x06pocket\x18\x01 \x01(\t\x12\r\n\x05\x64\x65pth\x18\x02 \x01(\r\"d\n\x0ePlanStepReport\x12\x0e\n\x06pocket\x18\x01 \x01(\t\x12\r\n\x05\x64\x65pth\x18\x02 \x01(\r\x12\x0e\n\x06method\x18\x03 \x01(\t\x12\x0f\n\x07scanned\x18\x04 \x01(\x04\x12\x12\n\ncost_units\x18\x05 \x01(\x01\"\x9b\x01\n\tRecallHit\x12(\n\x06record\x18\x01 \x01(\x0b\x32\x18.pocketd.v1.MemoryRecord\x12)\n\x05score\x18\x02 \x01(\x0b\x32\x1a.pocketd.v1.ScoreBreakdown\x12\x0e\n\x06pocket\x18\x03 \x01(\t\x12)\n\x07\x63ontext\x18\x04 \x03(\x0b\x32\x18.pocketd.v1.MemoryRecord\"\x8a\x02\n\x0eRecallResponse\x12#\n\x04hits\x18\x01 \x03(\x0b\x32\x15.pocketd.v1.RecallHit\x12\x15\n\rvector_weight\x18\x02 \x01(\x02\x12\x16\n\x0ekeyword_weight\x18\x03 \x01(\x02\x12\x19\n\x11vector_candidates\x18\x04 \x01(\r\x12\x1a\n\x12keyword_candidates\x18\x05 \x01(\r\x12\x13\n\x0btook_micros\x18\x06 \x01(\x04\x12(\n\x04plan\x18\x07 \x03(\x0b\x32\x1a.pocketd.v1.PlanStepReport\x12\x12\n\ncost_units\x18\x08 \x01(\x01\x12\x1a\n\x12keyword_cost_units\x18\t \x01(\x01\"J\n\nGetRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tmemory_id\x18\x02 \x01(\t\x12\x16\n\x0einclude_vector\x18\x03 \x01(\x08\"7\n\x0bGetResponse\x12(\n\x06record\x18\x01 \x01(\x0b\x32\x18.pocketd.v1.MemoryRecord\"z\n\rForgetRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x13\n\tmemory_id\x18\x02 \x01(\tH\x00\x12*\n\x06\x66ilter\x18\x03 \x01(\x0b\x32\x18.pocketd.v1.MemoryFilterH\x00\x12\x0b\n\x03\x61ll\x18\x04 \x01(\x08\x42\x08\n\x06target\")\n\x0e\x46orgetResponse\x12\x17\n\x0f\x66orgotten_count\x18\x01 \x01(\x04\"\x84\x01\n\x0bListRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12(\n\x06\x66ilter\x18\x02 \x01(\x0b\x32\x18.pocketd.v1.MemoryFilter\x12\x16\n\tpage_size\x18\x03 \x01(\rH\x00\x88\x01\x01\x12\x12\n\npage_token\x18\x04 \x01(\tB\x0c\n\n_page_size\"R\n\x0cListResponse\x12)\n\x07records\x18\x01 \x03(\x0b\x32\x18.pocketd.v1.MemoryRecord\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"!\n\x0cStatsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\"A\n\tTierStats\x12\x1e\n\x04tier\x18\x01 \x01(\x0e\x32\x10.pocketd.v1.Tier\x12\x14\n\x0crecord_count\x18\x02 \x01(\x04\"\xa1\x01\n\x0eNamespaceStats\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x14\n\x0crecord_count\x18\x02 \x01(\x04\x12\x16\n\x0eobsolete_count\x18\x03 \x01(\x04\x12$\n\x05tiers\x18\x04 \x03(\x0b\x32\x15.pocketd.v1.TierStats\x12(\n\x07pockets\x18\x05 \x03(\x0b\x32\x17.pocketd.v1.PocketStats\"\xdf\x02\n\x0bPocketStats\x12\x0c\n\x04name\x18\x01 \x01(\t\x12$\n\x04kind\x18\x02 \x01(\x0e\x32\x16.pocketd.v1.MemoryKind\x12\x1e\n\x04tier\x18\x03 \x01(\x0e\x32\x10.pocketd.v1.Tier\x12&\n\x08modality\x18\x04 \x01(\x0e\x32\x14.pocketd.v1.Modality\x12\x0e\n\x06\x62ucket\x18\x05 \x01(\t\x12\x0c\n\x04size\x18\x06 \x01(\x04\x12\x0e\n\x06method\x18\x07 \x01(\t\x12\x17\n\x0f\x63ost_per_vector\x18\x08 \x01(\x01\x12\x13\n\x0bsearch_cost\x18\t \x01(\x01\x12*\n\x06oldest\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12*\n\x06newest\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06radius\x18\x0c \x01(\x02\x12\x10\n\x08\x63\x65ntroid\x18\r \x03(\x02\"\x95\x01\n\nIndexStats\x12\x15\n\rhead_revision\x18\x01 \x01(\x04\x12\x18\n\x10indexed_revision\x18\x02 \x01(\x04\x12\x19\n\x11snapshot_revision\x18\x03 \x01(\x04\x12\x0f\n\x07pending\x18\x04 \x01(\x04\x12\x15\n\runsnapshotted\x18\x05 \x01(\x04\x12\x13\n\x0b\x63\x61tching_up\x18\x06 \x01(\x08\"}\n\rStatsResponse\x12.\n\nnamespaces\x18\x01 \x03(\x0b\x32\x1a.pocketd.v1.NamespaceStats\x12\x15\n\rpending_index\x18\x02 \x01(\x04\x12%\n\x05index\x18\x03 \x01(\x0b\x32\x16.pocketd.v1.IndexStats*}\n\x0cGateDecision\x12\x1d\n\x19GATE_DECISION_UNSPECIFIED\x10\x00\x12\x18\n\x14GATE_DECISION_STORED\x10\x01\x12\x18\n\x14GATE_DECISION_MERGED\x10\x02\x12\x1a\n\x16GATE_DECISION_REJECTED\x10\x03\x32\xdf\x03\n\rMemoryService\x12\x45\n\x08Remember\x12\x1b.pocketd.v1.RememberRequest\x1a\x1c.pocketd.v1.RememberResponse\x12T\n\rRememberBatch\x12 .pocketd.v1.RememberBatchRequest\x1a!.pocketd.v1.RememberBatchResponse\x12?\n\x06Recall\x12\x19.pocketd.v1.RecallRequest\x1a\x1a.pocketd.v1.RecallResponse\x12\x36\n\x03Get\x12\x16.pocketd.v1.GetRequest\x1a\x17.pocketd.v1.GetResponse\x12?\n\x06\x46orget\x12\x19.pocketd.v1.ForgetRequest\x1a\x1a.pocketd.v1.ForgetResponse\x12<\n\x05Stats\x12\x18.pocketd.v1.StatsRequest\x1a\x19.pocketd.v1.StatsResponse\x12\x39\n\x04List\x12\x17.pocketd.v1.ListRequest\x1a\x18.pocketd.v1.ListResponseB<Z:github.com/pocketd/pocketd/clients/go/pocketd/v1;pocketdv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fpocketd/v1/memory_service.proto\x12\npocketd.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17pocketd/v1/memory.proto\"6\n\nWriteHints\x12\x10\n\x08remember\x18\x01 \x01(\x08\x12\x16\n\x0e\x65rror_resolved\x18\x02 \x01(\x08\"v\n\x0fRememberRequest\x12(\n\x06record\x18\x01 \x01(\x0b\x32\x18.pocketd.v1.MemoryRecord\x12%\n\x05hints\x18\x02 \x01(\x0b\x32\x16.pocketd.v1.WriteHints\x12\x12\n\nsupersedes\x18\x03 \x03(\t\"\xc5\x01\n\x10RememberResponse\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12*\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0e\x32\x18.pocketd.v1.GateDecision\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x12\n\nimportance\x18\x04 \x01(\r\x12.\n\nexpires_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1e\n\x04tier\x18\x06 \x01(\x0e\x32\x10.pocketd.v1.Tier\"B\n\x14RememberBatchRequest\x12*\n\x05items\x18\x01 \x03(\x0b\x32\x1b.pocketd.v1.RememberRequest\"F\n\x15RememberBatchResponse\x12-\n\x07results\x18\x01 \x03(\x0b\x32\x1c.pocketd.v1.RememberResponse\"\x80\x02\n\x0cMemoryFilter\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12%\n\x05kinds\x18\x02 \x03(\x0e\x32\x16.pocketd.v1.MemoryKind\x12(\n\nmodalities\x18\x03 \x03(\x0e\x32\x14.pocketd.v1.Modality\x12\x0c\n\x04tags\x18\x04 \x03(\t\x12\x31\n\rcreated_after\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0emin_importance\x18\x07 \x01(\r\"\xb0\x03\n\rRecallRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x12\n\nquery_text\x18\x02 \x01(\t\x12\x14\n\x0cquery_vector\x18\x03 \x03(\x02\x12,\n\x0equery_modality\x18\x04 \x01(\x0e\x32\x14.pocketd.v1.Modality\x12\x12\n\x05top_k\x18\x05 \x01(\x05H\x00\x88\x01\x01\x12(\n\x06\x66ilter\x18\x06 \x01(\x0b\x32\x18.pocketd.v1.MemoryFilter\x12\x18\n\x10include_obsolete\x18\x07 \x01(\x08\x12\x17\n\x0finclude_expired\x18\x08 \x01(\x08\x12\x17\n\x0finclude_vectors\x18\t \x01(\x08\x12\x16\n\tmin_score\x18\n \x01(\x02H\x01\x88\x01\x01\x12\"\n\x04plan\x18\x0b \x03(\x0b\x32\x14.pocketd.v1.PlanStep\x12)\n\x05\x61s_of\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rcontext_turns\x18\r \x01(\r\x12\x14\n\x0croute_policy\x18\x0e \x01(\tB\x08\n\x06_top_kB\x0c\n\n_min_score\")\n\x08PlanStep\x12\x0e\n\x06pocket\x18\x01 \x01(\t\x12\r\n\x05\x64\x65pth\x18\x02 \x01(\r\"y\n\x0ePlanStepReport\x12\x0e\n\x06pocket\x18\x01 \x01(\t\x12\r\n\x05\x64\x65pth\x18\x02 \x01(\r\x12\x0e\n\x06method\x18\x03 \x01(\t\x12\x0f\n\x07scanned\x18\x04 \x01(\x04\x12\x12\n\ncost_units\x18\x05 \x01(\x01\x12\x13\n\x0b\x62\x65st_cosine\x18\x06 \x01(\x02\"\x9b\x01\n\tRecallHit\x12(\n\x06record\x18\x01 \x01(\x0b\x32\x18.pocketd.v1.MemoryRecord\x12)\n\x05score\x18\x02 \x01(\x0b\x32\x1a.pocketd.v1.ScoreBreakdown\x12\x0e\n\x06pocket\x18\x03 \x01(\t\x12)\n\x07\x63ontext\x18\x04 \x03(\x0b\x32\x18.pocketd.v1.MemoryRecord\"\x8a\x02\n\x0eRecallResponse\x12#\n\x04hits\x18\x01 \x03(\x0b\x32\x15.pocketd.v1.RecallHit\x12\x15\n\rvector_weight\x18\x02 \x01(\x02\x12\x16\n\x0ekeyword_weight\x18\x03 \x01(\x02\x12\x19\n\x11vector_candidates\x18\x04 \x01(\r\x12\x1a\n\x12keyword_candidates\x18\x05 \x01(\r\x12\x13\n\x0btook_micros\x18\x06 \x01(\x04\x12(\n\x04plan\x18\x07 \x03(\x0b\x32\x1a.pocketd.v1.PlanStepReport\x12\x12\n\ncost_units\x18\x08 \x01(\x01\x12\x1a\n\x12keyword_cost_units\x18\t \x01(\x01\"J\n\nGetRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tmemory_id\x18\x02 \x01(\t\x12\x16\n\x0einclude_vector\x18\x03 \x01(\x08\"7\n\x0bGetResponse\x12(\n\x06record\x18\x01 \x01(\x0b\x32\x18.pocketd.v1.MemoryRecord\"z\n\rForgetRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x13\n\tmemory_id\x18\x02 \x01(\tH\x00\x12*\n\x06\x66ilter\x18\x03 \x01(\x0b\x32\x18.pocketd.v1.MemoryFilterH\x00\x12\x0b\n\x03\x61ll\x18\x04 \x01(\x08\x42\x08\n\x06target\")\n\x0e\x46orgetResponse\x12\x17\n\x0f\x66orgotten_count\x18\x01 \x01(\x04\"\x84\x01\n\x0bListRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12(\n\x06\x66ilter\x18\x02 \x01(\x0b\x32\x18.pocketd.v1.MemoryFilter\x12\x16\n\tpage_size\x18\x03 \x01(\rH\x00\x88\x01\x01\x12\x12\n\npage_token\x18\x04 \x01(\tB\x0c\n\n_page_size\"R\n\x0cListResponse\x12)\n\x07records\x18\x01 \x03(\x0b\x32\x18.pocketd.v1.MemoryRecord\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"!\n\x0cStatsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\"A\n\tTierStats\x12\x1e\n\x04tier\x18\x01 \x01(\x0e\x32\x10.pocketd.v1.Tier\x12\x14\n\x0crecord_count\x18\x02 \x01(\x04\"\xa1\x01\n\x0eNamespaceStats\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x14\n\x0crecord_count\x18\x02 \x01(\x04\x12\x16\n\x0eobsolete_count\x18\x03 \x01(\x04\x12$\n\x05tiers\x18\x04 \x03(\x0b\x32\x15.pocketd.v1.TierStats\x12(\n\x07pockets\x18\x05 \x03(\x0b\x32\x17.pocketd.v1.PocketStats\"\xdf\x02\n\x0bPocketStats\x12\x0c\n\x04name\x18\x01 \x01(\t\x12$\n\x04kind\x18\x02 \x01(\x0e\x32\x16.pocketd.v1.MemoryKind\x12\x1e\n\x04tier\x18\x03 \x01(\x0e\x32\x10.pocketd.v1.Tier\x12&\n\x08modality\x18\x04 \x01(\x0e\x32\x14.pocketd.v1.Modality\x12\x0e\n\x06\x62ucket\x18\x05 \x01(\t\x12\x0c\n\x04size\x18\x06 \x01(\x04\x12\x0e\n\x06method\x18\x07 \x01(\t\x12\x17\n\x0f\x63ost_per_vector\x18\x08 \x01(\x01\x12\x13\n\x0bsearch_cost\x18\t \x01(\x01\x12*\n\x06oldest\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12*\n\x06newest\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06radius\x18\x0c \x01(\x02\x12\x10\n\x08\x63\x65ntroid\x18\r \x03(\x02\"\x95\x01\n\nIndexStats\x12\x15\n\rhead_revision\x18\x01 \x01(\x04\x12\x18\n\x10indexed_revision\x18\x02 \x01(\x04\x12\x19\n\x11snapshot_revision\x18\x03 \x01(\x04\x12\x0f\n\x07pending\x18\x04 \x01(\x04\x12\x15\n\runsnapshotted\x18\x05 \x01(\x04\x12\x13\n\x0b\x63\x61tching_up\x18\x06 \x01(\x08\"}\n\rStatsResponse\x12.\n\nnamespaces\x18\x01 \x03(\x0b\x32\x1a.pocketd.v1.NamespaceStats\x12\x15\n\rpending_index\x18\x02 \x01(\x04\x12%\n\x05index\x18\x03 \x01(\x0b\x32\x16.pocketd.v1.IndexStats\"Z\n\x0e\x45xplainRequest\x12)\n\x06recall\x18\x01 \x01(\x0b\x32\x19.pocketd.v1.RecallRequest\x12\x10\n\x08policies\x18\x02 \x03(\t\x12\x0b\n\x03run\x18\x03 \x01(\x08\"\x8f\x02\n\x0ePocketFeatures\x12\x0e\n\x06pocket\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x04\x12\x0e\n\x06method\x18\x03 \x01(\t\x12\x17\n\x0f\x66ull_cost_units\x18\x04 \x01(\x01\x12\x17\n\x0f\x63\x65ntroid_cosine\x18\x05 \x01(\x02\x12\x0e\n\x06radius\x18\x06 \x01(\x02\x12\x16\n\x0eterm_documents\x18\x07 \x01(\x04\x12\x1d\n\x15heuristic_probability\x18\x08 \x01(\x02\x12*\n\x06oldest\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12*\n\x06newest\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xf0\x01\n\rRouteFeatures\x12\r\n\x05\x66lags\x18\x01 \x03(\t\x12\r\n\x05terms\x18\x02 \x03(\t\x12\x13\n\x0bidentifiers\x18\x03 \x03(\t\x12\x0e\n\x06safety\x18\x04 \x03(\t\x12\r\n\x05image\x18\x05 \x01(\x08\x12+\n\x07pockets\x18\x06 \x03(\x0b\x32\x1a.pocketd.v1.PocketFeatures\x12\x30\n\x0cwindow_start\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nwindow_end\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"U\n\x0bPlannedStep\x12\x0e\n\x06pocket\x18\x01 \x01(\t\x12\r\n\x05\x64\x65pth\x18\x02 \x01(\r\x12\x13\n\x0bprobability\x18\x03 \x01(\x02\x12\x12\n\ncost_units\x18\x04 \x01(\x01\"\xa6\x02\n\x11PolicyExplanation\x12\x0e\n\x06policy\x18\x01 \x01(\t\x12\x0b\n\x03ran\x18\x02 \x01(\t\x12\x0f\n\x07widened\x18\x03 \x01(\t\x12\r\n\x05rules\x18\x04 \x03(\t\x12\x15\n\rmodel_version\x18\x05 \x01(\t\x12&\n\x05steps\x18\x06 \x03(\x0b\x32\x17.pocketd.v1.PlannedStep\x12\x0e\n\x06scores\x18\x07 \x03(\x02\x12\x12\n\ncost_units\x18\x08 \x01(\x01\x12\x17\n\x0f\x66ull_cost_units\x18\t \x01(\x01\x12\x14\n\x0c\x62udget_units\x18\n \x01(\x01\x12*\n\x06result\x18\x0b \x01(\x0b\x32\x1a.pocketd.v1.RecallResponse\x12\x16\n\x0esearched_steps\x18\x0c \x01(\r\"o\n\x0f\x45xplainResponse\x12+\n\x08\x66\x65\x61tures\x18\x01 \x01(\x0b\x32\x19.pocketd.v1.RouteFeatures\x12/\n\x08policies\x18\x02 \x03(\x0b\x32\x1d.pocketd.v1.PolicyExplanation*}\n\x0cGateDecision\x12\x1d\n\x19GATE_DECISION_UNSPECIFIED\x10\x00\x12\x18\n\x14GATE_DECISION_STORED\x10\x01\x12\x18\n\x14GATE_DECISION_MERGED\x10\x02\x12\x1a\n\x16GATE_DECISION_REJECTED\x10\x03\x32\xa3\x04\n\rMemoryService\x12\x45\n\x08Remember\x12\x1b.pocketd.v1.RememberRequest\x1a\x1c.pocketd.v1.RememberResponse\x12T\n\rRememberBatch\x12 .pocketd.v1.RememberBatchRequest\x1a!.pocketd.v1.RememberBatchResponse\x12?\n\x06Recall\x12\x19.pocketd.v1.RecallRequest\x1a\x1a.pocketd.v1.RecallResponse\x12\x36\n\x03Get\x12\x16.pocketd.v1.GetRequest\x1a\x17.pocketd.v1.GetResponse\x12?\n\x06\x46orget\x12\x19.pocketd.v1.ForgetRequest\x1a\x1a.pocketd.v1.ForgetResponse\x12<\n\x05Stats\x12\x18.pocketd.v1.StatsRequest\x1a\x19.pocketd.v1.StatsResponse\x12\x39\n\x04List\x12\x17.pocketd.v1.ListRequest\x1a\x18.pocketd.v1.ListResponse\x12\x42\n\x07\x45xplain\x12\x1a.pocketd.v1.ExplainRequest\x1a\x1b.pocketd.v1.ExplainResponseB<Z:github.com/pocketd/pocketd/clients/go/pocketd/v1;pocketdv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,8 +34,8 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'pocketd.v1.memory_service_p
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z:github.com/pocketd/pocketd/clients/go/pocketd/v1;pocketdv1'
-  _globals['_GATEDECISION']._serialized_start=3283
-  _globals['_GATEDECISION']._serialized_end=3408
+  _globals['_GATEDECISION']._serialized_start=4432
+  _globals['_GATEDECISION']._serialized_end=4557
   _globals['_WRITEHINTS']._serialized_start=105
   _globals['_WRITEHINTS']._serialized_end=159
   _globals['_REMEMBERREQUEST']._serialized_start=161
@@ -49,39 +49,51 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MEMORYFILTER']._serialized_start=622
   _globals['_MEMORYFILTER']._serialized_end=878
   _globals['_RECALLREQUEST']._serialized_start=881
-  _globals['_RECALLREQUEST']._serialized_end=1291
-  _globals['_PLANSTEP']._serialized_start=1293
-  _globals['_PLANSTEP']._serialized_end=1334
-  _globals['_PLANSTEPREPORT']._serialized_start=1336
-  _globals['_PLANSTEPREPORT']._serialized_end=1436
-  _globals['_RECALLHIT']._serialized_start=1439
-  _globals['_RECALLHIT']._serialized_end=1594
-  _globals['_RECALLRESPONSE']._serialized_start=1597
-  _globals['_RECALLRESPONSE']._serialized_end=1863
-  _globals['_GETREQUEST']._serialized_start=1865
-  _globals['_GETREQUEST']._serialized_end=1939
-  _globals['_GETRESPONSE']._serialized_start=1941
-  _globals['_GETRESPONSE']._serialized_end=1996
-  _globals['_FORGETREQUEST']._serialized_start=1998
-  _globals['_FORGETREQUEST']._serialized_end=2120
-  _globals['_FORGETRESPONSE']._serialized_start=2122
-  _globals['_FORGETRESPONSE']._serialized_end=2163
-  _globals['_LISTREQUEST']._serialized_start=2166
-  _globals['_LISTREQUEST']._serialized_end=2298
-  _globals['_LISTRESPONSE']._serialized_start=2300
-  _globals['_LISTRESPONSE']._serialized_end=2382
-  _globals['_STATSREQUEST']._serialized_start=2384
-  _globals['_STATSREQUEST']._serialized_end=2417
-  _globals['_TIERSTATS']._serialized_start=2419
-  _globals['_TIERSTATS']._serialized_end=2484
-  _globals['_NAMESPACESTATS']._serialized_start=2487
-  _globals['_NAMESPACESTATS']._serialized_end=2648
-  _globals['_POCKETSTATS']._serialized_start=2651
-  _globals['_POCKETSTATS']._serialized_end=3002
-  _globals['_INDEXSTATS']._serialized_start=3005
-  _globals['_INDEXSTATS']._serialized_end=3154
-  _globals['_STATSRESPONSE']._serialized_start=3156
-  _globals['_STATSRESPONSE']._serialized_end=3281
-  _globals['_MEMORYSERVICE']._serialized_start=3411
-  _globals['_MEMORYSERVICE']._serialized_end=3890
+  _globals['_RECALLREQUEST']._serialized_end=1313
+  _globals['_PLANSTEP']._serialized_start=1315
+  _globals['_PLANSTEP']._serialized_end=1356
+  _globals['_PLANSTEPREPORT']._serialized_start=1358
+  _globals['_PLANSTEPREPORT']._serialized_end=1479
+  _globals['_RECALLHIT']._serialized_start=1482
+  _globals['_RECALLHIT']._serialized_end=1637
+  _globals['_RECALLRESPONSE']._serialized_start=1640
+  _globals['_RECALLRESPONSE']._serialized_end=1906
+  _globals['_GETREQUEST']._serialized_start=1908
+  _globals['_GETREQUEST']._serialized_end=1982
+  _globals['_GETRESPONSE']._serialized_start=1984
+  _globals['_GETRESPONSE']._serialized_end=2039
+  _globals['_FORGETREQUEST']._serialized_start=2041
+  _globals['_FORGETREQUEST']._serialized_end=2163
+  _globals['_FORGETRESPONSE']._serialized_start=2165
+  _globals['_FORGETRESPONSE']._serialized_end=2206
+  _globals['_LISTREQUEST']._serialized_start=2209
+  _globals['_LISTREQUEST']._serialized_end=2341
+  _globals['_LISTRESPONSE']._serialized_start=2343
+  _globals['_LISTRESPONSE']._serialized_end=2425
+  _globals['_STATSREQUEST']._serialized_start=2427
+  _globals['_STATSREQUEST']._serialized_end=2460
+  _globals['_TIERSTATS']._serialized_start=2462
+  _globals['_TIERSTATS']._serialized_end=2527
+  _globals['_NAMESPACESTATS']._serialized_start=2530
+  _globals['_NAMESPACESTATS']._serialized_end=2691
+  _globals['_POCKETSTATS']._serialized_start=2694
+  _globals['_POCKETSTATS']._serialized_end=3045
+  _globals['_INDEXSTATS']._serialized_start=3048
+  _globals['_INDEXSTATS']._serialized_end=3197
+  _globals['_STATSRESPONSE']._serialized_start=3199
+  _globals['_STATSRESPONSE']._serialized_end=3324
+  _globals['_EXPLAINREQUEST']._serialized_start=3326
+  _globals['_EXPLAINREQUEST']._serialized_end=3416
+  _globals['_POCKETFEATURES']._serialized_start=3419
+  _globals['_POCKETFEATURES']._serialized_end=3690
+  _globals['_ROUTEFEATURES']._serialized_start=3693
+  _globals['_ROUTEFEATURES']._serialized_end=3933
+  _globals['_PLANNEDSTEP']._serialized_start=3935
+  _globals['_PLANNEDSTEP']._serialized_end=4020
+  _globals['_POLICYEXPLANATION']._serialized_start=4023
+  _globals['_POLICYEXPLANATION']._serialized_end=4317
+  _globals['_EXPLAINRESPONSE']._serialized_start=4319
+  _globals['_EXPLAINRESPONSE']._serialized_end=4430
+  _globals['_MEMORYSERVICE']._serialized_start=4560
+  _globals['_MEMORYSERVICE']._serialized_end=5107
 # @@protoc_insertion_point(module_scope)

@@ -87,7 +87,7 @@ class MemoryFilter(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., kinds: _Optional[_Iterable[_Union[_memory_pb2.MemoryKind, str]]] = ..., modalities: _Optional[_Iterable[_Union[_memory_pb2.Modality, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., min_importance: _Optional[int] = ...) -> None: ...
 
 class RecallRequest(_message.Message):
-    __slots__ = ("namespace", "query_text", "query_vector", "query_modality", "top_k", "filter", "include_obsolete", "include_expired", "include_vectors", "min_score", "plan", "as_of", "context_turns")
+    __slots__ = ("namespace", "query_text", "query_vector", "query_modality", "top_k", "filter", "include_obsolete", "include_expired", "include_vectors", "min_score", "plan", "as_of", "context_turns", "route_policy")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     QUERY_TEXT_FIELD_NUMBER: _ClassVar[int]
     QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -101,6 +101,7 @@ class RecallRequest(_message.Message):
     PLAN_FIELD_NUMBER: _ClassVar[int]
     AS_OF_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_TURNS_FIELD_NUMBER: _ClassVar[int]
+    ROUTE_POLICY_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     query_text: str
     query_vector: _containers.RepeatedScalarFieldContainer[float]
@@ -114,7 +115,8 @@ class RecallRequest(_message.Message):
     plan: _containers.RepeatedCompositeFieldContainer[PlanStep]
     as_of: _timestamp_pb2.Timestamp
     context_turns: int
-    def __init__(self, namespace: _Optional[str] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., query_modality: _Optional[_Union[_memory_pb2.Modality, str]] = ..., top_k: _Optional[int] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., include_obsolete: _Optional[bool] = ..., include_expired: _Optional[bool] = ..., include_vectors: _Optional[bool] = ..., min_score: _Optional[float] = ..., plan: _Optional[_Iterable[_Union[PlanStep, _Mapping]]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., context_turns: _Optional[int] = ...) -> None: ...
+    route_policy: str
+    def __init__(self, namespace: _Optional[str] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., query_modality: _Optional[_Union[_memory_pb2.Modality, str]] = ..., top_k: _Optional[int] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., include_obsolete: _Optional[bool] = ..., include_expired: _Optional[bool] = ..., include_vectors: _Optional[bool] = ..., min_score: _Optional[float] = ..., plan: _Optional[_Iterable[_Union[PlanStep, _Mapping]]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., context_turns: _Optional[int] = ..., route_policy: _Optional[str] = ...) -> None: ...
 
 class PlanStep(_message.Message):
     __slots__ = ("pocket", "depth")
@@ -125,18 +127,20 @@ class PlanStep(_message.Message):
     def __init__(self, pocket: _Optional[str] = ..., depth: _Optional[int] = ...) -> None: ...
 
 class PlanStepReport(_message.Message):
-    __slots__ = ("pocket", "depth", "method", "scanned", "cost_units")
+    __slots__ = ("pocket", "depth", "method", "scanned", "cost_units", "best_cosine")
     POCKET_FIELD_NUMBER: _ClassVar[int]
     DEPTH_FIELD_NUMBER: _ClassVar[int]
     METHOD_FIELD_NUMBER: _ClassVar[int]
     SCANNED_FIELD_NUMBER: _ClassVar[int]
     COST_UNITS_FIELD_NUMBER: _ClassVar[int]
+    BEST_COSINE_FIELD_NUMBER: _ClassVar[int]
     pocket: str
     depth: int
     method: str
     scanned: int
     cost_units: float
-    def __init__(self, pocket: _Optional[str] = ..., depth: _Optional[int] = ..., method: _Optional[str] = ..., scanned: _Optional[int] = ..., cost_units: _Optional[float] = ...) -> None: ...
+    best_cosine: float
+    def __init__(self, pocket: _Optional[str] = ..., depth: _Optional[int] = ..., method: _Optional[str] = ..., scanned: _Optional[int] = ..., cost_units: _Optional[float] = ..., best_cosine: _Optional[float] = ...) -> None: ...
 
 class RecallHit(_message.Message):
     __slots__ = ("record", "score", "pocket", "context")
@@ -309,3 +313,105 @@ class StatsResponse(_message.Message):
     pending_index: int
     index: IndexStats
     def __init__(self, namespaces: _Optional[_Iterable[_Union[NamespaceStats, _Mapping]]] = ..., pending_index: _Optional[int] = ..., index: _Optional[_Union[IndexStats, _Mapping]] = ...) -> None: ...
+
+class ExplainRequest(_message.Message):
+    __slots__ = ("recall", "policies", "run")
+    RECALL_FIELD_NUMBER: _ClassVar[int]
+    POLICIES_FIELD_NUMBER: _ClassVar[int]
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    recall: RecallRequest
+    policies: _containers.RepeatedScalarFieldContainer[str]
+    run: bool
+    def __init__(self, recall: _Optional[_Union[RecallRequest, _Mapping]] = ..., policies: _Optional[_Iterable[str]] = ..., run: _Optional[bool] = ...) -> None: ...
+
+class PocketFeatures(_message.Message):
+    __slots__ = ("pocket", "size", "method", "full_cost_units", "centroid_cosine", "radius", "term_documents", "heuristic_probability", "oldest", "newest")
+    POCKET_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    FULL_COST_UNITS_FIELD_NUMBER: _ClassVar[int]
+    CENTROID_COSINE_FIELD_NUMBER: _ClassVar[int]
+    RADIUS_FIELD_NUMBER: _ClassVar[int]
+    TERM_DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    HEURISTIC_PROBABILITY_FIELD_NUMBER: _ClassVar[int]
+    OLDEST_FIELD_NUMBER: _ClassVar[int]
+    NEWEST_FIELD_NUMBER: _ClassVar[int]
+    pocket: str
+    size: int
+    method: str
+    full_cost_units: float
+    centroid_cosine: float
+    radius: float
+    term_documents: int
+    heuristic_probability: float
+    oldest: _timestamp_pb2.Timestamp
+    newest: _timestamp_pb2.Timestamp
+    def __init__(self, pocket: _Optional[str] = ..., size: _Optional[int] = ..., method: _Optional[str] = ..., full_cost_units: _Optional[float] = ..., centroid_cosine: _Optional[float] = ..., radius: _Optional[float] = ..., term_documents: _Optional[int] = ..., heuristic_probability: _Optional[float] = ..., oldest: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., newest: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class RouteFeatures(_message.Message):
+    __slots__ = ("flags", "terms", "identifiers", "safety", "image", "pockets", "window_start", "window_end")
+    FLAGS_FIELD_NUMBER: _ClassVar[int]
+    TERMS_FIELD_NUMBER: _ClassVar[int]
+    IDENTIFIERS_FIELD_NUMBER: _ClassVar[int]
+    SAFETY_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
+    POCKETS_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_START_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_END_FIELD_NUMBER: _ClassVar[int]
+    flags: _containers.RepeatedScalarFieldContainer[str]
+    terms: _containers.RepeatedScalarFieldContainer[str]
+    identifiers: _containers.RepeatedScalarFieldContainer[str]
+    safety: _containers.RepeatedScalarFieldContainer[str]
+    image: bool
+    pockets: _containers.RepeatedCompositeFieldContainer[PocketFeatures]
+    window_start: _timestamp_pb2.Timestamp
+    window_end: _timestamp_pb2.Timestamp
+    def __init__(self, flags: _Optional[_Iterable[str]] = ..., terms: _Optional[_Iterable[str]] = ..., identifiers: _Optional[_Iterable[str]] = ..., safety: _Optional[_Iterable[str]] = ..., image: _Optional[bool] = ..., pockets: _Optional[_Iterable[_Union[PocketFeatures, _Mapping]]] = ..., window_start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., window_end: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class PlannedStep(_message.Message):
+    __slots__ = ("pocket", "depth", "probability", "cost_units")
+    POCKET_FIELD_NUMBER: _ClassVar[int]
+    DEPTH_FIELD_NUMBER: _ClassVar[int]
+    PROBABILITY_FIELD_NUMBER: _ClassVar[int]
+    COST_UNITS_FIELD_NUMBER: _ClassVar[int]
+    pocket: str
+    depth: int
+    probability: float
+    cost_units: float
+    def __init__(self, pocket: _Optional[str] = ..., depth: _Optional[int] = ..., probability: _Optional[float] = ..., cost_units: _Optional[float] = ...) -> None: ...
+
+class PolicyExplanation(_message.Message):
+    __slots__ = ("policy", "ran", "widened", "rules", "model_version", "steps", "scores", "cost_units", "full_cost_units", "budget_units", "result", "searched_steps")
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    RAN_FIELD_NUMBER: _ClassVar[int]
+    WIDENED_FIELD_NUMBER: _ClassVar[int]
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    MODEL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    SCORES_FIELD_NUMBER: _ClassVar[int]
+    COST_UNITS_FIELD_NUMBER: _ClassVar[int]
+    FULL_COST_UNITS_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_UNITS_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    SEARCHED_STEPS_FIELD_NUMBER: _ClassVar[int]
+    policy: str
+    ran: str
+    widened: str
+    rules: _containers.RepeatedScalarFieldContainer[str]
+    model_version: str
+    steps: _containers.RepeatedCompositeFieldContainer[PlannedStep]
+    scores: _containers.RepeatedScalarFieldContainer[float]
+    cost_units: float
+    full_cost_units: float
+    budget_units: float
+    result: RecallResponse
+    searched_steps: int
+    def __init__(self, policy: _Optional[str] = ..., ran: _Optional[str] = ..., widened: _Optional[str] = ..., rules: _Optional[_Iterable[str]] = ..., model_version: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[PlannedStep, _Mapping]]] = ..., scores: _Optional[_Iterable[float]] = ..., cost_units: _Optional[float] = ..., full_cost_units: _Optional[float] = ..., budget_units: _Optional[float] = ..., result: _Optional[_Union[RecallResponse, _Mapping]] = ..., searched_steps: _Optional[int] = ...) -> None: ...
+
+class ExplainResponse(_message.Message):
+    __slots__ = ("features", "policies")
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
+    POLICIES_FIELD_NUMBER: _ClassVar[int]
+    features: RouteFeatures
+    policies: _containers.RepeatedCompositeFieldContainer[PolicyExplanation]
+    def __init__(self, features: _Optional[_Union[RouteFeatures, _Mapping]] = ..., policies: _Optional[_Iterable[_Union[PolicyExplanation, _Mapping]]] = ...) -> None: ...

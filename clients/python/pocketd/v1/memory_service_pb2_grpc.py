@@ -71,6 +71,11 @@ class MemoryServiceStub:
                 request_serializer=pocketd_dot_v1_dot_memory__service__pb2.ListRequest.SerializeToString,
                 response_deserializer=pocketd_dot_v1_dot_memory__service__pb2.ListResponse.FromString,
                 _registered_method=True)
+        self.Explain = channel.unary_unary(
+                '/pocketd.v1.MemoryService/Explain',
+                request_serializer=pocketd_dot_v1_dot_memory__service__pb2.ExplainRequest.SerializeToString,
+                response_deserializer=pocketd_dot_v1_dot_memory__service__pb2.ExplainResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -135,6 +140,17 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Explain(self, request, context):
+        """Store routing, explained: for a Recall request, the plan each routing policy would choose
+        (full, heuristic, learned, hybrid), with the route features and the rules behind it. It
+        searches nothing unless `run` is set, so a router can be evaluated offline on queries alone
+        (a text-only query is still encoded). Errors: as Recall's, with fields under "recall.";
+        INVALID_ARGUMENT for an unknown policy or a request that names its own plan.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -172,6 +188,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.List,
                     request_deserializer=pocketd_dot_v1_dot_memory__service__pb2.ListRequest.FromString,
                     response_serializer=pocketd_dot_v1_dot_memory__service__pb2.ListResponse.SerializeToString,
+            ),
+            'Explain': grpc.unary_unary_rpc_method_handler(
+                    servicer.Explain,
+                    request_deserializer=pocketd_dot_v1_dot_memory__service__pb2.ExplainRequest.FromString,
+                    response_serializer=pocketd_dot_v1_dot_memory__service__pb2.ExplainResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -365,6 +386,33 @@ class MemoryService:
             '/pocketd.v1.MemoryService/List',
             pocketd_dot_v1_dot_memory__service__pb2.ListRequest.SerializeToString,
             pocketd_dot_v1_dot_memory__service__pb2.ListResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Explain(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pocketd.v1.MemoryService/Explain',
+            pocketd_dot_v1_dot_memory__service__pb2.ExplainRequest.SerializeToString,
+            pocketd_dot_v1_dot_memory__service__pb2.ExplainResponse.FromString,
             options,
             channel_credentials,
             insecure,

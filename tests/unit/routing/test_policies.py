@@ -1,0 +1,47 @@
+"""The four policies' plans (`policies.choose`), on pockets as the log holds them."""
+
+from __future__ import annotations
+
+import pytest
+
+from server.core.memory.costs import CostModel
+from server.core.routing.policies import STRONG, choose
+from server.core.routing.training import LoggedPocket
+from server.core.settings import MemorySettings
+
+S = MemorySettings()
+COSTS = CostModel(S.pockets, S.hybrid_search.expansion_search)
+POCKETS = [LoggedPocket(f"p{i}", 100, "exact") for i in range(8)]
+
+
+def names(policy: str, heur: list[float], model: list[float] | None, budget: float) -> list[str]:
+    planned = choose(policy, POCKETS, heur, model, budget, 0.5, 64, 5, COSTS)
+    return [s.pocket for s in planned.steps]
+
+
+def test_full_searches_every_pocket_and_the_routed_ones_fit_the_budget() -> None:
+    heur = [0.9, 0.8, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3]
+    assert names("full", heur, None, 0) == [p.name for p in POCKETS]
+    assert names("heuristic", heur, None, 250) == ["p0", "p1"]
+
+
+def test_learned_follows_the_model_and_hybrid_puts_strong_rules_first() -> None:
+    heur = [STRONG, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3]
+    model = [0.1, 0.1, 0.1, 0.9, 0.1, 0.1, 0.1, 0.1]
+    assert names("learned", heur, model, 150) == ["p3"]
+    assert names("hybrid", heur, model, 250) == ["p0", "p3"]
+    # without a strong rule, hybrid is the model's plan
+    assert names("hybrid", [0.3] * 8, model, 150) == ["p3"]
+
+
+def test_an_unsure_policy_is_widened_to_full() -> None:
+    planned = choose("learned", POCKETS, [0.3] * 8, [0.2] * 8, 150, 0.5, 64, 5, COSTS)
+    assert planned.widened.startswith("low confidence: 0.20")
+    assert len(planned.steps) == len(POCKETS)
+
+
+def test_learned_without_a_model_and_unknown_policies_are_refused() -> None:
+    with pytest.raises(ValueError, match="needs a model"):
+        choose("learned", POCKETS, [0.3] * 8, None, 150, 0.5, 64, 5, COSTS)
+    with pytest.raises(ValueError, match="unknown routing policy"):
+        choose("oracle", POCKETS, [0.3] * 8, None, 150, 0.5, 64, 5, COSTS)
