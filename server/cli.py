@@ -47,7 +47,9 @@ def _parser() -> argparse.ArgumentParser:
         "train",
         help="train the learned policy on the log's explored decisions, report it and install it",
     )
-    tr.add_argument("--data-dir", default="./data", help="the server's data directory")
+    tr.add_argument(
+        "--data-dir", help="the server's data directory (default: the configuration's, ./data)"
+    )
     tr.add_argument("--config", type=Path, help="the server's YAML configuration file")
     tr.add_argument("--namespace", help="train this namespace's own model (default: the global)")
     tr.add_argument("--holdout", type=float, default=0.2, help="the held-out share (default 0.2)")
@@ -81,7 +83,7 @@ def _router(ns: argparse.Namespace) -> int:
     if not 0.0 < ns.holdout < 1.0 or ns.epochs < 1:
         print("pocketd: --holdout must be in (0, 1) and --epochs at least 1", file=sys.stderr)
         return 2
-    settings = _settings(ns.config, {"server": {"data_dir": ns.data_dir}})
+    settings = _settings(ns.config, {"server": {"data_dir": ns.data_dir} if ns.data_dir else {}})
     if settings is None:
         return 2
     return router_admin.train_main(

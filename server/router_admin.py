@@ -78,7 +78,10 @@ def train_model(
         if epoch == 1 or epoch % 10 == 0 or epoch == epochs:
             say(f"epoch {epoch}/{epochs}: loss {loss:.4f}, validation {valid:.4f}")
 
-    mlp = fit(train_set, train_settings, progress)
+    try:
+        mlp = fit(train_set, train_settings, progress)
+    except ValueError as e:
+        raise TrainError(str(e)) from e
     say(f"trained on {len(labels)} pocket rows in {time.monotonic() - t0:.1f} s")
     version = new_version()
     data = export(mlp, LAYOUT, version)

@@ -98,7 +98,9 @@ class ModelStore:
             tmp.mkdir()
             _write_file(tmp / "model.onnx", model)
             _write_file(tmp / "report.json", json.dumps(report, indent=2).encode())
+            _fsync_dir(tmp)
             tmp.rename(scope / version)
+            _fsync_dir(scope)  # the version is on disk before the pointer names it
             old = self.pointer(namespace)
             self._point(scope, namespace, version, None if old is None else old["current"])
 
@@ -156,6 +158,7 @@ class ModelWatcher:
         self._interval = interval
         self._seen: dict[str, tuple[int, int, int]] = {}  # scope → CURRENT's (ino, mtime, size)
         self._models: dict[str, PocketModel] = {}
+        self._failed: dict[str, tuple[int, int, int]] = {}  # a scope's CURRENT that did not load
         self._lock = threading.Lock()  # one poll at a time
         self._stop = threading.Event()
         self.reload()
@@ -167,7 +170,8 @@ class ModelWatcher:
         return models.get(scope_of(namespace)) or models.get(GLOBAL)
 
     def reload(self) -> None:
-        """Load every scope whose `CURRENT` changed since the last look."""
+        """Load every scope whose `CURRENT` changed since the last look (one that failed to
+        load is tried again on the next look)."""
         with self._lock:
             models = dict(self._models)
             present = set()
@@ -180,10 +184,13 @@ class ModelWatcher:
                 mark = (st.st_ino, st.st_mtime_ns, st.st_size)
                 if self._seen.get(scope.name) == mark:
                     continue
-                self._seen[scope.name] = mark
-                loaded = self._load(scope)
+                loaded = self._load(scope, quiet=self._failed.get(scope.name) == mark)
                 if loaded is not None:
                     models[scope.name] = loaded
+                    self._seen[scope.name] = mark
+                    self._failed.pop(scope.name, None)
+                else:
+                    self._failed[scope.name] = mark
             for gone in set(models) - present:
                 del models[gone]
                 self._seen.pop(gone, None)
@@ -193,13 +200,14 @@ class ModelWatcher:
         self._stop.set()
         self._thread.join()
 
-    def _load(self, scope: Path) -> PocketModel | None:
+    def _load(self, scope: Path, quiet: bool) -> PocketModel | None:
         try:
             ptr = json.loads((scope / POINTER).read_text())
             data = (scope / ptr["current"] / "model.onnx").read_bytes()
             model = self._load_bytes(data)
-        except (OSError, ValueError, KeyError) as e:
-            log.error("router model in %s not loaded (the one before stays): %s", scope, e)
+        except Exception as e:  # whatever the file holds, the server keeps the model it has
+            if not quiet:  # said once per pointer, though it is tried again on each look
+                log.error("router model in %s not loaded (the one before stays): %s", scope, e)
             return None
         log.info("router model %s loaded for %s", model.version, scope.name)
         return model

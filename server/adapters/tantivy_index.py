@@ -302,7 +302,7 @@ class TantivyKeywordIndex:
                     continue
                 if bag == "txt":
                     txt_df[t] = df
-                postings += df if q.pockets is None else self._within(view, q, bag, t, df)
+                postings += df if q.pockets is None else self._within(view, q, bag, t)
                 idf[bag][t] = _idf(ns_docs, df)
                 # doc_freq counts deleted documents until a merge: keep the boost positive.
                 boost = weights[bag] * idf[bag][t] / max(_idf(total, anywhere), 1e-3)
@@ -379,17 +379,12 @@ class TantivyKeywordIndex:
             avg = view.lengths[(namespace, bag)] = float(agg["a"]["value"] or 1.0)
         return max(avg, 1.0)
 
-    def _within(self, view: _View, q: KeywordQuery, bag: str, term: str, df: int) -> int:
-        """The postings of `term` a search restricted to `q.pockets` reads: the term's documents
-        in those pockets (a text term's per-pocket counts are cached for the router); another
-        bag's share is taken to be the text's."""
+    def _within(self, view: _View, q: KeywordQuery, bag: str, term: str) -> int:
+        """The postings of `term` in `bag` that a search restricted to `q.pockets` reads: the
+        term's documents in those pockets (cached, like the counts the router asks for)."""
         assert q.pockets is not None
-        counts = self._by_pocket(view, q.namespace, term)
-        inside = sum(counts.get(p, 0) for p in q.pockets)
-        if bag == "txt":
-            return inside
-        total = sum(counts.values())
-        return df if total == 0 else round(df * inside / total)
+        counts = self._by_pocket(view, q.namespace, term, bag)
+        return sum(counts.get(p, 0) for p in q.pockets)
 
     def pocket_terms(self, namespace: str, terms: Sequence[str]) -> dict[str, dict[str, int]]:
         """Per pocket, the documents holding each term: one aggregation per term, cached with
@@ -401,16 +396,17 @@ class TantivyKeywordIndex:
                 out.setdefault(pocket, {})[t] = n
         return out
 
-    def _by_pocket(self, view: _View, namespace: str, term: str) -> dict[str, int]:
-        counts = view.by_pocket.get((namespace, term))
+    def _by_pocket(
+        self, view: _View, namespace: str, term: str, bag: str = "txt"
+    ) -> dict[str, int]:
+        """Per pocket, the namespace's documents holding `term` in `bag`."""
+        key = (namespace, term if bag == "txt" else f"{bag}:{term}")
+        counts = view.by_pocket.get(key)
         if counts is None:
             counts = {}
-            if view.searcher.doc_freq("txt", term):  # O(1); the aggregation is not
+            if view.searcher.doc_freq(bag, term):  # O(1); the aggregation is not
                 query = Query.boolean_query(
-                    [
-                        (Occur.Must, self._term("ns", namespace)),
-                        (Occur.Must, self._term("txt", term)),
-                    ]
+                    [(Occur.Must, self._term("ns", namespace)), (Occur.Must, self._term(bag, term))]
                 )
                 agg = view.searcher.aggregate(
                     query, {"p": {"terms": {"field": "pocket", "size": 10_000}}}
@@ -418,7 +414,7 @@ class TantivyKeywordIndex:
                 counts = {str(b["key"]): int(b["doc_count"]) for b in agg["p"]["buckets"]}
             if len(view.by_pocket) >= STATS_CACHE:
                 view.by_pocket.clear()
-            view.by_pocket[(namespace, term)] = counts
+            view.by_pocket[key] = counts
         return counts
 
     def close(self) -> None:

@@ -61,6 +61,7 @@ class UsearchVectorIndex:
         self._path = path
         self._lock = threading.Lock()
         self._sum = np.zeros(index.ndim, np.float64) if total is None else total
+        self.changes = 0  # counts the changes to the indexed vectors (for the stats' cache)
         # The cap holding every vector ever added: an anchor direction and the least cosine of
         # any of them with it (a removal leaves it as it is, which keeps it true).
         self._anchor: npt.NDArray[np.float64] | None = None if cap is None else cap[0]
@@ -104,6 +105,7 @@ class UsearchVectorIndex:
             self._sum -= np.asarray(old, dtype=np.float64).reshape(len(gone), -1).sum(axis=0)
             self._index.remove(gone)
             self.dirty = True
+            self.changes += 1
 
     def add(self, keys: KeyArray, vectors: Vector) -> None:
         """Upsert, in small chunks so that searches waiting on the lock are not held long."""
@@ -116,6 +118,7 @@ class UsearchVectorIndex:
                 self._sum += v.astype(np.float64).sum(axis=0)
                 self._widen(v)
                 self.dirty = True
+                self.changes += 1
 
     def _present(self, keys: KeyArray) -> npt.NDArray[np.bool_]:
         """Which keys the index holds, in one call (the indexer asks every kind's index of a

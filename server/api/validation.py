@@ -240,10 +240,13 @@ class Validator:
         self.recall(inner, req.recall)
         if req.recall.plan:
             inner.add("plan", "must be empty: Explain chooses the plans")
-        if req.recall.route_policy:
+        if req.recall.route_policy and not any(i.field == "route_policy" for i in inner.items):
             inner.add("route_policy", "must be empty: Explain takes `policies`")
         for item in inner.items:
             v.add(f"recall.{item.field}", item.description)
+        if len(req.policies) > len(POLICIES):
+            v.add("policies", f"{len(req.policies)} named; there are {len(POLICIES)}")
+            return
         seen: set[str] = set()
         for i, p in enumerate(req.policies):
             if p not in POLICIES:

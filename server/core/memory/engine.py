@@ -89,6 +89,9 @@ class MemoryEngine:
         self._s = settings
         # Chooses the plan of a Recall that names none (set by the composition root).
         self.planner: Planner | None = None
+        # A warm pocket's statistics, by pocket id, with what they were computed from: a router
+        # asks for them on every Recall, and they change only when the pocket does.
+        self._stats_cache: dict[int, tuple[tuple[int, tuple[float, float], int], PocketStats]] = {}
         self._store = store
         self._vectors = vectors
         self._keywords = keywords
@@ -247,17 +250,13 @@ class MemoryEngine:
     def now(self) -> float:
         return self._clock.now()
 
-    def query_vector(self, q: RecallQuery, deadline: Deadline | None = None) -> Vector | None:
-        """The unit vector `q` would be searched with: its own, or its text's (cached or
-        encoded; None when the namespace has no memories, as Recall would not encode it)."""
+    def routing_vector(self, q: RecallQuery) -> Vector | None:
+        """The vector a router sees for `q`: its own (unit), or its text's if that is cached. A
+        text-only query is routed without one otherwise: its vector is encoded while the
+        keyword channel runs, after the plan is chosen."""
         if q.vector is not None:
             return unit(q.vector)
-        if not q.text:
-            return None
-        self._encoder_ready("the query")
-        if self.columns.ns_id(q.namespace) < 0:
-            return None
-        return self._query_vector(q.namespace, q.text, deadline or no_deadline())
+        return self._cached_query(q.namespace, q.text) if q.text else None
 
     def _cached_query(self, namespace: str, text: str) -> Vector | None:
         key = (namespace, text)
@@ -294,9 +293,8 @@ class MemoryEngine:
         if q.vector is not None:
             q.vector = unit(q.vector)
         if q.plan is None and self.planner is not None and not shadow:
-            # A text-only query is routed without its vector, which is still being encoded.
             try:
-                routed = self.planner.plan(q, q.vector, self._clock.now())
+                routed = self.planner.plan(q, self.routing_vector(q), self._clock.now())
             except Exception:  # routing must never fail a Recall: run the default plan
                 log.exception("routing failed; this Recall runs the default plan")
             if routed is not None:
@@ -427,30 +425,37 @@ class MemoryEngine:
             if size == 0 or span is None:
                 continue
             key = cat.key(pid)
+            part = None
             if key.tier == Tier.HOT:
                 total, n = self.hot.moments(namespace, c.pocket, pid)
             elif (part := self._vectors.partition(namespace, key.name, False)) is not None:
+                mark = (size, span, part.changes)
+                cached = self._stats_cache.get(pid)
+                if cached is not None and cached[0] == mark:  # unchanged since: as it was
+                    out.append(cached[1])
+                    continue
                 total, n = part.moments()
             else:
                 total, n = np.zeros(self._s.embedding_dim), 0
-            norm = float(np.linalg.norm(total))
-            out.append(
-                PocketStats(
-                    name=key.name,
-                    kind=key.kind,
-                    tier=key.tier,
-                    modality=key.modality,
-                    bucket=key.bucket,
-                    size=size,
-                    method=self._costs.method(key.tier, size),
-                    cost_per_vector=self._costs.per_vector(key.tier, size),
-                    search_cost=self._costs.search(key.tier, size, depth),
-                    oldest=span[0],
-                    newest=span[1],
-                    radius=1.0 - norm / n if n else 0.0,
-                    centroid=(total / norm).astype(np.float32) if norm > 0 else None,
-                )
+            norm = math.sqrt(float(np.dot(total, total)))
+            stats = PocketStats(
+                name=key.name,
+                kind=key.kind,
+                tier=key.tier,
+                modality=key.modality,
+                bucket=key.bucket,
+                size=size,
+                method=self._costs.method(key.tier, size),
+                cost_per_vector=self._costs.per_vector(key.tier, size),
+                search_cost=self._costs.search(key.tier, size, depth),
+                oldest=span[0],
+                newest=span[1],
+                radius=1.0 - norm / n if n else 0.0,
+                centroid=(total / norm).astype(np.float32) if norm > 0 else None,
             )
+            if part is not None:
+                self._stats_cache[pid] = ((size, span, part.changes), stats)
+            out.append(stats)
         return tuple(out)
 
     def index_state(self) -> IndexState:

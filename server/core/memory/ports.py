@@ -98,6 +98,12 @@ class VectorIndex(Protocol):
         """The indexed vectors of `keys`, one row each (zeros for missing keys)."""
         ...
 
+    @property
+    def changes(self) -> int:
+        """Grows whenever the indexed vectors change (what is derived from them can be cached
+        under it)."""
+        ...
+
     def moments(self) -> tuple[npt.NDArray[np.float64], int]:
         """The sum of the indexed vectors and their count (a centroid and a radius for free)."""
         ...

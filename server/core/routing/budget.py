@@ -70,13 +70,12 @@ def split(
         return [_step(s, depth, costs) for s in ranked]
     out: list[RoutedStep] = []
     left = budget
+    ranked = [s for i, s in enumerate(ranked) if i == 0 or s.probability >= MIN_PROBABILITY]
     mass = sum(s.probability for s in ranked)
     for i, s in enumerate(ranked):
         share = left * s.probability / mass if mass > 0 else 0.0
         mass -= s.probability
-        step = None
-        if i == 0 or s.probability >= MIN_PROBABILITY:
-            step = _fit(s, share, left, depth, top_k, costs)
+        step = _fit(s, share, left, depth, top_k, costs)
         if step is None and i == 0 and at_least_one:  # the most probable pocket is always searched
             step = _step(s, max(top_k, 1) if s.pocket.method == "hnsw" else depth, costs)
         if step is not None:

@@ -59,9 +59,14 @@ class TrainSettings:
 
 
 def train(
-    x: F32, y: npt.NDArray[np.bool_], s: TrainSettings, progress: Progress | None = None
+    x: F32,
+    y: npt.NDArray[np.bool_],
+    s: TrainSettings,
+    progress: Progress | None = None,
+    groups: npt.NDArray[np.integer] | None = None,
 ) -> Mlp:
-    """Fit an `Mlp` to rows `x` with labels `y` (at least one of each class)."""
+    """Fit an `Mlp` to rows `x` with labels `y` (at least one of each class). `groups`: each
+    row's group; the validation slice takes whole groups (None: each row its own)."""
     if len(x) != len(y) or len(x) < 2:
         raise ValueError(f"{len(x)} rows and {len(y)} labels: need as many, and at least 2")
     pos = int(np.count_nonzero(y))
@@ -70,9 +75,11 @@ def train(
     rng = np.random.default_rng(s.seed)
     x = np.asarray(x, np.float32)
     t = y.astype(np.float32)
-    order = rng.permutation(len(x))
-    n_valid = max(1, int(len(x) * s.validation_share)) if len(x) >= 20 else 0
-    valid, fit = order[:n_valid], order[n_valid:]
+    g = np.arange(len(x)) if groups is None else np.asarray(groups)
+    names = rng.permutation(np.unique(g))
+    n_valid = max(1, int(len(names) * s.validation_share)) if len(names) >= 20 else 0
+    in_valid = np.isin(g, names[:n_valid])
+    valid, fit = np.flatnonzero(in_valid), rng.permutation(np.flatnonzero(~in_valid))
     mean = x[fit].mean(axis=0)
     std = x[fit].std(axis=0)
     scale = np.where(std > 1e-6, std, 1.0).astype(np.float32)
@@ -96,6 +103,8 @@ def train(
             adam.step(grads)
         train_loss = _loss(z[fit], t[fit], ws, bs, pos_weight)
         valid_loss = _loss(z[valid], t[valid], ws, bs, pos_weight) if n_valid else train_loss
+        if not math.isfinite(train_loss) or not math.isfinite(valid_loss):
+            raise ValueError(f"training diverged at epoch {epoch} (a loss is not a number)")
         if progress is not None:
             progress(epoch, s.epochs, train_loss, valid_loss)
         if valid_loss < best[0] - 1e-5:

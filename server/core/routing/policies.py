@@ -7,16 +7,19 @@ log, so the held-out report measures exactly the plans the server would run.
 - `heuristic`: the heuristic's probabilities, split under the budget;
 - `learned`: the model's probabilities, split under the budget;
 - `hybrid` (seed 003 §4.2): the pockets a strong rule names (a heuristic probability of at least
-  `STRONG`: "what is my …", a time window, "as I said") first, each at the full depth; then the
-  model's probabilities for the rest of the budget; the most probable of those is the default
-  pocket when no strong rule fired.
+  `STRONG`: "what is my …", a time window, "as I said") are split the budget first, as if
+  certain; then the model's probabilities share what is left; the most probable of those is the
+  default pocket when no strong rule fired.
 
 A routed policy's plan is widened to `full` when its most probable pocket is below
-`min_confidence` (seed 003 §5.2: an unsure router searches everything).
+`min_confidence` (seed 003 §5.2: an unsure router searches everything), when a probability is
+not a number, or when the split leaves the plan empty. (The safety net, which widens before any
+policy runs, is the router's: `Router.choose`, and `training.evaluate` for the replay.)
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -67,16 +70,23 @@ def choose(
     else:
         scores = [1.0 if h >= STRONG else m for h, m in zip(heuristic, model, strict=True)]
     best = max(scores, default=0.0)
-    if best < min_confidence:
+    why = ""
+    if not all(math.isfinite(x) for x in scores):
+        why = "a probability is not a number"
+    elif best < min_confidence:
         why = f"low confidence: {best:.2f} < {min_confidence}"
+    if why:
         return Planned(full_plan(pockets, depth, top_k, c), why, scores)
-    scored = [Scored(p, s) for p, s in zip(pockets, scores, strict=True)]
+    scored = [Scored(p, x) for p, x in zip(pockets, scores, strict=True)]
     if policy != "hybrid":
-        return Planned(split(scored, budget, depth, top_k, c), "", scores)
-    strong = [s for s in scored if s.probability >= 1.0]
-    steps = split(strong, budget, depth, top_k, c, at_least_one=True) if strong else []
-    taken = {s.pocket for s in steps}
-    left = max(budget - sum(s.cost_units for s in steps), 0.0)
-    rest = [s for s in scored if s.pocket.name not in taken and s.probability < 1.0]
-    steps += split(rest, left, depth, top_k, c, at_least_one=not steps)
+        steps = split(scored, budget, depth, top_k, c)
+    else:
+        strong = [s for s, h in zip(scored, heuristic, strict=True) if h >= STRONG]
+        steps = split(strong, budget, depth, top_k, c) if strong else []
+        taken = {s.pocket for s in steps} | {s.pocket.name for s in strong}
+        left = max(budget - sum(s.cost_units for s in steps), 0.0)
+        rest = [s for s in scored if s.pocket.name not in taken]
+        steps += split(rest, left, depth, top_k, c, at_least_one=not steps)
+    if not steps:
+        return Planned(full_plan(pockets, depth, top_k, c), "an empty plan", scores)
     return Planned(steps, "", scores)

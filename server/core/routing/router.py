@@ -188,8 +188,8 @@ class Router:
             if f.safety and asked != "full" and ctx.pockets:
                 why = f"safety: {', '.join(f.safety)}"
             return Decision(
-                asked, "full", ctx.full, [], why, ctx.full_cost, ctx.full_cost, ctx,
-                [1.0] * len(ctx.pockets), rows=matrix,
+                asked, "full", ctx.full, ctx.rules if why else [], why, ctx.full_cost,
+                ctx.full_cost, ctx, [1.0] * len(ctx.pockets), rows=matrix,
             )  # fmt: skip
         model = (
             self._models.model(namespace)
@@ -254,6 +254,8 @@ class Router:
     def _done(
         self, d: Decision, q: RecallQuery, now: float, explore: bool, res: RecallResult
     ) -> None:
+        # A decision with no pocket to choose from has nothing to teach: not explored.
+        explore = explore and bool(d.context.pockets)
         if not explore or not self._waiting.acquire(blocking=False):
             self._log(d, q.namespace, now, res)
             return

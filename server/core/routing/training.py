@@ -5,8 +5,9 @@ needed (those whose hits entered the full top k), and its logged input rows say 
 would have seen of each candidate pocket. Examples are split into a training and a held-out set
 by a hash of the decision (the same split on every run over the same log).
 
-The held-out report replays each policy's plan (`policies.choose`, the function the router runs)
-on each held-out decision, and measures, against the needed pockets:
+The held-out report replays each policy's plan (`policies.choose`, the function the router runs,
+and the full plan where the safety net widened the decision) on each held-out decision, and
+measures, against the needed pockets:
 - coverage: the share of decisions whose needed pockets were all searched;
 - exact match: searched exactly the needed ones;
 - waste: the share of searched pockets that were not needed;
@@ -48,6 +49,7 @@ class Example:
     budget: float
     top_k: int
     held_out: bool
+    safety: bool  # the safety net widened it: every routed policy replays as full
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,16 @@ def examples(
         if inp is None or inp.layout != LAYOUT or inp.width != width or not inp.pockets:
             skipped += 1
             continue
-        rows = np.frombuffer(inp.rows, np.float32).reshape(len(inp.pockets), inp.width)
+        try:
+            rows = np.frombuffer(inp.rows, np.float32).reshape(len(inp.pockets), inp.width)
+            pockets = [
+                LoggedPocket(*t) for t in zip(inp.pockets, inp.sizes, inp.methods, strict=True)
+            ]
+            if len(inp.heuristic) != len(pockets):
+                raise ValueError("one heuristic probability per pocket")
+        except ValueError:  # a record that does not hold together: passed over, not trained on
+            skipped += 1
+            continue
         needed = set(rec.shadow.needed)
         digest = hashlib.blake2b(
             f"{rec.namespace}\0{rec.at!r}\0{rec.features}".encode(), digest_size=8
@@ -84,20 +95,24 @@ def examples(
                 rec.namespace,
                 rows,
                 np.array([p in needed for p in inp.pockets], dtype=np.bool_),
-                [LoggedPocket(*t) for t in zip(inp.pockets, inp.sizes, inp.methods, strict=True)],
+                pockets,
                 list(inp.heuristic),
                 inp.budget,
                 inp.top_k,
                 int.from_bytes(digest, "big") / 2**64 < holdout,
+                "safety" in rec.flags,
             )
         )
     return out, skipped
 
 
 def fit(train_set: Sequence[Example], s: TrainSettings, progress: Progress | None = None) -> Mlp:
+    """The MLP of `train_set`'s rows; the validation slice is whole decisions (rows of one
+    decision share its query part, and must not be on both sides)."""
     x = np.concatenate([e.rows for e in train_set])
     y = np.concatenate([e.needed for e in train_set])
-    return train(x, y, s, progress)
+    groups = np.concatenate([np.full(len(e.rows), i) for i, e in enumerate(train_set)])
+    return train(x, y, s, progress, groups)
 
 
 def evaluate(
@@ -117,8 +132,8 @@ def evaluate(
         for e in test:
             model = None if score is None else score(e.rows).tolist()
             planned = choose(
-                policy, e.pockets, e.heuristic, model, e.budget, min_confidence, depth,
-                e.top_k, costs,
+                "full" if e.safety else policy, e.pockets, e.heuristic, model, e.budget,
+                min_confidence, depth, e.top_k, costs,
             )  # fmt: skip
             everything = choose(
                 "full", e.pockets, e.heuristic, None, e.budget, 0.0, depth, e.top_k, costs

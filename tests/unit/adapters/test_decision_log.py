@@ -89,3 +89,12 @@ def test_a_dead_writer_drops_records_and_never_blocks_close(tmp_path: Path) -> N
         log.write(record(i))
     log.close(timeout=1.0)
     assert log.dropped == 5000
+
+
+def test_train_takes_the_data_directory_from_the_configuration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = tmp_path / "pocketd.yaml"
+    cfg.write_text(f"server:\n  data_dir: {tmp_path / 'elsewhere'}\n")
+    assert main(["router", "train", "--config", str(cfg)]) == 2
+    assert f"no decision log in {tmp_path / 'elsewhere' / 'router'}" in capsys.readouterr().err

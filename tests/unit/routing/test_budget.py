@@ -1,5 +1,5 @@
-"""The budget split (server/core/routing/budget.py): probability order, allotments that flow on,
-exact pockets whole or not at all, HNSW depth from the allotment, and a plan never empty."""
+"""The budget split (server/core/routing/budget.py): probability order, greedy while the budget
+lasts, exact pockets whole or not at all, HNSW depth from the share, and a plan never empty."""
 
 from __future__ import annotations
 
@@ -88,3 +88,12 @@ def test_a_policy_with_no_probable_pocket_gives_an_empty_plan() -> None:
     assert split([Scored(pocket("a", 10), 0.0)], 100.0, 64, 5, COSTS) == []
     with pytest.raises(ValueError):
         split([Scored(pocket("a", 10), 1.0)], -1.0, 64, 5, COSTS)
+
+
+def test_improbable_pockets_neither_take_budget_nor_shrink_a_probable_ones_share() -> None:
+    big = Scored(pocket("big", 200_000), 0.9)
+    alone = split([big], 20_000, 64, 5, COSTS)
+    noise = [Scored(pocket(f"n{i}", 100), 0.05) for i in range(30)]
+    crowded = split([big, *noise], 20_000, 64, 5, COSTS)
+    assert [s.pocket for s in crowded] == ["big"]
+    assert crowded[0].depth == alone[0].depth

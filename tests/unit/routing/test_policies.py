@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from server.core.memory.costs import CostModel
 from server.core.routing.policies import STRONG, choose
-from server.core.routing.training import LoggedPocket
+from server.core.routing.training import Example, LoggedPocket, evaluate
 from server.core.settings import MemorySettings
 
 S = MemorySettings()
@@ -45,3 +46,20 @@ def test_learned_without_a_model_and_unknown_policies_are_refused() -> None:
         choose("learned", POCKETS, [0.3] * 8, None, 150, 0.5, 64, 5, COSTS)
     with pytest.raises(ValueError, match="unknown routing policy"):
         choose("oracle", POCKETS, [0.3] * 8, None, 150, 0.5, 64, 5, COSTS)
+
+
+def test_a_probability_that_is_not_a_number_widens_the_plan() -> None:
+    model = [float("nan")] + [0.9] * 7
+    planned = choose("learned", POCKETS, [0.3] * 8, model, 150, 0.5, 64, 5, COSTS)
+    assert planned.widened == "a probability is not a number"
+    assert len(planned.steps) == len(POCKETS)
+
+
+def test_the_replay_widens_what_the_safety_net_widened() -> None:
+    ex = Example(
+        "ns", np.zeros((8, 3), np.float32), np.array([True] + [False] * 7), POCKETS,
+        [0.9] + [0.3] * 7, 150, 5, True, safety=True,
+    )  # fmt: skip
+    (full, heur) = evaluate([ex], None, 0.5, 64, COSTS)
+    assert heur.policy == "heuristic" and heur.cost_share == full.cost_share == 1.0
+    assert heur.waste == full.waste == 7 / 8
