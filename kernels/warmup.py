@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 
+from kernels.coarse import coarse_topk, quantize
 from kernels.decay import step_decay
 from kernels.fusion import fuse, scale_channels
 from kernels.rank import rank_final
@@ -27,4 +28,6 @@ def compile_all() -> float:
     step_decay(np.zeros(4), b, np.array([1.0, 2.0]), np.array([0.6, 0.4], dtype=np.float32))
     rank_final(f, f, b, 2)
     exact_topk(np.zeros((4, 3), dtype=np.float32), np.zeros(3, dtype=np.float32), b, 2)
+    codes, inv = quantize(np.ones((4, 3), dtype=np.float32))
+    coarse_topk(codes, inv, 4, codes[0], 2)
     return time.perf_counter() - t0

@@ -4,7 +4,9 @@ usearch's Python API has no filter callback, so filtering is done by partitionin
 never share an index), then by over-fetch or, for selective filters and small pockets, an exact
 scan of the matching rows (see `server.core.memory.retrieval`). Vectors are unit length and the
 metric is inner product, so similarity = 1 − distance = cosine. Each index also keeps the sum of
-its vectors (in float64), so a pocket's centroid and radius cost nothing to read.
+its vectors (in float64), so a pocket's centroid and radius cost nothing to read. A pocket
+searched coarse to fine also keeps int8 codes of its vectors (`CoarseCodes`), built in memory by
+its first coarse search and kept in step with it from then on.
 
 Persistence: `save(rev)` writes every dirty index to a temporary file and renames it into place,
 then atomically replaces `manifest.json`, which records the revision the files contain and each
@@ -29,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 from usearch.index import Index
 
+from kernels.coarse import coarse_topk, quantize
 from server.core.memory.model import Vector
 from server.core.memory.ports import KeyArray
 
@@ -44,6 +47,67 @@ ADD_THREADS = 1
 # Subtracted from a cap's floor: a vector stored in f16 differs from its f32 original by about
 # 1e-3 in cosine, and a search's similarities are those of the stored vectors.
 CAP_SLACK = 4e-3
+GROW = 1.5  # the codes' growth factor
+
+
+class CoarseCodes:
+    """The int8 codes of one pocket's vectors, kept beside its index for the coarse stage of a
+    coarse-to-fine scan (`kernels.coarse`). Rows are packed: a removed key's row takes the last
+    row, so a scan reads `len` rows with no holes. Called under the owning index's lock."""
+
+    def __init__(self, dim: int) -> None:
+        self._codes = np.zeros((0, dim), np.int8)
+        self._inv = np.zeros(0, np.float32)
+        self._keys = np.zeros(0, np.int64)
+        self._row: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+    def upsert(self, keys: KeyArray, vectors: npt.NDArray[np.float32]) -> None:
+        codes, inv = quantize(np.ascontiguousarray(vectors, np.float32))
+        for i, k in enumerate(keys.tolist()):
+            row = self._row.get(k)
+            if row is None:
+                row = len(self._row)
+                self._reserve(row + 1)
+                self._row[k] = row
+                self._keys[row] = k
+            self._codes[row] = codes[i]
+            self._inv[row] = inv[i]
+
+    def remove(self, keys: KeyArray) -> None:
+        for k in keys.tolist():
+            row = self._row.pop(k, None)
+            if row is None:
+                continue
+            last = len(self._row)  # the last row, now one past the end
+            if row != last:
+                moved = int(self._keys[last])
+                self._codes[row] = self._codes[last]
+                self._inv[row] = self._inv[last]
+                self._keys[row] = moved
+                self._row[moved] = row
+
+    def candidates(self, query: npt.NDArray[np.float32], count: int) -> KeyArray:
+        """The keys of the `count` rows whose codes score best against `query`'s code."""
+        n = len(self._row)
+        if n == 0 or count <= 0:
+            return np.empty(0, np.int64)
+        code, _ = quantize(np.ascontiguousarray(query, np.float32).reshape(1, -1))
+        idx = coarse_topk(self._codes, self._inv, n, code[0], count)
+        out: KeyArray = self._keys[idx]
+        return out
+
+    def _reserve(self, rows: int) -> None:
+        if rows <= len(self._keys):
+            return
+        cap = max(rows, int(len(self._keys) * GROW) + 16)
+        for name in ("_codes", "_inv", "_keys"):
+            old = getattr(self, name)
+            new = np.zeros((cap, *old.shape[1:]), old.dtype)
+            new[: len(old)] = old
+            setattr(self, name, new)
 
 
 class UsearchVectorIndex:
@@ -58,6 +122,9 @@ class UsearchVectorIndex:
         cap: tuple[npt.NDArray[np.float64], float] | None = None,
     ) -> None:
         self._index = index
+        # The int8 codes of the coarse stage: built by the first coarse search, then kept in
+        # step with the index (not saved: rebuilt by the first coarse search after a restart).
+        self._codes: CoarseCodes | None = None
         self._path = path
         self._lock = threading.Lock()
         self._sum = np.zeros(index.ndim, np.float64) if total is None else total
@@ -104,6 +171,8 @@ class UsearchVectorIndex:
             old = self._index.get(gone, dtype="f32")
             self._sum -= np.asarray(old, dtype=np.float64).reshape(len(gone), -1).sum(axis=0)
             self._index.remove(gone)
+            if self._codes is not None:
+                self._codes.remove(keys[present])
             self.dirty = True
             self.changes += 1
 
@@ -115,6 +184,8 @@ class UsearchVectorIndex:
             with self._lock:
                 self._drop_present(k)
                 self._index.add(k.astype(np.uint64), v, threads=ADD_THREADS)
+                if self._codes is not None:
+                    self._codes.upsert(k, np.asarray(v, np.float32))
                 self._sum += v.astype(np.float64).sum(axis=0)
                 self._widen(v)
                 self.dirty = True
@@ -160,6 +231,30 @@ class UsearchVectorIndex:
         keys = np.asarray(res.keys, dtype=np.int64)
         sims = (1.0 - np.asarray(res.distances, dtype=np.float32)).astype(np.float32)
         return keys, sims
+
+    def coarse_search(
+        self, query: Vector, count: int, rerank: int
+    ) -> tuple[KeyArray, npt.NDArray[np.float32]]:
+        """Coarse to fine: the `rerank` best rows by their int8 codes, then the `count` best
+        of those by the index's own vectors (best first)."""
+        with self._lock:
+            if len(self._index) == 0 or count <= 0:
+                return np.empty(0, np.int64), np.empty(0, np.float32)
+            if self._codes is None:
+                self._codes = CoarseCodes(self._index.ndim)
+                keys = np.fromiter(self._index.keys, dtype=np.int64, count=len(self._index))
+                self._codes.upsert(keys, self._vectors(keys))
+            cand = self._codes.candidates(np.asarray(query, np.float32), max(rerank, count))
+            vecs = self._vectors(cand)
+        sims = (vecs @ np.asarray(query, np.float32)).astype(np.float32)
+        order = np.lexsort((cand, -sims))[:count]
+        return cand[order], sims[order]
+
+    def _vectors(self, keys: KeyArray) -> npt.NDArray[np.float32]:
+        if len(keys) == 0:
+            return np.zeros((0, self._index.ndim), np.float32)
+        got = self._index.get(keys.astype(np.uint64))  # as stored (f16 is read 3x faster)
+        return np.asarray(got).reshape(len(keys), -1).astype(np.float32)
 
     def search_batch(
         self, queries: Vector, count: int, expansion: int = 0

@@ -318,12 +318,23 @@ class PocketSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # "month", "day" or "none" (one pocket per kind, tier and modality).
     time_bucket: str = "week"
     bucketed_kinds: tuple[str, ...] = ("episode", "observation")
-    # A warm pocket of at most this many vectors is scanned exactly (numba), not by its HNSW.
+    # A warm pocket of at most this many vectors is scanned exactly, not by its HNSW.
     exact_max_rows: Annotated[int, between(0, 1 << 24)] = 2048
+    # An exact scan of a pocket of at least this many vectors runs coarse to fine: its int8
+    # codes first (built in memory by the first such scan, half the size of its f16 vectors),
+    # then the best `coarse_rerank` × depth candidates on their stored vectors. That is a pocket
+    # below `exact_max_rows` if that is raised above it, and an HNSW search that would reach half
+    # its pocket. Chosen from `python -m bench coarse` (bench/RESULTS.md): the coarse stage
+    # loses no recall and costs less than the f16 scan from about 12k vectors; the graph costs
+    # less still, which is why `exact_max_rows` stays below it.
+    coarse_min_rows: Annotated[int, between(1, 1 << 30)] = 12_288
+    coarse_rerank: Annotated[int, between(1, 1000)] = 2
     # Cost units: one unit is one exact 384-d f16 dot product. An HNSW search costs
-    # `hnsw_units` × log2(pocket size) × max(depth, breadth); a BM25 search `bm25_units` per
-    # posting it reads. Measured by `python -m bench costs` (bench/RESULTS.md).
+    # `hnsw_units` × log2(pocket size) × max(depth, breadth); a coarse scan `coarse_units` per
+    # code plus a unit per reranked vector; a BM25 search `bm25_units` per posting it reads.
+    # Measured by `python -m bench costs` and `coarse` (bench/RESULTS.md).
     hnsw_units: Annotated[float, between(0.0, 1e6)] = 5.0
+    coarse_units: Annotated[float, between(0.0, 1e6)] = 0.4
     bm25_units: Annotated[float, between(0.0, 1e6)] = 3.9
 
 

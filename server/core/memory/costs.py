@@ -1,6 +1,7 @@
 """The cost model of a search, in cost units: one unit is one exact 384-d f16 dot product.
 
-An exact scan costs one unit per vector. An HNSW search visits about log2(n) layers' worth of
+An exact scan costs one unit per vector. A coarse-to-fine scan costs `coarse_units` per int8 code
+and one unit per reranked vector. An HNSW search visits about log2(n) layers' worth of
 neighbours at its breadth, `hnsw_units` units per (log2 n × breadth); a BM25 search costs
 `bm25_units` per posting it reads. The two factors are measured against an exact scan on the
 same machine by `python -m bench costs` and set in `memory.pockets`.
@@ -22,13 +23,25 @@ class CostModel:
         self._breadth = breadth
 
     def method(self, tier: Tier, size: int) -> str:
-        """`hot` (the hot tier's exact scan), `exact` (a small warm pocket) or `hnsw`."""
+        """`hot` (the hot tier's exact scan), `exact` or `coarse` (a warm pocket of at most
+        `exact_max_rows`, scanned whole: see `scan`) or `hnsw`."""
         if tier == Tier.HOT:
             return "hot"
-        return "exact" if size <= self._s.exact_max_rows else "hnsw"
+        return self.scan(size) if size <= self._s.exact_max_rows else "hnsw"
+
+    def scan(self, size: int) -> str:
+        """How a warm pocket is scanned whole: `coarse` from `coarse_min_rows`, else `exact`."""
+        return "coarse" if size >= self._s.coarse_min_rows else "exact"
 
     def exact(self, rows: int) -> float:
         return float(rows)
+
+    def rerank(self, depth: int) -> int:
+        """How many candidates a coarse scan reranks for `depth` results."""
+        return self._s.coarse_rerank * depth
+
+    def coarse(self, size: int, depth: int) -> float:
+        return self._s.coarse_units * size + min(self.rerank(depth), size)
 
     def hnsw(self, size: int, depth: int, breadth: int = 0) -> float:
         """An HNSW search of `depth` candidates at `breadth` (0: the configured one)."""
@@ -37,14 +50,23 @@ class CostModel:
         width = max(depth, breadth or self._breadth)
         return self._s.hnsw_units * math.log2(max(size, 2)) * width
 
+    def of(self, method: str, size: int, depth: int) -> float:
+        """The cost of searching a pocket of `size` vectors by `method` for `depth`."""
+        if method == "hnsw":
+            return self.hnsw(size, depth)
+        return self.coarse(size, depth) if method == "coarse" else self.exact(size)
+
     def search(self, tier: Tier, size: int, depth: int) -> float:
         """The cost of searching a pocket of `size` vectors for `depth` candidates."""
-        return self.hnsw(size, depth) if self.method(tier, size) == "hnsw" else self.exact(size)
+        return self.of(self.method(tier, size), size, depth)
 
     def per_vector(self, tier: Tier, size: int) -> float:
-        """The cost of one scanned vector: 1 for an exact scan; an HNSW distance costs the same
-        dot product, plus the graph's overhead."""
-        return 1.0 if self.method(tier, size) != "hnsw" else self._s.hnsw_units
+        """The cost of one scanned vector: 1 for an exact scan, `coarse_units` for a coarse
+        one; an HNSW distance costs the same dot product, plus the graph's overhead."""
+        method = self.method(tier, size)
+        if method == "hnsw":
+            return self._s.hnsw_units
+        return self._s.coarse_units if method == "coarse" else 1.0
 
     def bm25(self, postings: int) -> float:
         return self._s.bm25_units * postings

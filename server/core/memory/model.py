@@ -264,8 +264,8 @@ class PocketStats(msgspec.Struct, frozen=True):
     modality: Modality
     bucket: str
     size: int
-    # How it is searched ("exact", "hnsw" or "hot"), the cost of one scanned vector, and of a
-    # search at the default depth, in cost units (one exact 384-d f16 dot product).
+    # How it is searched ("exact", "coarse", "hnsw" or "hot"), the cost of one scanned vector,
+    # and of a search at the default depth, in cost units (one exact 384-d f16 dot product).
     method: str
     cost_per_vector: float
     search_cost: float

@@ -87,6 +87,13 @@ class VectorIndex(Protocol):
         breadth (0: the index's own)."""
         ...
 
+    def coarse_search(
+        self, query: Vector, count: int, rerank: int
+    ) -> tuple[KeyArray, npt.NDArray[np.float32]]:
+        """Coarse to fine: the `rerank` best vectors by their int8 codes, of which the `count`
+        best by the stored vectors; (keys, cosine similarities), best first."""
+        ...
+
     def search_batch(
         self, queries: Vector, count: int, expansion: int = 0
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:

@@ -5,8 +5,10 @@ A plan is an ordered list of (pocket, depth) steps; the default visits every poc
 namespace that the filter allows. Each warm step searches its pocket's vectors: a selective
 filter's matching rows exactly (numba, when they are few), a small pocket by a brute-force scan
 of all its vectors (usearch's exact mode, SIMD over the stored f16, cheaper than copying them
-out for numba), a large one by its HNSW graph, over-fetching in proportion to the filter's
-selectivity (usearch cannot filter during search). Hot pockets and every memory not yet
+out for numba), a mid-sized one coarse to fine (its int8 codes scanned by numba, then the best
+candidates reranked on their stored vectors), a large one by its HNSW graph, over-fetching in
+proportion to the filter's selectivity (usearch cannot filter during search). Hot pockets and
+every memory not yet
 indexed are scanned exactly in the hot tier, restricted to the plan's pockets. The keyword
 channel is one tantivy BM25 query over the plan's pockets with the filter inside it; memories
 not yet in BM25 are matched in the hot tier.
@@ -182,7 +184,7 @@ class Retriever:
             for p in sizes
             if cat.key(p).tier != Tier.HOT
             and (part := self._vectors.partition(namespace, cat.key(p).name, False)) is not None
-            and len(part) > self._p.exact_max_rows
+            and self._costs.method(Tier.WARM, len(part)) == "hnsw"
         }
         total = sum(graph.values())
         budget = max(top_k, self._s.candidates_per_channel)
@@ -259,7 +261,7 @@ class Retriever:
             if cat.key(pid).tier != Tier.HOT:
                 part = self._vectors.partition(q.namespace, step.pocket, False)
                 n = 0 if part is None else len(part)
-                run.hnsw_vectors += n if n > self._p.exact_max_rows else 0
+                run.hnsw_vectors += n if self._costs.method(Tier.WARM, n) == "hnsw" else 0
         # A selective filter's matching rows, found in one pass over the columns for the whole
         # plan, then split by pocket.
         matching: dict[int, KeyArray] | None = None
@@ -325,7 +327,7 @@ class Retriever:
         size = 0 if part is None else len(part)
         if part is None or size == 0 or step.depth <= 0:
             return StepReport(step.pocket, step.depth, "exact", 0, 0.0)
-        small = size <= self._p.exact_max_rows
+        method = self._costs.method(Tier.WARM, size)
         if matching is not None:
             keys = matching
             if len(keys) == 0:
@@ -341,11 +343,13 @@ class Retriever:
         else:
             fetch = math.ceil(step.depth * self._s.overfetch)
         fetch, cost = min(fetch, size), 0.0
-        method = "exact" if small else "hnsw"
         for _ in range(DEEPER):
-            if small:  # a brute-force scan of the whole pocket: cheaper than its graph
+            if method == "exact":  # a brute-force scan of the whole pocket: cheaper than its graph
                 keys, sims = part.search(query, fetch, exact=True)
                 cost += self._costs.exact(size)
+            elif method == "coarse":  # its int8 codes, then the best candidates' own vectors
+                keys, sims = part.coarse_search(query, fetch, self._costs.rerank(fetch))
+                cost += self._costs.coarse(size, fetch)
             else:
                 breadth = self._breadth(run, size)
                 keys, sims = part.search(query, fetch, expansion=breadth)
@@ -363,8 +367,8 @@ class Retriever:
                 break
             deadline.check("a deeper vector search")
             fetch = min(size, fetch * 4)
-            if not small and fetch * 2 >= size:
-                small, method, fetch = True, "exact", size
+            if method == "hnsw" and fetch * 2 >= size:
+                method, fetch = self._costs.scan(size), size
         kept = sims[keep][: step.depth]
         run.add_vectors(keys[keep][: step.depth], kept)
         best = float(kept.max()) if len(kept) else 0.0

@@ -4,8 +4,9 @@ steps whose cost fits `max_cost_units`.
 Pockets are taken most probable first, while the budget lasts (greedily: a more probable pocket
 is never passed over to pay for a less probable one), and none below `MIN_PROBABILITY` but the
 first. Each has its probability's share of what is left:
-- a pocket scanned exactly (small warm pockets, hot pockets) costs its size whatever the depth: it
-  is searched, at the full depth, if what is left pays for it;
+- a pocket scanned exactly or coarse to fine (small and mid-sized warm pockets, hot pockets)
+  costs about the same at any depth: it is searched, at the full depth, if what is left pays for
+  it;
 - an HNSW pocket's cost grows with its depth: it gets the deepest search its share pays for, at
   least `top_k` (the minimum useful depth) if what is left pays for that, at most the full depth.
 The most probable pocket is searched, within the budget or not (unless `at_least_one` is off), so
@@ -85,7 +86,7 @@ def split(
 
 
 def _cost(p: Candidate, depth: int, costs: CostModel) -> float:
-    return costs.hnsw(p.size, depth) if p.method == "hnsw" else float(p.size)
+    return costs.of(p.method, p.size, depth)
 
 
 def _step(s: Scored, depth: int, costs: CostModel) -> RoutedStep:
@@ -99,8 +100,8 @@ def _fit(
     its size at any depth: it is searched if what is `left` pays for it. An HNSW pocket gets the
     deepest search its share pays for, and at least `top_k` if what is left pays for that."""
     p = s.pocket
-    if p.method != "hnsw":
-        return _step(s, depth, costs) if p.size <= left else None
+    if p.method != "hnsw":  # exact, coarse or hot: about the same cost at any depth
+        return _step(s, depth, costs) if _cost(p, depth, costs) <= left else None
     if _cost(p, top_k, costs) > left:
         return None
     lo, hi = top_k, max(depth, top_k)  # the cost is monotone in the depth: bisect

@@ -21,7 +21,7 @@ from server.core.memory.model import Kind, PocketStats, Tier
 from server.core.routing.features import FLAGS, QueryFeatures
 from server.core.routing.heuristic import Evidence
 
-LAYOUT = 1
+LAYOUT = 2
 DAY = 86_400.0
 KINDS = tuple(k for k in Kind if k != Kind.UNSPECIFIED)
 POCKET_FEATURES = (
@@ -30,6 +30,7 @@ POCKET_FEATURES = (
     "warm",
     "cold",
     "hnsw",
+    "coarse",
     *(f"kind_{k.name.lower()}" for k in KINDS),
     "bucket",
     "centroid_cosine",
@@ -86,6 +87,7 @@ def pocket_inputs(
             float(p.tier == Tier.WARM),
             float(p.tier == Tier.COLD),
             float(p.method == "hnsw"),
+            float(p.method == "coarse"),
             *(float(p.kind == k) for k in KINDS),
             float(bool(p.bucket)),
             sim,

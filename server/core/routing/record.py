@@ -11,7 +11,7 @@ class LoggedStep(msgspec.Struct, frozen=True):
     depth: int
     probability: float
     estimated_cost: float  # what the budget split expected it to cost
-    method: str  # how it ran: "exact", "hnsw", "hot", "skipped" (the early stop)
+    method: str  # how it ran: "exact", "coarse", "hnsw", "hot", "skipped" (early stop)
     cost_units: float  # what it cost
     best: float  # the best cosine it found (0 when it found none)
 

@@ -5,6 +5,7 @@ tantivy, and fusion scales that do not move with what else is searched."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Callable
 
 import msgspec
@@ -411,3 +412,29 @@ def test_a_memory_moved_to_another_pocket_is_not_scored_by_its_old_vector(
     hits = engine.recall(RecallQuery(NS, vector=v, top_k=200, min_score=0.0)).hits
     moved = [h for h in hits if h.record.memory_id == "moved"]
     assert not moved or moved[0].score.vector < 0.5  # its cosine is -1 now, never the old 1
+
+
+def test_a_mid_sized_pocket_is_searched_coarse_to_fine(
+    engine_factory: Callable[..., MemoryEngine],
+) -> None:
+    """A pocket scanned whole (at most `exact_max_rows`) of at least `coarse_min_rows`: int8
+    codes, then a rerank on the stored vectors; the hits are the exact scan's, and the cost is
+    the coarse model's."""
+    s = MemorySettings()
+    s = msgspec.structs.replace(
+        s, pockets=msgspec.structs.replace(s.pockets, exact_max_rows=1000, coarse_min_rows=100)
+    )
+    engine = engine_factory(s)
+    rng = np.random.default_rng(15)
+    vecs = [unit_vec(rng) for _ in range(300)]
+    engine.remember([mem(f"fact {i}", Kind.FACT, v, importance=3) for i, v in enumerate(vecs)])
+    engine.indexer.catch_up()
+    q = near(vecs[7], rng, 0.02)
+    res = engine.recall(RecallQuery(NS, vector=q, top_k=5, min_score=0.0))
+    (step,) = res.plan
+    assert step.method == "coarse" and step.scanned == 300
+    costs = CostModel(s.pockets, s.hybrid_search.expansion_search)
+    fetch = min(300, math.ceil(step.depth * s.hybrid_search.overfetch))  # the over-fetch
+    assert step.cost_units == pytest.approx(costs.coarse(300, fetch))
+    truth = np.argsort(-(np.stack(vecs) @ q))[:5]
+    assert [h.record.text for h in res.hits] == [f"fact {i}" for i in truth]
