@@ -15,6 +15,7 @@ index, so the catalog itself keeps no state that could drift from them.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import threading
 
@@ -39,12 +40,17 @@ class PocketKey(msgspec.Struct, frozen=True, order=True):
     @property
     def name(self) -> str:
         """The pocket's id inside its namespace: `episode/warm/text/2026-W48`, `fact/hot/text`."""
-        base = f"{self.kind.name.lower()}/{self.tier.name.lower()}/{self.modality.name.lower()}"
-        return f"{base}/{self.bucket}" if self.bucket else base
+        return _name(self)
 
     def span(self) -> tuple[float, float]:
         """The event times the bucket covers, [start, end); unbounded without a bucket."""
         return bucket_span(self.bucket)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _name(key: PocketKey) -> str:
+    base = f"{key.kind.name.lower()}/{key.tier.name.lower()}/{key.modality.name.lower()}"
+    return f"{base}/{key.bucket}" if key.bucket else base
 
 
 def bucket_of(t: float, granularity: str) -> str:
@@ -60,6 +66,7 @@ def bucket_of(t: float, granularity: str) -> str:
     return f"{year:04d}-W{week:02d}"
 
 
+@functools.lru_cache(maxsize=65_536)
 def bucket_span(bucket: str) -> tuple[float, float]:
     """[start, end) of a bucket label, in seconds since the epoch."""
     if not bucket:
@@ -102,6 +109,8 @@ class PocketCatalog:
         self._keys: list[PocketKey] = []
         self._ns: list[int] = []
         self._by_ns: dict[int, list[int]] = {}
+        # Each namespace's pockets in key order, rebuilt when one is added (asked on every Recall).
+        self._ordered: dict[int, tuple[int, ...]] = {}
 
     def place(self, ns_id: int, rec: Record) -> int:
         """The id of the pocket `rec` belongs to (interned on first sight)."""
@@ -118,6 +127,7 @@ class PocketCatalog:
                 self._keys.append(key)
                 self._ns.append(ns_id)
                 self._by_ns.setdefault(ns_id, []).append(pid)
+                self._ordered.pop(ns_id, None)
                 self._ids[(ns_id, key)] = pid
         return pid
 
@@ -132,13 +142,19 @@ class PocketCatalog:
 
     def of_namespace(self, ns_id: int) -> list[int]:
         """The namespace's pockets, ordered by key (kind, tier, modality, bucket)."""
-        return sorted(self._by_ns.get(ns_id, ()), key=lambda p: self._keys[p])
+        ordered = self._ordered.get(ns_id)
+        if ordered is None:
+            with self._lock:
+                ordered = tuple(sorted(self._by_ns.get(ns_id, ()), key=lambda p: self._keys[p]))
+                self._ordered[ns_id] = ordered
+        return list(ordered)
 
     def allowed(self, ns_id: int, flt: MemoryFilter) -> list[int]:
         """The namespace's pockets that a record passing `flt` can be in: the filter's kinds and
         modalities, and buckets that overlap its time window."""
         lo = -math.inf if flt.created_after is None else flt.created_after
         hi = math.inf if flt.created_before is None else flt.created_before
+        timed = lo > -math.inf or hi < math.inf
         out = []
         for pid in self.of_namespace(ns_id):
             key = self._keys[pid]
@@ -146,8 +162,9 @@ class PocketCatalog:
                 continue
             if flt.modalities and key.modality not in flt.modalities:
                 continue
-            start, end = key.span()
-            if end <= lo or start >= hi:
-                continue
+            if timed:
+                start, end = key.span()
+                if end <= lo or start >= hi:
+                    continue
             out.append(pid)
         return out

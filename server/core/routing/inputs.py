@@ -21,7 +21,7 @@ from server.core.memory.model import Kind, PocketStats, Tier
 from server.core.routing.features import FLAGS, QueryFeatures
 from server.core.routing.heuristic import Evidence
 
-LAYOUT = 2
+LAYOUT = 3
 DAY = 86_400.0
 KINDS = tuple(k for k in Kind if k != Kind.UNSPECIFIED)
 POCKET_FEATURES = (
@@ -33,8 +33,9 @@ POCKET_FEATURES = (
     "coarse",
     *(f"kind_{k.name.lower()}" for k in KINDS),
     "bucket",
-    "centroid_cosine",
     "radius",
+    # the ones above depend on the pocket alone; those below on the query too
+    "centroid_cosine",
     "term_share",
     "log_term_docs",
     "log_age_newest",
@@ -44,6 +45,11 @@ POCKET_FEATURES = (
     "cost_share",
     "heuristic",
 )
+
+
+STATIC = POCKET_FEATURES.index("centroid_cosine")
+STATIC_CACHE = 16_384
+_STATIC: dict[int, tuple[PocketStats, list[float]]] = {}
 
 
 def query_width(prefix_dim: int) -> int:
@@ -66,8 +72,10 @@ def pocket_inputs(
     """The (len(pockets), input_width) matrix; `heuristic` and `costs` are each pocket's
     heuristic probability and full-depth cost."""
     q = f.vector()
-    out = np.zeros((len(pockets), len(q) + len(POCKET_FEATURES)), np.float32)
-    out[:, : len(q)] = q
+    width = len(q)
+    out = np.empty((len(pockets), width + len(POCKET_FEATURES)), np.float32)
+    out[:, :width] = q
+    out[:, width : width + STATIC] = [_static(p) for p in pockets]
     total = sum(costs) or 1.0
     terms = set(f.terms)
     for i, p in enumerate(pockets):
@@ -81,17 +89,8 @@ def pocket_inputs(
             start, end = ev.window
             overlaps = float(p.oldest < end and p.newest >= start)
             misses = 1.0 - overlaps
-        row = [
-            math.log2(p.size + 1) / 24.0,
-            float(p.tier == Tier.HOT),
-            float(p.tier == Tier.WARM),
-            float(p.tier == Tier.COLD),
-            float(p.method == "hnsw"),
-            float(p.method == "coarse"),
-            *(float(p.kind == k) for k in KINDS),
-            float(bool(p.bucket)),
+        out[i, width + STATIC :] = (
             sim,
-            p.radius,
             sum(1 for t in terms if held.get(t, 0) > 0) / len(terms) if terms else 0.0,
             math.log1p(docs) / 10.0,
             math.log1p(max(now - p.newest, 0.0) / DAY) / 8.0,
@@ -100,6 +99,28 @@ def pocket_inputs(
             misses,
             costs[i] / total,
             heuristic[i],
-        ]
-        out[i, len(q) :] = row
+        )
     return out
+
+
+def _static(p: PocketStats) -> list[float]:
+    """The features of a pocket alone (`POCKET_FEATURES[:STATIC]`), cached by the statistics
+    object, which the engine keeps while the pocket is unchanged."""
+    hit = _STATIC.get(id(p))
+    if hit is not None and hit[0] is p:
+        return hit[1]
+    row = [
+        math.log2(p.size + 1) / 24.0,
+        float(p.tier == Tier.HOT),
+        float(p.tier == Tier.WARM),
+        float(p.tier == Tier.COLD),
+        float(p.method == "hnsw"),
+        float(p.method == "coarse"),
+        *(float(p.kind == k) for k in KINDS),
+        float(bool(p.bucket)),
+        p.radius,
+    ]
+    if len(_STATIC) >= STATIC_CACHE:
+        _STATIC.clear()
+    _STATIC[id(p)] = (p, row)  # the object is held, so its id is not reused meanwhile
+    return row
