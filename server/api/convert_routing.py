@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from pocketd.v1 import memory_service_pb2 as spb
 from server.api.convert import recall_response, timestamp
 from server.core.routing.explain import Explained
@@ -13,7 +11,7 @@ from server.core.routing.router import Context
 def route_features(ctx: Context) -> spb.RouteFeatures:
     f = ctx.features
     full = {s.pocket: s.cost_units for s in ctx.full}
-    terms = set(f.terms)
+    m = ctx.measures
     out = spb.RouteFeatures(
         flags=sorted(f.flags),
         terms=list(f.terms),
@@ -21,19 +19,15 @@ def route_features(ctx: Context) -> spb.RouteFeatures:
         safety=list(f.safety),
         image=f.image,
     )
-    for p, h in zip(ctx.pockets, ctx.heuristic, strict=True):
-        held = ctx.evidence.term_hits.get(p.name, {})
-        sim = 0.0
-        if ctx.vector is not None and p.centroid is not None:
-            sim = float(np.dot(ctx.vector, p.centroid))
+    for i, (p, h) in enumerate(zip(ctx.pockets, ctx.heuristic, strict=True)):
         pf = out.pockets.add(
             pocket=p.name,
             size=p.size,
             method=p.method,
             full_cost_units=full.get(p.name, 0.0),
-            centroid_cosine=sim,
+            centroid_cosine=m.cosine[i],
             radius=p.radius,
-            term_documents=sum(n for t, n in held.items() if t in terms),
+            term_documents=m.docs[i],
             heuristic_probability=h,
         )
         timestamp(p.oldest, pf.oldest)

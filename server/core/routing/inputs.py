@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from server.core.memory.model import Kind, PocketStats, Tier
 from server.core.routing.features import FLAGS, QueryFeatures
-from server.core.routing.heuristic import Evidence
+from server.core.routing.heuristic import Measures
 
 LAYOUT = 3
 DAY = 86_400.0
@@ -62,9 +62,8 @@ def input_width(prefix_dim: int) -> int:
 
 def pocket_inputs(
     f: QueryFeatures,
-    vector: npt.NDArray[np.float32] | None,
     pockets: Sequence[PocketStats],
-    ev: Evidence,
+    m: Measures,
     now: float,
     heuristic: Sequence[float],
     costs: Sequence[float],
@@ -73,30 +72,21 @@ def pocket_inputs(
     heuristic probability and full-depth cost."""
     q = f.vector()
     width = len(q)
+    n_terms = len(set(f.terms))
     out = np.empty((len(pockets), width + len(POCKET_FEATURES)), np.float32)
     out[:, :width] = q
     out[:, width : width + STATIC] = [_static(p) for p in pockets]
     total = sum(costs) or 1.0
-    terms = set(f.terms)
     for i, p in enumerate(pockets):
-        held = ev.term_hits.get(p.name, {})
-        docs = sum(held.get(t, 0) for t in terms)
-        sim = 0.0
-        if vector is not None and p.centroid is not None:
-            sim = float(np.dot(vector, p.centroid))
-        overlaps = misses = 0.0
-        if ev.window is not None and p.bucket:
-            start, end = ev.window
-            overlaps = float(p.oldest < end and p.newest >= start)
-            misses = 1.0 - overlaps
+        overlap = m.overlaps[i]
         out[i, width + STATIC :] = (
-            sim,
-            sum(1 for t in terms if held.get(t, 0) > 0) / len(terms) if terms else 0.0,
-            math.log1p(docs) / 10.0,
+            m.cosine[i],
+            m.held[i] / n_terms if n_terms else 0.0,
+            math.log1p(m.docs[i]) / 10.0,
             math.log1p(max(now - p.newest, 0.0) / DAY) / 8.0,
             math.log1p(max(now - p.oldest, 0.0) / DAY) / 8.0,
-            overlaps,
-            misses,
+            float(overlap == 1.0),
+            float(overlap == 0.0),
             costs[i] / total,
             heuristic[i],
         )

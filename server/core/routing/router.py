@@ -49,7 +49,7 @@ from server.core.memory.ports import RoutedPlan
 from server.core.memory.timecues import window
 from server.core.routing.budget import RoutedStep
 from server.core.routing.features import FeatureExtractor, QueryFeatures
-from server.core.routing.heuristic import Evidence, heuristic
+from server.core.routing.heuristic import Evidence, Measures, heuristic, measure
 from server.core.routing.inputs import LAYOUT, pocket_inputs
 from server.core.routing.policies import POLICIES, choose, full_plan
 from server.core.routing.ports import DecisionSink, ModelSource
@@ -72,6 +72,7 @@ class Context:
     heuristic: list[float]  # the heuristic's probability of each
     rules: list[str]  # the heuristic rules that fired
     evidence: Evidence
+    measures: Measures
     full: list[RoutedStep]
     full_cost: float
     budget: float
@@ -145,13 +146,15 @@ class Router:
             self._term_hits(q.namespace, list(f.terms)) if f.terms and pockets else {},
             window(q.text, ref) if q.text else None,
         )
-        scored, rules = heuristic(f, vector, pockets, ev) if pockets else ([], [])
+        m = measure(f, vector, pockets, ev)
+        scored, rules = heuristic(f, vector, pockets, ev, m) if pockets else ([], [])
         return Context(
             f,
             pockets,
             [s.probability for s in scored],
             rules,
             ev,
+            m,
             full,
             full_cost,
             self._s.max_cost_share * full_cost,
@@ -222,7 +225,7 @@ class Router:
     def _rows(self, ctx: Context) -> npt.NDArray[np.float32]:
         costs = {s.pocket: s.cost_units for s in ctx.full}
         return pocket_inputs(
-            ctx.features, ctx.vector, ctx.pockets, ctx.evidence, ctx.now, ctx.heuristic,
+            ctx.features, ctx.pockets, ctx.measures, ctx.now, ctx.heuristic,
             [costs.get(p.name, 0.0) for p in ctx.pockets],
         )  # fmt: skip
 
