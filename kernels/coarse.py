@@ -41,11 +41,14 @@ def quantize(vectors: F32Array) -> tuple[I8Array, F32Array]:
     return codes, inv
 
 
+# The largest dimension whose int8 dot products sum exactly in float32: d × 127² < 2²⁴.
+EXACT_F32_DIM = (1 << 24) // (127 * 127)
+
+
 @njit(cache=True, nogil=True, fastmath=True)
-def _scores(codes: I8Array, inv: F32Array, rows: int, query: I8Array, out: F32Array) -> None:
-    """out[i] = <codes[i], query> · inv[i] for the first `rows` rows. The products are summed in
-    float32, which vectorises best here, and exactly: every partial sum is an integer of at most
-    384 × 127² < 2²⁴ in magnitude, so `fastmath`'s reordering cannot round it."""
+def _scores_f32(codes: I8Array, inv: F32Array, rows: int, query: I8Array, out: F32Array) -> None:
+    """Summed in float32, which vectorises best here, and exactly for d ≤ `EXACT_F32_DIM`:
+    every partial sum is then an integer below 2²⁴, so `fastmath`'s reordering cannot round."""
     d = codes.shape[1]
     q = query.astype(np.float32)
     for i in range(rows):
@@ -53,6 +56,26 @@ def _scores(codes: I8Array, inv: F32Array, rows: int, query: I8Array, out: F32Ar
         for j in range(d):
             acc += np.float32(codes[i, j]) * q[j]
         out[i] = acc * inv[i]
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _scores_i64(codes: I8Array, inv: F32Array, rows: int, query: I8Array, out: F32Array) -> None:
+    """Summed in int64, for a dimension too large for exact float32 sums."""
+    d = codes.shape[1]
+    for i in range(rows):
+        acc = np.int64(0)
+        for j in range(d):
+            acc += np.int64(codes[i, j]) * np.int64(query[j])
+        out[i] = np.float32(acc) * inv[i]
+
+
+@njit(cache=True, nogil=True)
+def _scores(codes: I8Array, inv: F32Array, rows: int, query: I8Array, out: F32Array) -> None:
+    """out[i] = <codes[i], query> · inv[i] for the first `rows` rows."""
+    if codes.shape[1] <= EXACT_F32_DIM:
+        _scores_f32(codes, inv, rows, query, out)
+    else:
+        _scores_i64(codes, inv, rows, query, out)
 
 
 @njit(cache=True, nogil=True)

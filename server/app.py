@@ -115,6 +115,7 @@ def build_engine(settings: Settings, encoder: OnnxTextEncoder | None) -> MemoryE
             m.index.connectivity,
             m.index.expansion_add,
             m.hybrid_search.expansion_search,
+            (m.pockets.coarse_min_rows, m.pockets.exact_max_rows),
         ),
         keywords,
         encoder,

@@ -94,6 +94,7 @@ def open_engine(
             s.index.connectivity,
             s.index.expansion_add,
             s.hybrid_search.expansion_search,
+            (s.pockets.coarse_min_rows, s.pockets.exact_max_rows),
         ),
         TantivyKeywordIndex(data / "keywords", s.index.keyword_heap_bytes),
         encoder,

@@ -5,8 +5,8 @@ never share an index), then by over-fetch or, for selective filters and small po
 scan of the matching rows (see `server.core.memory.retrieval`). Vectors are unit length and the
 metric is inner product, so similarity = 1 − distance = cosine. Each index also keeps the sum of
 its vectors (in float64), so a pocket's centroid and radius cost nothing to read. A pocket
-searched coarse to fine also keeps int8 codes of its vectors (`CoarseCodes`), built in memory by
-its first coarse search and kept in step with it from then on.
+searched coarse to fine also keeps int8 codes of its vectors in memory (`CoarseCodes`), kept in
+step with it while its size is in the coarse range.
 
 Persistence: `save(rev)` writes every dirty index to a temporary file and renames it into place,
 then atomically replaces `manifest.json`, which records the revision the files contain and each
@@ -50,6 +50,13 @@ CAP_SLACK = 4e-3
 GROW = 1.5  # the codes' growth factor
 
 
+def _writable(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """A C-contiguous, writable float32 array: the one layout the kernels are compiled for (a
+    read-only one would compile another version on the request path)."""
+    out: npt.NDArray[np.float32] = np.require(x, np.float32, ["C", "W"])
+    return out
+
+
 class CoarseCodes:
     """The int8 codes of one pocket's vectors, kept beside its index for the coarse stage of a
     coarse-to-fine scan (`kernels.coarse`). Rows are packed: a removed key's row takes the last
@@ -65,7 +72,7 @@ class CoarseCodes:
         return len(self._row)
 
     def upsert(self, keys: KeyArray, vectors: npt.NDArray[np.float32]) -> None:
-        codes, inv = quantize(np.ascontiguousarray(vectors, np.float32))
+        codes, inv = quantize(_writable(vectors))
         for i, k in enumerate(keys.tolist()):
             row = self._row.get(k)
             if row is None:
@@ -94,7 +101,10 @@ class CoarseCodes:
         n = len(self._row)
         if n == 0 or count <= 0:
             return np.empty(0, np.int64)
-        code, _ = quantize(np.ascontiguousarray(query, np.float32).reshape(1, -1))
+        if count >= n:  # every row: no need to rank them
+            every: KeyArray = self._keys[:n].copy()
+            return every
+        code, _ = quantize(_writable(query.reshape(1, -1)))
         idx = coarse_topk(self._codes, self._inv, n, code[0], count)
         out: KeyArray = self._keys[idx]
         return out
@@ -120,11 +130,14 @@ class UsearchVectorIndex:
         path: Path,
         total: npt.NDArray[np.float64] | None,
         cap: tuple[npt.NDArray[np.float64], float] | None = None,
+        coarse_rows: tuple[int, int] = (1, 0),
     ) -> None:
         self._index = index
-        # The int8 codes of the coarse stage: built by the first coarse search, then kept in
-        # step with the index (not saved: rebuilt by the first coarse search after a restart).
+        # The int8 codes of the coarse stage, kept in step with the index while its size is in
+        # `coarse_rows` (the sizes scanned coarse to fine): built by the add that brings it
+        # there, on the indexer's thread, or else by the first coarse search. Not saved.
         self._codes: CoarseCodes | None = None
+        self._coarse_rows = coarse_rows
         self._path = path
         self._lock = threading.Lock()
         self._sum = np.zeros(index.ndim, np.float64) if total is None else total
@@ -186,6 +199,7 @@ class UsearchVectorIndex:
                 self._index.add(k.astype(np.uint64), v, threads=ADD_THREADS)
                 if self._codes is not None:
                     self._codes.upsert(k, np.asarray(v, np.float32))
+                self._keep_codes()
                 self._sum += v.astype(np.float64).sum(axis=0)
                 self._widen(v)
                 self.dirty = True
@@ -232,6 +246,24 @@ class UsearchVectorIndex:
         sims = (1.0 - np.asarray(res.distances, dtype=np.float32)).astype(np.float32)
         return keys, sims
 
+    def _keep_codes(self) -> None:
+        """Build the codes when the index enters `coarse_rows`; drop them when it leaves."""
+        lo, hi = self._coarse_rows
+        inside = lo <= len(self._index) <= hi
+        if inside and self._codes is None:
+            self._codes = self._build_codes()
+        elif not inside and self._codes is not None:
+            self._codes = None
+
+    def _build_codes(self) -> CoarseCodes:
+        codes = CoarseCodes(self._index.ndim)
+        keys = np.fromiter(self._index.keys, dtype=np.int64, count=len(self._index))
+        for start in range(0, len(keys), 4096):
+            chunk = keys[start : start + 4096]
+            codes.upsert(chunk, self._vectors(chunk))
+        self._codes = codes
+        return codes
+
     def coarse_search(
         self, query: Vector, count: int, rerank: int
     ) -> tuple[KeyArray, npt.NDArray[np.float32]]:
@@ -240,11 +272,8 @@ class UsearchVectorIndex:
         with self._lock:
             if len(self._index) == 0 or count <= 0:
                 return np.empty(0, np.int64), np.empty(0, np.float32)
-            if self._codes is None:
-                self._codes = CoarseCodes(self._index.ndim)
-                keys = np.fromiter(self._index.keys, dtype=np.int64, count=len(self._index))
-                self._codes.upsert(keys, self._vectors(keys))
-            cand = self._codes.candidates(np.asarray(query, np.float32), max(rerank, count))
+            codes = self._codes or self._build_codes()  # outside `coarse_rows`: until a change
+            cand = codes.candidates(np.asarray(query, np.float32), max(rerank, count))
             vecs = self._vectors(cand)
         sims = (vecs @ np.asarray(query, np.float32)).astype(np.float32)
         order = np.lexsort((cand, -sims))[:count]
@@ -326,8 +355,12 @@ class UsearchIndexSet:
         connectivity: int,
         expansion_add: int,
         expansion_search: int,
+        coarse_rows: tuple[int, int] = (1, 0),
     ) -> None:
+        """`coarse_rows`: the index sizes scanned coarse to fine, whose codes each index keeps
+        (`memory.pockets.coarse_min_rows` to `exact_max_rows`; empty by default)."""
         self._root = root
+        self._coarse_rows = coarse_rows
         self._root.mkdir(parents=True, exist_ok=True)
         self._ndim = ndim
         self._opts = {
@@ -390,7 +423,9 @@ class UsearchIndexSet:
                 part = self._parts.get(key)
                 if part is None:
                     index = Index(ndim=self._ndim, **self._opts)  # type: ignore[arg-type]
-                    part = UsearchVectorIndex(index, self._file(namespace, pocket), None)
+                    part = UsearchVectorIndex(
+                        index, self._file(namespace, pocket), None, None, self._coarse_rows
+                    )
                     self._parts[key] = part
         return part
 

@@ -320,13 +320,14 @@ class PocketSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     bucketed_kinds: tuple[str, ...] = ("episode", "observation")
     # A warm pocket of at most this many vectors is scanned exactly, not by its HNSW.
     exact_max_rows: Annotated[int, between(0, 1 << 24)] = 2048
-    # An exact scan of a pocket of at least this many vectors runs coarse to fine: its int8
-    # codes first (built in memory by the first such scan, half the size of its f16 vectors),
-    # then the best `coarse_rerank` × depth candidates on their stored vectors. That is a pocket
-    # below `exact_max_rows` if that is raised above it, and an HNSW search that would reach half
-    # its pocket. Chosen from `python -m bench coarse` (bench/RESULTS.md): the coarse stage
-    # loses no recall and costs less than the f16 scan from about 12k vectors; the graph costs
-    # less still, which is why `exact_max_rows` stays below it.
+    # A pocket scanned whole (at most `exact_max_rows`) of at least this many vectors is scanned
+    # coarse to fine: its int8 codes first (kept in memory by its index, half the size of its
+    # f16 vectors), then the best `coarse_rerank` × depth candidates on their stored vectors,
+    # unless that rerank would cost more than the exact scan. From `python -m bench coarse`
+    # (bench/RESULTS.md): the coarse stage loses no recall and costs less than the f16 scan from
+    # about 12k vectors. The graph costs less still, so by default `exact_max_rows` stays below
+    # it and the coarse range is empty: raise `exact_max_rows` to trade the graph's latency for
+    # exact vector candidates at half the exact scan's cost.
     coarse_min_rows: Annotated[int, between(1, 1 << 30)] = 12_288
     coarse_rerank: Annotated[int, between(1, 1000)] = 2
     # Cost units: one unit is one exact 384-d f16 dot product. An HNSW search costs

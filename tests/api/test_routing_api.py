@@ -14,6 +14,7 @@ import msgspec
 import numpy as np
 import pytest
 
+from pocketd import AsyncClient
 from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
@@ -66,6 +67,7 @@ class Routed:
         self.grpc = grpc_server
         self.data = Path(settings.server.data_dir)
         self.stub: spb_grpc.MemoryServiceStub
+        self.target = ""
 
 
 @contextlib.asynccontextmanager
@@ -84,6 +86,7 @@ async def routed_server(
     eng.load()
     await srv.mark_serving(eng)
     r = Routed(settings, eng, srv)
+    r.target = f"127.0.0.1:{port}"
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
         r.stub = spb_grpc.MemoryServiceStub(ch)
         await r.stub.RememberBatch(
@@ -288,3 +291,15 @@ async def test_exploration_then_training_then_a_routed_recall_uses_the_new_model
             await asyncio.sleep(0.05)
         assert last.asked == "learned" and last.model == version
         assert last.policy in ("learned", "full")  # full only if the model was unsure
+
+
+async def test_the_typed_client_explains_and_routes(
+    tmp_path: Path, encoder: OnnxTextEncoder
+) -> None:
+    async with routed_server(tmp_path, encoder, policy="full") as r, AsyncClient(r.target) as c:
+        resp = await c.explain(NS, "what is my shoe size", policies=["heuristic"], run=True)
+        (h,) = resp.policies
+        assert h.ran == "heuristic" and h.result.hits
+        routed = await c.recall(NS, "what is my shoe size", route_policy="heuristic")
+        full = await c.recall(NS, "what is my shoe size")
+        assert routed.hits[0].memory.memory_id == full.hits[0].memory.memory_id

@@ -18,6 +18,7 @@ from pocketd.requests import (
     MemoryInput,
     batch_timeout,
     channel_options,
+    explain_request,
     forget_request,
     list_request,
     memory_filter,
@@ -72,9 +73,7 @@ class Client:
     ) -> spb.ExplainResponse:
         """The plan each routing policy would choose for this Recall (`options` as `recall`'s),
         with the route features; `run`: also each plan's result."""
-        req = spb.ExplainRequest(
-            recall=recall_request(namespace, text, **options), policies=policies, run=run
-        )
+        req = explain_request(namespace, text, policies, run, **options)
         resp: spb.ExplainResponse = self._stub.Explain(req, timeout=self.timeout)
         return resp
 
@@ -162,9 +161,7 @@ class AsyncClient:
         **options: Any,
     ) -> spb.ExplainResponse:
         """As `Client.explain`."""
-        req = spb.ExplainRequest(
-            recall=recall_request(namespace, text, **options), policies=policies, run=run
-        )
+        req = explain_request(namespace, text, policies, run, **options)
         resp: spb.ExplainResponse = await self._stub.Explain(req, timeout=self.timeout)
         return resp
 

@@ -230,3 +230,12 @@ def forget_request(
     if memory_id is not None:
         return spb.ForgetRequest(namespace=namespace, memory_id=memory_id)
     return spb.ForgetRequest(namespace=namespace, filter=flt or spb.MemoryFilter(), all=all)
+
+
+def explain_request(
+    namespace: str, text: str, policies: Sequence[str], run: bool, **options: Any
+) -> spb.ExplainRequest:
+    """An ExplainRequest of the Recall that `recall_request` makes of the same arguments."""
+    return spb.ExplainRequest(
+        recall=recall_request(namespace, text, **options), policies=policies, run=run
+    )

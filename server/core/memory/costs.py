@@ -29,9 +29,13 @@ class CostModel:
             return "hot"
         return self.scan(size) if size <= self._s.exact_max_rows else "hnsw"
 
-    def scan(self, size: int) -> str:
-        """How a warm pocket is scanned whole: `coarse` from `coarse_min_rows`, else `exact`."""
-        return "coarse" if size >= self._s.coarse_min_rows else "exact"
+    def scan(self, size: int, depth: int = 0) -> str:
+        """How a warm pocket is scanned whole for `depth` results (0: not known yet):
+        `coarse` from `coarse_min_rows` while its rerank still leaves it cheaper than the
+        exact scan, else `exact`."""
+        if size < self._s.coarse_min_rows:
+            return "exact"
+        return "coarse" if depth <= 0 or self.coarse(size, depth) < self.exact(size) else "exact"
 
     def exact(self, rows: int) -> float:
         return float(rows)

@@ -91,7 +91,9 @@ class MemoryEngine:
         self.planner: Planner | None = None
         # A warm pocket's statistics, by pocket id, with what they were computed from: a router
         # asks for them on every Recall, and they change only when the pocket does.
-        self._stats_cache: dict[int, tuple[tuple[int, tuple[float, float], int], PocketStats]] = {}
+        self._stats_cache: dict[
+            int, tuple[tuple[int, tuple[float, float], int, int], PocketStats]
+        ] = {}
         self._store = store
         self._vectors = vectors
         self._keywords = keywords
@@ -429,7 +431,7 @@ class MemoryEngine:
             if key.tier == Tier.HOT:
                 total, n = self.hot.moments(namespace, c.pocket, pid)
             elif (part := self._vectors.partition(namespace, key.name, False)) is not None:
-                mark = (size, span, part.changes)
+                mark = (size, span, id(part), part.changes)
                 cached = self._stats_cache.get(pid)
                 if cached is not None and cached[0] == mark:  # unchanged since: as it was
                     out.append(cached[1])
@@ -453,8 +455,8 @@ class MemoryEngine:
                 radius=1.0 - norm / n if n else 0.0,
                 centroid=(total / norm).astype(np.float32) if norm > 0 else None,
             )
-            if part is not None:
-                self._stats_cache[pid] = ((size, span, part.changes), stats)
+            if part is not None:  # under the mark read before the moments: never newer than them
+                self._stats_cache[pid] = (mark, stats)
             out.append(stats)
         return tuple(out)
 

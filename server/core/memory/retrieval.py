@@ -5,11 +5,11 @@ A plan is an ordered list of (pocket, depth) steps; the default visits every poc
 namespace that the filter allows. Each warm step searches its pocket's vectors: a selective
 filter's matching rows exactly (numba, when they are few), a small pocket by a brute-force scan
 of all its vectors (usearch's exact mode, SIMD over the stored f16, cheaper than copying them
-out for numba), a mid-sized one coarse to fine (its int8 codes scanned by numba, then the best
-candidates reranked on their stored vectors), a large one by its HNSW graph, over-fetching in
-proportion to the filter's selectivity (usearch cannot filter during search). Hot pockets and
-every memory not yet
-indexed are scanned exactly in the hot tier, restricted to the plan's pockets. The keyword
+out for numba; from `coarse_min_rows` vectors coarse to fine: its int8 codes scanned by numba,
+then the best candidates reranked on their stored vectors), a large one by its HNSW graph,
+over-fetching in proportion to the filter's selectivity (usearch cannot filter during search).
+Hot pockets and every memory not yet indexed are scanned exactly in the hot tier, restricted to
+the plan's pockets. The keyword
 channel is one tantivy BM25 query over the plan's pockets with the filter inside it; memories
 not yet in BM25 are matched in the hot tier.
 
@@ -343,6 +343,8 @@ class Retriever:
         else:
             fetch = math.ceil(step.depth * self._s.overfetch)
         fetch, cost = min(fetch, size), 0.0
+        if method == "coarse":  # a deep step can rerank so much that the exact scan is cheaper
+            method = self._costs.scan(size, fetch)
         for _ in range(DEEPER):
             if method == "exact":  # a brute-force scan of the whole pocket: cheaper than its graph
                 keys, sims = part.search(query, fetch, exact=True)
@@ -367,8 +369,8 @@ class Retriever:
                 break
             deadline.check("a deeper vector search")
             fetch = min(size, fetch * 4)
-            if method == "hnsw" and fetch * 2 >= size:
-                method, fetch = self._costs.scan(size), size
+            if method != "exact" and fetch * 2 >= size:  # the whole pocket: an exact scan
+                method, fetch = "exact", size
         kept = sims[keep][: step.depth]
         run.add_vectors(keys[keep][: step.depth], kept)
         best = float(kept.max()) if len(kept) else 0.0

@@ -4,9 +4,8 @@ steps whose cost fits `max_cost_units`.
 Pockets are taken most probable first, while the budget lasts (greedily: a more probable pocket
 is never passed over to pay for a less probable one), and none below `MIN_PROBABILITY` but the
 first. Each has its probability's share of what is left:
-- a pocket scanned exactly or coarse to fine (small and mid-sized warm pockets, hot pockets)
-  costs about the same at any depth: it is searched, at the full depth, if what is left pays for
-  it;
+- a pocket scanned whole (small warm pockets, exactly or coarse to fine; hot pockets) costs
+  about the same at any depth: it is searched, at the full depth, if what is left pays for it;
 - an HNSW pocket's cost grows with its depth: it gets the deepest search its share pays for, at
   least `top_k` (the minimum useful depth) if what is left pays for that, at most the full depth.
 The most probable pocket is searched, within the budget or not (unless `at_least_one` is off), so

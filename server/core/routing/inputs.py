@@ -95,7 +95,7 @@ def pocket_inputs(
 
 def _static(p: PocketStats) -> list[float]:
     """The features of a pocket alone (`POCKET_FEATURES[:STATIC]`), cached by the statistics
-    object, which the engine keeps while the pocket is unchanged."""
+    object, which the engine keeps while a warm pocket is unchanged."""
     hit = _STATIC.get(id(p))
     if hit is not None and hit[0] is p:
         return hit[1]
@@ -110,6 +110,8 @@ def _static(p: PocketStats) -> list[float]:
         float(bool(p.bucket)),
         p.radius,
     ]
+    if p.tier == Tier.HOT:  # a hot pocket's statistics are new on every decision
+        return row
     if len(_STATIC) >= STATIC_CACHE:
         _STATIC.clear()
     _STATIC[id(p)] = (p, row)  # the object is held, so its id is not reused meanwhile

@@ -419,22 +419,23 @@ def test_a_mid_sized_pocket_is_searched_coarse_to_fine(
 ) -> None:
     """A pocket scanned whole (at most `exact_max_rows`) of at least `coarse_min_rows`: int8
     codes, then a rerank on the stored vectors; the hits are the exact scan's, and the cost is
-    the coarse model's."""
+    the coarse model's, below the exact scan's (else the step scans exactly)."""
     s = MemorySettings()
     s = msgspec.structs.replace(
-        s, pockets=msgspec.structs.replace(s.pockets, exact_max_rows=1000, coarse_min_rows=100)
+        s, pockets=msgspec.structs.replace(s.pockets, exact_max_rows=4000, coarse_min_rows=1000)
     )
     engine = engine_factory(s)
     rng = np.random.default_rng(15)
-    vecs = [unit_vec(rng) for _ in range(300)]
+    vecs = [unit_vec(rng) for _ in range(1500)]
     engine.remember([mem(f"fact {i}", Kind.FACT, v, importance=3) for i, v in enumerate(vecs)])
     engine.indexer.catch_up()
     q = near(vecs[7], rng, 0.02)
     res = engine.recall(RecallQuery(NS, vector=q, top_k=5, min_score=0.0))
     (step,) = res.plan
-    assert step.method == "coarse" and step.scanned == 300
+    assert step.method == "coarse" and step.scanned == 1500
     costs = CostModel(s.pockets, s.hybrid_search.expansion_search)
-    fetch = min(300, math.ceil(step.depth * s.hybrid_search.overfetch))  # the over-fetch
-    assert step.cost_units == pytest.approx(costs.coarse(300, fetch))
+    fetch = min(1500, math.ceil(step.depth * s.hybrid_search.overfetch))  # the over-fetch
+    assert step.cost_units == pytest.approx(costs.coarse(1500, fetch))
+    assert step.cost_units < costs.exact(1500)
     truth = np.argsort(-(np.stack(vecs) @ q))[:5]
     assert [h.record.text for h in res.hits] == [f"fact {i}" for i in truth]
