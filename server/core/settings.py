@@ -513,6 +513,21 @@ class RouterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     )
 
 
+class LedgerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The agent tasks' budget ledger (`<data_dir>/ledger.sqlite3`)."""
+
+    # The share of a task's total held back for its final answer, unless the task sets its own.
+    emergency_ratio: Annotated[float, between(0.0, 0.9)] = 0.2
+    # The degrade ladder, in percent of the ordinary budget spent or held: warn (unless the task
+    # sets its own), then a cheaper model tier, then optional tools off; 100: the failover.
+    warn_at_percent: Annotated[int, between(1, 100)] = 80
+    cheaper_tier_at_percent: Annotated[int, between(1, 100)] = 90
+    tools_off_at_percent: Annotated[int, between(1, 100)] = 95
+    # How long a reservation holds when the call names no TTL, and the longest it may ask for.
+    reservation_ttl_seconds: Annotated[int, between(1, 86_400)] = 300
+    max_reservation_ttl_seconds: Annotated[int, between(1, 604_800)] = 86_400
+
+
 class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The whole configuration."""
 
@@ -521,3 +536,4 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     memory: MemorySettings = msgspec.field(default_factory=MemorySettings)
     encoder: EncoderSettings = msgspec.field(default_factory=EncoderSettings)
     router: RouterSettings = msgspec.field(default_factory=RouterSettings)
+    ledger: LedgerSettings = msgspec.field(default_factory=LedgerSettings)

@@ -1,0 +1,392 @@
+"""The budget ledger of an agent task: reserve, then commit or release, in micro-units.
+
+Every call is one store transaction: what it checks is what it holds, with no other writer in
+between, so concurrent reservations can never overspend, and what is committed is durable before
+the call answers. Limits, checked on each Reserve against what is spent plus what is held:
+- `total`: an ordinary reservation may use the total less the emergency share
+  (`emergency_ratio`), which only a `final` reservation (the final answer) may use;
+- `round`: the round's spent and held amounts, with `round_micros`;
+- `rounds`: the round number, with `max_rounds`;
+- `tool:NAME`: the tool's calls, committed and held, with its `max_calls`.
+A refusal is RESOURCE_EXHAUSTED naming the limit. A hold that is not committed or released by
+`expires_at` no longer counts. A commit records the actual amount, even after its hold expired
+(the money was spent; the late commit is a warning).
+
+The degrade ladder (seed 000 §3.2, 001 §3.1): as the ordinary budget's spent and held share
+crosses `warn_at_percent`, `cheaper_tier_at_percent` and `tools_off_at_percent`, the task's level
+moves to 1 (warned), 2 (a cheaper model tier), 3 (optional tools off); an ordinary reservation the
+ordinary budget cannot pay moves it to 4, the `failover` action. Under `Failover.PAUSE` the task
+is paused: ordinary reservations are refused until `raise_budget` resumes it. The level never
+goes back down, except by `raise_budget`, which recomputes it.
+
+Idempotency: each mutating call names a key; a retry with the same key and the same request
+returns the first answer without applying it again, and the same key with another request is
+refused. Refusals are not recorded: a retried refusal is checked again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import TypeVar
+
+import msgspec
+
+from server.core.agent.model import (
+    Bill,
+    Budget,
+    Failover,
+    HeldSum,
+    Hold,
+    KindBill,
+    LimitState,
+    Reservation,
+    SpendKind,
+    Status,
+    Task,
+    ToolBudget,
+)
+from server.core.agent.ports import LedgerStore, LedgerTx
+from server.core.errors import (
+    FailedPreconditionError,
+    Location,
+    NotFoundError,
+    ResourceExhaustedError,
+)
+from server.core.memory.ports import Clock
+from server.core.settings import LedgerSettings
+
+T = TypeVar("T")
+LEVELS = ("normal", "warned", "cheaper model tier", "optional tools off", "failover")
+
+
+class Ledger:
+    def __init__(self, store: LedgerStore, clock: Clock, settings: LedgerSettings) -> None:
+        self._store = store
+        self._clock = clock
+        self._s = settings
+
+    def open_task(self, task_id: str, namespace: str, session_id: str, budget: Budget) -> Status:
+        """Open a task; opening it again with the same budget returns its status."""
+        now = self._clock.now()
+        with self._store.transaction() as tx:
+            task = tx.task(task_id)
+            if task is not None:
+                if task.budget != budget or task.namespace != namespace:
+                    raise FailedPreconditionError(
+                        f"task {task_id!r} is already open with another budget or namespace",
+                        "TASK_EXISTS",
+                        Location("task_id"),
+                    )
+                return self._status(tx, task, now)
+            task = Task(task_id, namespace, session_id, budget, now)
+            tx.put_task(task)
+            return self._status(tx, task, now)
+
+    def reserve(
+        self,
+        task_id: str,
+        round_: int,
+        kind: SpendKind,
+        estimate: int,
+        tool: str,
+        final: bool,
+        ttl: float,
+        key: str,
+    ) -> Reservation:
+        now = self._clock.now()
+        request = (task_id, round_, int(kind), estimate, tool, final, ttl)
+        refused: ResourceExhaustedError | None = None
+        with self._store.transaction() as tx:
+            done = self._replayed(tx, task_id, key, request, Reservation)
+            if done is not None:
+                return done
+            task = self._open(tx, task_id)
+            if task.state == "paused" and not final:
+                raise FailedPreconditionError(
+                    f"task {task_id!r} is paused ({task.stop_reason}); raise its budget to resume",
+                    "TASK_PAUSED",
+                    Location("task_id"),
+                )
+            if round_ < task.round:
+                raise FailedPreconditionError(
+                    f"round {round_} is behind the task's round {task.round}",
+                    "ROUND_BEHIND",
+                    Location("round"),
+                )
+            b = task.budget
+            amount = estimate
+            if kind == SpendKind.TOOL_CALL and amount == 0:
+                amount = b.tools.get(tool, _NO_TOOL).cost_per_call_micros
+            live = tx.live(task_id, now)
+            refused = self._refusal(task, live, round_, tool, amount, final)
+            if refused is None:
+                hold = Hold(
+                    "r-" + secrets.token_hex(8),
+                    task_id,
+                    round_,
+                    kind,
+                    tool,
+                    amount,
+                    final,
+                    now,
+                    now + ttl,
+                )
+                tx.put_hold(hold)
+                task.round = max(task.round, round_)
+                live = [*live, HeldSum(round_, tool, final, amount, 1)]
+                self._climb(task, live)
+                tx.put_task(task)
+                out = Reservation(hold.reservation_id, amount, hold.expires_at, self._status(
+                    tx, task, now, live
+                ))  # fmt: skip
+                self._record(tx, task_id, key, request, out)
+                return out
+            if refused.limit == "total" and not final:
+                self._fail_over(task, str(refused))
+            tx.put_task(task)  # the ladder's move is kept though the call is refused
+        raise refused
+
+    def commit(self, task_id: str, reservation_id: str, actual: int, key: str) -> Status:
+        return self._settle(task_id, reservation_id, actual, key, commit=True)
+
+    def release(self, task_id: str, reservation_id: str, key: str) -> Status:
+        return self._settle(task_id, reservation_id, 0, key, commit=False)
+
+    def status(self, task_id: str) -> Status:
+        now = self._clock.now()
+        with self._store.transaction() as tx:
+            task = tx.task(task_id)
+            if task is None:
+                raise NotFoundError("task", task_id, Location("task_id"))
+            return self._status(tx, task, now)
+
+    def raise_budget(self, task_id: str, add: int, key: str) -> Status:
+        now = self._clock.now()
+        with self._store.transaction() as tx:
+            done = self._replayed(tx, task_id, key, ("raise", task_id, add), Status)
+            if done is not None:
+                return done
+            task = self._open(tx, task_id)
+            task.budget = msgspec.structs.replace(
+                task.budget, total_micros=task.budget.total_micros + add
+            )
+            if task.state == "paused":
+                task.state, task.stop_reason = "open", ""
+                task.warnings.append(f"resumed: the total was raised by {add} micros")
+            task.level = 0
+            self._climb(task, tx.live(task_id, now))
+            tx.put_task(task)
+            out = self._status(tx, task, now)
+            self._record(tx, task_id, key, ("raise", task_id, add), out)
+            return out
+
+    def close_task(self, task_id: str, key: str) -> Bill:
+        now = self._clock.now()
+        with self._store.transaction() as tx:
+            done = self._replayed(tx, task_id, key, ("close", task_id), Bill)
+            if done is not None:
+                return done
+            task = self._open(tx, task_id)
+            tx.release_all(task_id)
+            task.state, task.closed_at = "closed", now
+            tx.put_task(task)
+            out = Bill(
+                self._status(tx, task, now),
+                [
+                    KindBill(SpendKind(k), v, task.commits_by_kind.get(k, 0))
+                    for k, v in sorted(task.spent_by_kind.items())
+                ],
+                {
+                    t: KindBill(SpendKind.TOOL_CALL, task.spent_by_tool.get(t, 0), n)
+                    for t, n in sorted(task.calls_by_tool.items())
+                },
+            )
+            self._record(tx, task_id, key, ("close", task_id), out)
+            return out
+
+    # -- inside a transaction
+
+    def _settle(
+        self, task_id: str, reservation_id: str, actual: int, key: str, commit: bool
+    ) -> Status:
+        now = self._clock.now()
+        request = ("commit" if commit else "release", task_id, reservation_id, actual)
+        with self._store.transaction() as tx:
+            done = self._replayed(tx, task_id, key, request, Status)
+            if done is not None:
+                return done
+            task = self._open(tx, task_id)
+            hold = tx.hold(reservation_id)
+            if hold is None or hold.task_id != task_id:
+                raise NotFoundError("reservation", reservation_id, Location("reservation_id"))
+            if hold.state != "held":
+                raise FailedPreconditionError(
+                    f"reservation {reservation_id!r} is already {hold.state}",
+                    "RESERVATION_SETTLED",
+                    Location("reservation_id"),
+                )
+            hold.state = "committed" if commit else "released"
+            if commit:
+                hold.actual = actual
+                k = int(hold.kind)
+                task.spent_by_kind[k] = task.spent_by_kind.get(k, 0) + actual
+                task.commits_by_kind[k] = task.commits_by_kind.get(k, 0) + 1
+                task.spent_by_round[hold.round] = task.spent_by_round.get(hold.round, 0) + actual
+                if hold.tool:
+                    task.calls_by_tool[hold.tool] = task.calls_by_tool.get(hold.tool, 0) + 1
+                    task.spent_by_tool[hold.tool] = task.spent_by_tool.get(hold.tool, 0) + actual
+                if hold.expires_at <= now:
+                    task.warnings.append(
+                        f"reservation {reservation_id} was committed after it expired"
+                    )
+                if actual > hold.amount:
+                    task.warnings.append(
+                        f"reservation {reservation_id} cost {actual} micros, "
+                        f"{actual - hold.amount} more than it held"
+                    )
+            tx.put_hold(hold)
+            live = tx.live(task_id, now)
+            self._climb(task, live)
+            tx.put_task(task)
+            out = self._status(tx, task, now, live)
+            self._record(tx, task_id, key, request, out)
+            return out
+
+    def _open(self, tx: LedgerTx, task_id: str) -> Task:
+        task = tx.task(task_id)
+        if task is None:
+            raise NotFoundError("task", task_id, Location("task_id"))
+        if task.state == "closed":
+            raise FailedPreconditionError(
+                f"task {task_id!r} is closed", "TASK_CLOSED", Location("task_id")
+            )
+        return task
+
+    def _refusal(
+        self, task: Task, live: list[HeldSum], round_: int, tool: str, amount: int, final: bool
+    ) -> ResourceExhaustedError | None:
+        b = task.budget
+        held = sum(h.amount for h in live)
+        if b.max_rounds and round_ > b.max_rounds:
+            return ResourceExhaustedError(
+                f"round {round_} is beyond the task's {b.max_rounds} rounds", "rounds"
+            )
+        cap = b.total_micros if final else b.ordinary_micros
+        if task.spent + held + amount > cap:
+            what = "total budget" if final else "ordinary budget (the emergency share is kept"
+            what += "" if final else " for the final answer)"
+            return ResourceExhaustedError(
+                f"{amount} micros would bring spent {task.spent} + held {held} past the "
+                f"{what} of {cap}",
+                "total",
+            )
+        if b.round_micros:
+            in_round = task.spent_by_round.get(round_, 0)
+            in_round += sum(h.amount for h in live if h.round == round_)
+            if in_round + amount > b.round_micros:
+                return ResourceExhaustedError(
+                    f"{amount} micros would bring round {round_} past its {b.round_micros}",
+                    "round",
+                )
+        limits = b.tools.get(tool)
+        if tool and limits is not None and limits.max_calls:
+            calls = task.calls_by_tool.get(tool, 0) + sum(h.count for h in live if h.tool == tool)
+            if calls + 1 > limits.max_calls:
+                return ResourceExhaustedError(
+                    f"tool {tool!r} has made or holds {calls} of its {limits.max_calls} calls",
+                    f"tool:{tool}",
+                )
+        return None
+
+    def _climb(self, task: Task, live: list[HeldSum]) -> None:
+        """Move up the ladder to the level the ordinary budget's use calls for."""
+        b = task.budget
+        used = task.spent + sum(h.amount for h in live if not h.final)
+        share = 100.0 * used / b.ordinary_micros if b.ordinary_micros else 100.0
+        steps = (b.warn_at_percent, self._s.cheaper_tier_at_percent, self._s.tools_off_at_percent)
+        level = sum(1 for s in steps if share >= s)
+        if share >= 100.0:
+            level = 4
+        while task.level < level:
+            task.level += 1
+            task.warnings.append(
+                f"{LEVELS[task.level]}: spent and held {share:.0f}% of the ordinary budget"
+            )
+            if task.level == 4:
+                self._fail_over(task, f"the ordinary budget is used up ({share:.0f}%)")
+
+    def _fail_over(self, task: Task, why: str) -> None:
+        if task.level < 4:
+            task.level = 4
+            task.warnings.append(f"failover: {why}")
+        if task.budget.failover == Failover.PAUSE and task.state == "open":
+            task.state, task.stop_reason = "paused", why
+
+    def _status(
+        self, tx: LedgerTx, task: Task, now: float, live: list[HeldSum] | None = None
+    ) -> Status:
+        live = tx.live(task.task_id, now) if live is None else live
+        b = task.budget
+        held = sum(h.amount for h in live)
+        ordinary_held = sum(h.amount for h in live if not h.final)
+        in_round = [h for h in live if h.round == task.round]
+        limits = [
+            LimitState("total", b.total_micros, task.spent, held),
+            LimitState("ordinary", b.ordinary_micros, task.spent, ordinary_held),
+        ]
+        if b.round_micros:
+            limits.append(
+                LimitState(
+                    "round",
+                    b.round_micros,
+                    task.spent_by_round.get(task.round, 0),
+                    sum(h.amount for h in in_round),
+                )
+            )
+        if b.max_rounds:
+            limits.append(LimitState("rounds", b.max_rounds, task.round, 0))
+        for name, t in sorted(b.tools.items()):
+            if t.max_calls:
+                calls = sum(h.count for h in live if h.tool == name)
+                limits.append(
+                    LimitState(f"tool:{name}", t.max_calls, task.calls_by_tool.get(name, 0), calls)
+                )
+        failover = b.failover if b.failover != Failover.UNSPECIFIED else Failover.SOFT_STOP
+        return Status(
+            task.task_id,
+            task.state,
+            task.round,
+            limits,
+            task.level,
+            failover,
+            list(task.warnings),
+            task.stop_reason,
+            task.spent,
+            held,
+        )
+
+    def _replayed(
+        self, tx: LedgerTx, task_id: str, key: str, request: object, kind: type[T]
+    ) -> T | None:
+        got = tx.reply(f"{task_id}\0{key}")
+        if got is None:
+            return None
+        fingerprint, answer = got
+        if fingerprint != _fingerprint(request):
+            raise FailedPreconditionError(
+                f"idempotency key {key!r} was used for another request",
+                "IDEMPOTENCY_KEY_REUSED",
+                Location("idempotency_key"),
+            )
+        return msgspec.msgpack.decode(answer, type=kind)
+
+    def _record(self, tx: LedgerTx, task_id: str, key: str, request: object, out: object) -> None:
+        tx.put_reply(f"{task_id}\0{key}", _fingerprint(request), msgspec.msgpack.encode(out))
+
+
+_NO_TOOL = ToolBudget()
+
+
+def _fingerprint(request: object) -> str:
+    return hashlib.blake2b(msgspec.msgpack.encode(request), digest_size=16).hexdigest()

@@ -1,0 +1,136 @@
+"""The ledger's domain: budgets, holds and task state, in integer micro-units."""
+
+from __future__ import annotations
+
+import enum
+
+import msgspec
+
+
+class SpendKind(enum.IntEnum):
+    UNSPECIFIED = 0
+    MODEL_INPUT_TOKENS = 1
+    MODEL_OUTPUT_TOKENS = 2
+    TOOL_CALL = 3
+    MEMORY = 4  # embedding, retrieval and storage: pocketd's own work
+
+
+class Failover(enum.IntEnum):
+    UNSPECIFIED = 0
+    ESCALATE_HUMAN = 1
+    BEST_MEMORY_ANSWER = 2
+    SOFT_STOP = 3
+    PAUSE = 4
+
+
+class ToolBudget(msgspec.Struct, frozen=True):
+    max_calls: int = 0  # 0: no cap
+    cost_per_call_micros: int = 0
+    cache_ttl_seconds: int = 0
+
+
+class Budget(msgspec.Struct, frozen=True):
+    total_micros: int
+    round_micros: int = 0  # 0: no per-round limit
+    max_rounds: int = 0  # 0: no limit
+    emergency_ratio: float = 0.2
+    warn_at_percent: int = 80
+    failover: Failover = Failover.SOFT_STOP
+    tools: dict[str, ToolBudget] = msgspec.field(default_factory=dict)
+
+    @property
+    def ordinary_micros(self) -> int:
+        """What ordinary reservations may use: the total less the emergency share."""
+        return self.total_micros - int(self.total_micros * self.emergency_ratio)
+
+
+class Task(msgspec.Struct):
+    """A task's durable state; the holds are kept beside it."""
+
+    task_id: str
+    namespace: str
+    session_id: str
+    budget: Budget
+    opened_at: float
+    state: str = "open"  # "open", "paused", "closed"
+    round: int = 0
+    spent_by_kind: dict[int, int] = msgspec.field(default_factory=dict)
+    commits_by_kind: dict[int, int] = msgspec.field(default_factory=dict)
+    spent_by_round: dict[int, int] = msgspec.field(default_factory=dict)
+    calls_by_tool: dict[str, int] = msgspec.field(default_factory=dict)
+    spent_by_tool: dict[str, int] = msgspec.field(default_factory=dict)
+    level: int = 0  # the degrade level reached (it never goes back down by itself)
+    warnings: list[str] = msgspec.field(default_factory=list)
+    stop_reason: str = ""
+    closed_at: float | None = None
+
+    @property
+    def spent(self) -> int:
+        return sum(self.spent_by_kind.values())
+
+
+class Hold(msgspec.Struct):
+    reservation_id: str
+    task_id: str
+    round: int
+    kind: SpendKind
+    tool: str
+    amount: int
+    final: bool
+    created_at: float
+    expires_at: float
+    state: str = "held"  # "held", "committed", "released"
+    actual: int = 0
+
+
+class HeldSum(msgspec.Struct, frozen=True):
+    """The live (held, unexpired) holds of a task, grouped."""
+
+    round: int
+    tool: str
+    final: bool
+    amount: int
+    count: int
+
+
+class LimitState(msgspec.Struct, frozen=True):
+    limit: str  # "total", "ordinary", "round", "rounds", "tool:NAME"
+    value: int
+    spent: int
+    held: int
+
+    @property
+    def remaining(self) -> int:
+        return max(self.value - self.spent - self.held, 0)
+
+
+class Status(msgspec.Struct, frozen=True):
+    task_id: str
+    state: str
+    round: int
+    limits: list[LimitState]
+    level: int
+    failover: Failover
+    warnings: list[str]
+    stop_reason: str
+    spent: int
+    held: int
+
+
+class Reservation(msgspec.Struct, frozen=True):
+    reservation_id: str
+    amount: int
+    expires_at: float
+    status: Status
+
+
+class KindBill(msgspec.Struct, frozen=True):
+    kind: SpendKind
+    spent: int
+    commits: int
+
+
+class Bill(msgspec.Struct, frozen=True):
+    status: Status
+    by_kind: list[KindBill]
+    by_tool: dict[str, KindBill]

@@ -1,0 +1,171 @@
+"""The budget ledger (server/core/agent/ledger.py) on its real SQLite store: every limit and its
+QuotaFailure subject, the emergency share, expiry, idempotency, the degrade ladder and pause,
+concurrent reservations, and a reopen."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from server.adapters.sqlite_ledger import SqliteLedgerStore
+from server.core.agent.ledger import Ledger
+from server.core.agent.model import Budget, Failover, SpendKind, ToolBudget
+from server.core.errors import FailedPreconditionError, NotFoundError, ResourceExhaustedError
+from server.core.settings import LedgerSettings
+from tests.conftest import FakeClock
+
+M = SpendKind.MODEL_INPUT_TOKENS
+
+
+def ledger(tmp: Path, clock: FakeClock) -> Ledger:
+    return Ledger(SqliteLedgerStore(tmp / "ledger.sqlite3"), clock, LedgerSettings())
+
+
+@pytest.fixture
+def led(tmp_path: Path, clock: FakeClock) -> Ledger:
+    return ledger(tmp_path, clock)
+
+
+def budget(**kw: object) -> Budget:
+    base: dict[str, object] = {"total_micros": 1000, "emergency_ratio": 0.2}
+    base.update(kw)
+    return Budget(**base)  # type: ignore[arg-type]
+
+
+def refused(led: Ledger, *args: object) -> str:
+    with pytest.raises(ResourceExhaustedError) as info:
+        led.reserve(*args)  # type: ignore[arg-type]
+    return info.value.limit
+
+
+def test_an_ordinary_reservation_leaves_the_emergency_share_to_the_final_answer(
+    led: Ledger,
+) -> None:
+    led.open_task("t", "ns", "s", budget())
+    r = led.reserve("t", 1, M, 800, "", False, 60, "k1")  # the ordinary budget: 800
+    assert r.status.spent == 0 and r.status.held == 800
+    assert refused(led, "t", 1, M, 1, "", False, 60, "k2") == "total"
+    final = led.reserve("t", 1, M, 200, "", True, 60, "k3")  # the emergency share
+    assert final.amount == 200
+    assert refused(led, "t", 1, M, 1, "", True, 60, "k4") == "total"
+
+
+def test_round_rounds_and_tool_caps_each_name_their_limit(led: Ledger) -> None:
+    tools = {"search": ToolBudget(max_calls=2, cost_per_call_micros=10)}
+    led.open_task("t", "ns", "s", budget(round_micros=100, max_rounds=3, tools=tools))
+    led.reserve("t", 1, M, 90, "", False, 60, "a")
+    assert refused(led, "t", 1, M, 20, "", False, 60, "b") == "round"
+    led.reserve("t", 2, M, 20, "", False, 60, "c")  # a new round has its own limit
+    assert refused(led, "t", 4, M, 1, "", False, 60, "d") == "rounds"
+    one = led.reserve("t", 2, SpendKind.TOOL_CALL, 0, "search", False, 60, "e")
+    assert one.amount == 10  # the tool's price when no estimate is given
+    led.commit("t", one.reservation_id, 10, "f")
+    led.reserve("t", 2, SpendKind.TOOL_CALL, 0, "search", False, 60, "g")
+    assert refused(led, "t", 2, SpendKind.TOOL_CALL, 0, "search", False, 60, "h") == "tool:search"
+    with pytest.raises(FailedPreconditionError, match="behind"):
+        led.reserve("t", 1, M, 1, "", False, 60, "i")
+
+
+def test_commit_release_and_expiry(led: Ledger, clock: FakeClock) -> None:
+    led.open_task("t", "ns", "s", budget())
+    a = led.reserve("t", 1, M, 300, "", False, 60, "a")
+    b = led.reserve("t", 1, M, 300, "", False, 60, "b")
+    s = led.commit("t", a.reservation_id, 250, "c")
+    assert (s.spent, s.held) == (250, 300)
+    s = led.release("t", b.reservation_id, "d")
+    assert (s.spent, s.held) == (250, 0)
+    with pytest.raises(FailedPreconditionError, match="already released"):
+        led.commit("t", b.reservation_id, 1, "e")
+    c = led.reserve("t", 1, M, 500, "", False, 60, "f")
+    assert refused(led, "t", 1, M, 100, "", False, 60, "g") == "total"
+    clock.advance(61)  # the hold expired: it no longer counts
+    assert led.status("t").held == 0
+    led.reserve("t", 1, M, 500, "", False, 60, "h")
+    s = led.commit("t", c.reservation_id, 10, "i")  # late, but the money was spent
+    assert s.spent == 260 and any("after it expired" in w for w in s.warnings)
+    with pytest.raises(NotFoundError):
+        led.commit("t", "r-nope", 1, "j")
+
+
+def test_a_retried_call_changes_nothing_and_a_reused_key_is_refused(led: Ledger) -> None:
+    led.open_task("t", "ns", "s", budget())
+    a = led.reserve("t", 1, M, 100, "", False, 60, "k")
+    again = led.reserve("t", 1, M, 100, "", False, 60, "k")
+    assert again.reservation_id == a.reservation_id and led.status("t").held == 100
+    led.commit("t", a.reservation_id, 100, "c")
+    assert led.commit("t", a.reservation_id, 100, "c").spent == 100  # not charged twice
+    with pytest.raises(FailedPreconditionError, match="another request"):
+        led.reserve("t", 1, M, 999, "", False, 60, "k")
+
+
+def test_the_degrade_ladder_climbs_and_pause_waits_for_a_raise(led: Ledger) -> None:
+    led.open_task("t", "ns", "s", budget(failover=Failover.PAUSE))  # ordinary: 800
+    levels = []
+    for i, amount in enumerate((640, 80, 40, 40)):  # 80 %, 90 %, 95 %, 100 %
+        r = led.reserve("t", 1, M, amount, "", False, 60, f"r{i}")
+        levels.append(r.status.level)
+    assert levels == [1, 2, 3, 4]
+    s = led.status("t")
+    assert s.state == "paused" and s.stop_reason and len(s.warnings) == 4
+    with pytest.raises(FailedPreconditionError, match="paused"):
+        led.reserve("t", 1, M, 1, "", False, 60, "x")
+    led.reserve("t", 1, M, 100, "", True, 60, "fin")  # the final answer still may
+    s = led.raise_budget("t", 1000, "raise")
+    assert s.state == "open" and s.level < 4
+    led.reserve("t", 1, M, 100, "", False, 60, "y")
+
+
+def test_a_refused_ordinary_reservation_is_the_failover(led: Ledger) -> None:
+    led.open_task("t", "ns", "s", budget(failover=Failover.ESCALATE_HUMAN))
+    assert refused(led, "t", 1, M, 900, "", False, 60, "a") == "total"
+    s = led.status("t")
+    assert s.level == 4 and s.failover == Failover.ESCALATE_HUMAN and s.state == "open"
+
+
+def test_concurrent_reservations_never_overspend(led: Ledger) -> None:
+    led.open_task("t", "ns", "s", budget(total_micros=100_000))  # ordinary: 80,000
+    granted: list[int] = []
+    lock = threading.Lock()
+
+    def worker(w: int) -> None:
+        for i in range(60):
+            try:
+                r = led.reserve("t", 1, M, 97, "", False, 600, f"{w}-{i}")
+            except ResourceExhaustedError:
+                continue
+            with lock:
+                granted.append(r.amount)
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(granted) == led.status("t").held <= 80_000
+    assert sum(granted) > 80_000 - 97  # refused only once it was full
+
+
+def test_close_bills_by_kind_and_the_ledger_survives_a_reopen(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    led = ledger(tmp_path, clock)
+    led.open_task("t", "ns", "s", budget(tools={"calc": ToolBudget()}))
+    a = led.reserve("t", 1, M, 100, "", False, 60, "a")
+    led.commit("t", a.reservation_id, 90, "b")
+    t = led.reserve("t", 1, SpendKind.TOOL_CALL, 5, "calc", False, 60, "c")
+    led.commit("t", t.reservation_id, 5, "d")
+    led.reserve("t", 1, M, 100, "", False, 60, "e")  # held at the close: released
+    again = ledger(tmp_path, clock)  # a new process on the same file
+    assert again.status("t").spent == 95 and again.status("t").held == 100
+    bill = again.close_task("t", "close")
+    assert [(k.kind, k.spent, k.commits) for k in bill.by_kind] == [
+        (M, 90, 1),
+        (SpendKind.TOOL_CALL, 5, 1),
+    ]
+    assert bill.by_tool["calc"].spent == 5 and bill.status.state == "closed"
+    assert bill.status.held == 0
+    assert again.close_task("t", "close") == bill  # idempotent
+    with pytest.raises(FailedPreconditionError, match="closed"):
+        again.reserve("t", 1, M, 1, "", False, 60, "f")
