@@ -31,12 +31,14 @@ from server.adapters.decision_log import FileDecisionLog
 from server.adapters.model_store import ModelStore, ModelWatcher
 from server.adapters.onnx_encoder import ModelMissingError, OnnxTextEncoder
 from server.adapters.onnx_policy import OnnxPocketModel
+from server.adapters.sqlite_ledger import SqliteLedgerStore
 from server.adapters.sqlite_store import SqliteRecordStore
 from server.adapters.tantivy_index import TantivyKeywordIndex
 from server.adapters.usearch_index import UsearchIndexSet
 from server.api.calls import WorkerPools
 from server.api.server import GrpcServer, ListenError
 from server.config import BUILTIN_MODEL_DIR, model_dir
+from server.core.agent.ledger import Ledger
 from server.core.memory.engine import MemoryEngine
 from server.core.routing.inputs import LAYOUT, input_width
 from server.core.routing.router import Router
@@ -201,6 +203,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     host = settings.server.listen.rsplit(":", 1)[0]
     log.info("listening on %s:%d (NOT_SERVING until loaded), pid %d", host, port, os.getpid())
     engine: MemoryEngine | None = None
+    ledger_store = SqliteLedgerStore(Path(settings.server.data_dir) / "ledger.sqlite3")
+    grpc_server.ledger_ready(Ledger(ledger_store, SystemClock(), settings.ledger))
     try:
         opening: asyncio.Future[MemoryEngine] = loop.run_in_executor(
             pools.read, _open, settings, encoder
@@ -225,5 +229,6 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
         await loop.run_in_executor(None, pools.shutdown)
         if engine is not None:
             await loop.run_in_executor(None, engine.close)
+        ledger_store.close()
         lock.close()
         log.info("stopped")

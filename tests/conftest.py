@@ -21,11 +21,13 @@ import pytest
 from hypothesis import settings as hsettings
 
 from server.adapters.onnx_encoder import OnnxTextEncoder
+from server.adapters.sqlite_ledger import SqliteLedgerStore
 from server.adapters.sqlite_store import SqliteRecordStore
 from server.adapters.tantivy_index import TantivyKeywordIndex
 from server.adapters.usearch_index import UsearchIndexSet
 from server.api.calls import WorkerPools
 from server.api.server import GrpcServer
+from server.core.agent.ledger import Ledger
 from server.core.memory.engine import MemoryEngine
 from server.core.settings import MemorySettings, Settings
 
@@ -159,6 +161,9 @@ async def start_server(
     srv = GrpcServer(settings, executor)
     port = await srv.start("127.0.0.1:0")
     eng = open_engine(tmp, encoder, SystemClock(), settings.memory)  # type: ignore[arg-type]
+    srv.ledger_ready(
+        Ledger(SqliteLedgerStore(tmp / "ledger.sqlite3"), SystemClock(), settings.ledger)
+    )
     await srv.mark_serving(eng)
     return RunningServer(f"127.0.0.1:{port}", eng, srv), executor
 

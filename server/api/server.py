@@ -13,15 +13,20 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from pocketd.v1 import ledger_service_pb2 as lpb
+from pocketd.v1 import ledger_service_pb2_grpc as lpb_grpc
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 from server.api.calls import WorkerPools
 from server.api.guard import DecodeGuard
+from server.api.ledger_servicer import LedgerServicer
 from server.api.servicer import MemoryServicer
+from server.core.agent.ledger import Ledger
 from server.core.memory.engine import MemoryEngine
 from server.core.settings import Settings
 
 SERVICE_NAME = spb.DESCRIPTOR.services_by_name["MemoryService"].full_name
+LEDGER_NAME = lpb.DESCRIPTOR.services_by_name["LedgerService"].full_name
 
 
 class ListenError(Exception):
@@ -66,10 +71,13 @@ class GrpcServer:
         )
         self.servicer = MemoryServicer(settings, pools)
         spb_grpc.add_MemoryServiceServicer_to_server(self.servicer, self.server)
+        self.ledger = LedgerServicer(settings, pools)
+        lpb_grpc.add_LedgerServiceServicer_to_server(self.ledger, self.server)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
-            (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server
+            (SERVICE_NAME, LEDGER_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME),
+            self.server,
         )
         self.port = 0
 
@@ -89,6 +97,10 @@ class GrpcServer:
     async def _set(self, status: int) -> None:
         for name in ("", SERVICE_NAME):
             await self.health.set(name, status)  # type: ignore[arg-type]
+
+    def ledger_ready(self, ledger: Ledger) -> None:
+        """The ledger answers from now on (it needs no memory engine)."""
+        self.ledger.ready(ledger)
 
     async def mark_serving(self, engine: MemoryEngine) -> None:
         self.servicer.ready(engine)

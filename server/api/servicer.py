@@ -1,9 +1,7 @@
 """MemoryService handlers: validate, convert, run the engine off the event loop, convert back.
 
-Handlers stay thin: all logic is in `server.core`. Each call goes through `_call`: admission and
-the per-call log (`server.api.calls`), then, in the bounded worker pool with the call's
-`Deadline`, validation of the whole request and the blocking engine call (usearch, tantivy,
-onnxruntime, numba and SQLite all release the GIL for their heavy work).
+Handlers stay thin: all logic is in `server.core`. Each call goes through `Handler._call`
+(`server.api.handler`): admission, validation and the engine call in the worker pool.
 """
 
 from __future__ import annotations
@@ -11,17 +9,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
-
-from grpc_status import rpc_status
+from typing import TypeVar
 
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 from server.api import convert, fields
-from server.api.calls import CallRecord, CallRunner, WorkerPools, code_name
+from server.api.calls import CallRecord, WorkerPools
 from server.api.convert_routing import explain_response
-from server.api.errors import to_status
-from server.api.validation import Validator, Violations
+from server.api.handler import Ctx, Handler
+from server.api.validation import Violations
 from server.core.deadline import Deadline
 from server.core.errors import FailedPreconditionError, UnavailableError
 from server.core.memory.engine import MemoryEngine
@@ -30,18 +26,15 @@ from server.core.routing.router import Router
 from server.core.settings import Settings
 
 T = TypeVar("T")
-# grpc.aio.ServicerContext: grpc ships no type hints, so it is Any to mypy either way.
-Ctx = Any
 log = logging.getLogger(__name__)
 DEFAULT_PAGE_SIZE = 100
 
 
-class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
+class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
     """The gRPC face of a `MemoryEngine`. Calls before `ready()` get UNAVAILABLE."""
 
     def __init__(self, settings: Settings, pools: WorkerPools) -> None:
-        self._validator = Validator(settings)
-        self._calls = CallRunner(settings.server, pools)
+        super().__init__(settings, pools)
         self._engine: MemoryEngine | None = None
         self._explainer: Explainer | None = None
 
@@ -55,7 +48,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
             raise UnavailableError("pocketd is starting: stores are loading or catching up")
         return self._engine
 
-    async def _call(
+    async def _run(
         self,
         context: Ctx,
         rec: CallRecord,
@@ -64,37 +57,13 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
         write: bool = False,
         batch: bool = True,
     ) -> T:
-        """Admit, validate off the event loop (so a large batch being checked never delays
-        another call), then run `work` in its pool under the call's deadline. `batch` False: the
-        request is a single Remember, whose field paths have no `items[i].`."""
-        log.debug("%s ns=%s started", rec.method, rec.namespace or "-")
-
-        def check() -> None:
-            v = Violations()
-            validate(v)
-            v.raise_if_any()
-
-        try:
-            self._calls.admit(write)
-            try:
-                deadline = self._calls.deadline(context.time_remaining())
-            except BaseException:
-                self._calls.release(write)
-                raise
-            return await self._calls.run(lambda d: work(self._eng(), d), deadline, write, check)
-        except Exception as exc:
-            status = to_status(exc, batch)
-            rec.status = code_name(status.code)
-            await context.abort_with_status(rpc_status.to_status(status))
-            raise  # unreachable: abort raises
-        except BaseException:  # the client went away (asyncio cancelled the handler)
-            rec.status = "CANCELLED"
-            raise
-        finally:
-            self._calls.log(rec)
+        """`Handler._call` with the engine (UNAVAILABLE until `ready`)."""
+        return await self._call(
+            context, rec, validate, lambda d: work(self._eng(), d), write, batch
+        )
 
     async def Remember(self, request: spb.RememberRequest, context: Ctx) -> spb.RememberResponse:
-        return await self._call(
+        return await self._run(
             context,
             CallRecord("Remember", request.record.namespace, 1),
             lambda v: self._validator.remember(v, "", request, time.time()),
@@ -111,7 +80,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
             return spb.RememberBatchResponse(results=[convert.write_result(r) for r in results])
 
         first = request.items[0].record.namespace if request.items else ""
-        return await self._call(
+        return await self._run(
             context,
             CallRecord("RememberBatch", first, len(request.items)),
             lambda v: self._validator.remember_batch(v, request, time.time()),
@@ -127,7 +96,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
             rec.items = len(res.hits)
             return convert.recall_response(res)
 
-        return await self._call(context, rec, lambda v: self._validator.recall(v, request), work)
+        return await self._run(context, rec, lambda v: self._validator.recall(v, request), work)
 
     async def Explain(self, request: spb.ExplainRequest, context: Ctx) -> spb.ExplainResponse:
         rec = CallRecord("Explain", request.recall.namespace, 0)
@@ -140,14 +109,14 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
             rec.items = len(explained)
             return explain_response(ctx, explained)
 
-        return await self._call(context, rec, lambda v: self._validator.explain(v, request), work)
+        return await self._run(context, rec, lambda v: self._validator.explain(v, request), work)
 
     async def Get(self, request: spb.GetRequest, context: Ctx) -> spb.GetResponse:
         def work(eng: MemoryEngine, d: Deadline) -> spb.GetResponse:
             rec, vec = eng.get(request.namespace, request.memory_id, request.include_vector)
             return spb.GetResponse(record=convert.record_pb(rec, vec))
 
-        return await self._call(
+        return await self._run(
             context,
             CallRecord("Get", request.namespace, 1),
             lambda v: self._validator.get(v, request),
@@ -168,7 +137,7 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
 
         # A read's worker: a delete is short and must not wait behind writers held back by
         # backpressure (it takes the writer's lock only for the delete itself).
-        return await self._call(context, rec, lambda v: self._validator.forget(v, request), work)
+        return await self._run(context, rec, lambda v: self._validator.forget(v, request), work)
 
     async def List(self, request: spb.ListRequest, context: Ctx) -> spb.ListResponse:
         rec = CallRecord("List", request.namespace, 0)
@@ -181,10 +150,10 @@ class MemoryServicer(spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
             rec.items = len(page.records)
             return convert.list_response(page)
 
-        return await self._call(context, rec, lambda v: self._validator.list(v, request), work)
+        return await self._run(context, rec, lambda v: self._validator.list(v, request), work)
 
     async def Stats(self, request: spb.StatsRequest, context: Ctx) -> spb.StatsResponse:
-        return await self._call(
+        return await self._run(
             context,
             CallRecord("Stats", request.namespace, 0),
             lambda v: self._validator.stats(v, request),
