@@ -1,0 +1,150 @@
+"""The ledger as a state machine against a plain reference model, with restarts: any sequence of
+reserves (ordinary and final, rounds, tools), commits, releases, expiries, raises and reopens of
+the SQLite file keeps spent, held and the refusals exactly as the model says."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import hypothesis.strategies as st
+from hypothesis import settings
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from server.adapters.sqlite_ledger import SqliteLedgerStore
+from server.core.agent.ledger import Ledger
+from server.core.agent.model import Budget, SpendKind, ToolBudget
+from server.core.errors import FailedPreconditionError, ResourceExhaustedError
+from server.core.settings import LedgerSettings
+from tests.conftest import FakeClock
+
+TOTAL, ROUND, ROUNDS, CALLS, TTL = 800, 400, 8, 2, 50.0
+
+
+@dataclass
+class RefHold:
+    round: int
+    tool: str
+    amount: int
+    final: bool
+    expires: float
+    state: str = "held"
+
+
+@dataclass
+class Ref:
+    total: int = TOTAL
+    spent: int = 0
+    round: int = 0
+    by_round: dict[int, int] = field(default_factory=dict)
+    calls: int = 0
+    holds: dict[str, RefHold] = field(default_factory=dict)
+
+    def live(self, now: float) -> list[RefHold]:
+        return [h for h in self.holds.values() if h.state == "held" and h.expires > now]
+
+    def refusal(self, now: float, rnd: int, tool: str, amount: int, final: bool) -> str | None:
+        live = self.live(now)
+        held = sum(h.amount for h in live)
+        if rnd > ROUNDS:
+            return "rounds"
+        cap = self.total if final else self.total - int(self.total * 0.2)
+        if self.spent + held + amount > cap:
+            return "total"
+        if (
+            self.by_round.get(rnd, 0) + sum(h.amount for h in live if h.round == rnd) + amount
+            > ROUND
+        ):
+            return "round"
+        if tool and self.calls + sum(1 for h in live if h.tool == tool) + 1 > CALLS:
+            return "tool:calc"
+        return None
+
+
+class LedgerMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = Path(tempfile.mkdtemp(prefix="ledger-machine-"))
+        self.clock = FakeClock()
+        self.store = SqliteLedgerStore(self.dir / "ledger.sqlite3")
+        self.led = Ledger(self.store, self.clock, LedgerSettings())
+        budget = Budget(TOTAL, ROUND, ROUNDS, 0.2, 80, tools={"calc": ToolBudget(max_calls=CALLS)})
+        self.led.open_task("t", "ns", "s", budget)
+        self.ref = Ref()
+        self.n = 0
+
+    def key(self) -> str:
+        self.n += 1
+        return f"k{self.n}"
+
+    @rule(
+        forward=st.sampled_from([0, 0, 0, 0, 1, 2]),
+        amount=st.integers(1, 300),
+        tool=st.booleans(),
+        final=st.booleans(),
+    )
+    def reserve(self, forward: int, amount: int, tool: bool, final: bool) -> None:
+        rnd = max(self.ref.round, 1) + forward
+        name = "calc" if tool else ""
+        kind = SpendKind.TOOL_CALL if tool else SpendKind.MODEL_INPUT_TOKENS
+        want = self.ref.refusal(self.clock.now(), rnd, name, amount, final)
+        try:
+            r = self.led.reserve("t", rnd, kind, amount, name, final, TTL, self.key())
+        except ResourceExhaustedError as e:
+            assert want == e.limit, (want, e.limit)
+            return
+        except FailedPreconditionError as e:  # paused by the failover (soft_stop: never)
+            raise AssertionError(e) from e
+        assert want is None, want
+        self.ref.holds[r.reservation_id] = RefHold(rnd, name, amount, final, self.clock.now() + TTL)
+        self.ref.round = max(self.ref.round, rnd)
+
+    @precondition(lambda self: any(h.state == "held" for h in self.ref.holds.values()))
+    @rule(data=st.data(), commit=st.booleans(), actual=st.integers(0, 500))
+    def settle(self, data: st.DataObject, commit: bool, actual: int) -> None:
+        rid = data.draw(
+            st.sampled_from(sorted(k for k, h in self.ref.holds.items() if h.state == "held"))
+        )
+        h = self.ref.holds[rid]
+        if commit:
+            self.led.commit("t", rid, actual, self.key())
+            h.state = "committed"
+            self.ref.spent += actual
+            self.ref.by_round[h.round] = self.ref.by_round.get(h.round, 0) + actual
+            self.ref.calls += 1 if h.tool else 0
+        else:
+            self.led.release("t", rid, self.key())
+            h.state = "released"
+
+    @rule(seconds=st.sampled_from([1.0, 30.0, 60.0]))
+    def time_passes(self, seconds: float) -> None:
+        self.clock.advance(seconds)
+
+    @rule(add=st.integers(1, 500))
+    def raise_budget(self, add: int) -> None:
+        self.led.raise_budget("t", add, self.key())
+        self.ref.total += add
+
+    @rule()
+    def restart(self) -> None:
+        self.store.close()
+        self.store = SqliteLedgerStore(self.dir / "ledger.sqlite3")
+        self.led = Ledger(self.store, self.clock, LedgerSettings())
+
+    @invariant()
+    def balances_agree(self) -> None:
+        s = self.led.status("t")
+        now = self.clock.now()
+        assert s.spent == self.ref.spent
+        assert s.held == sum(h.amount for h in self.ref.live(now))
+        ordinary = next(x for x in s.limits if x.limit == "ordinary")
+        held_ordinary = sum(h.amount for h in self.ref.live(now) if not h.final)
+        assert ordinary.held == held_ordinary
+
+    def teardown(self) -> None:
+        self.store.close()
+
+
+LedgerMachine.TestCase.settings = settings(max_examples=100, stateful_step_count=40)
+TestLedgerMachine = LedgerMachine.TestCase
