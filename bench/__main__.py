@@ -1,4 +1,4 @@
-"""`python -m bench NAME [options]`; NAME is one of: memory, quality, costs, coarse, router.
+"""`python -m bench NAME [options]`; NAME is one of: memory, quality, costs, coarse, router, ledger.
 
 Each bench is imported only when asked for: importing usearch and tantivy before onnxruntime
 (as `costs` would) crashes onnxruntime's import in the same process.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHES = ("memory", "quality", "costs", "coarse", "router")
+BENCHES = ("memory", "quality", "costs", "coarse", "router", "ledger")
 
 
 def main() -> int:

@@ -1,8 +1,11 @@
 """The budget ledger of an agent task: reserve, then commit or release, in micro-units.
 
-Every call is one store transaction: what it checks is what it holds, with no other writer in
-between, so concurrent reservations can never overspend, and what is committed is durable before
-the call answers. Limits, checked on each Reserve against what is spent plus what is held:
+Every call is one unit of work in a store transaction (`LedgerStore.run`): what it checks is
+what it holds, with no other writer in between, so concurrent reservations can never overspend,
+and what is committed is durable before the call answers. (The store may commit the work of
+several calls together, each in its own savepoint: one fsync for many calls.)
+
+Limits, checked on each Reserve against what is spent plus what is held:
 - `total`: an ordinary reservation may use the total less the emergency share
   (`emergency_ratio`), which only a `final` reservation (the final answer) may use;
 - `round`: the round's spent and held amounts, with `round_micros`;
@@ -69,7 +72,8 @@ class Ledger:
     def open_task(self, task_id: str, namespace: str, session_id: str, budget: Budget) -> Status:
         """Open a task; opening it again with the same budget returns its status."""
         now = self._clock.now()
-        with self._store.transaction() as tx:
+
+        def work(tx: LedgerTx) -> Status:
             task = tx.task(task_id)
             if task is not None:
                 if task.budget != budget or task.namespace != namespace:
@@ -78,10 +82,12 @@ class Ledger:
                         "TASK_EXISTS",
                         Location("task_id"),
                     )
-                return self._status(tx, task, now)
+                return self._status(task)
             task = Task(task_id, namespace, session_id, budget, now)
             tx.put_task(task)
-            return self._status(tx, task, now)
+            return self._status(task)
+
+        return self._store.run(work)
 
     def reserve(
         self,
@@ -96,12 +102,12 @@ class Ledger:
     ) -> Reservation:
         now = self._clock.now()
         request = (task_id, round_, int(kind), estimate, tool, final, ttl)
-        refused: ResourceExhaustedError | None = None
-        with self._store.transaction() as tx:
+
+        def work(tx: LedgerTx) -> Reservation | ResourceExhaustedError:
             done = self._replayed(tx, task_id, key, request, Reservation)
             if done is not None:
                 return done
-            task = self._open(tx, task_id)
+            task = self._open(tx, task_id, now)
             if task.state == "paused" and not final:
                 raise FailedPreconditionError(
                     f"task {task_id!r} is paused ({task.stop_reason}); raise its budget to resume",
@@ -118,7 +124,7 @@ class Ledger:
             amount = estimate
             if kind == SpendKind.TOOL_CALL and amount == 0:
                 amount = b.tools.get(tool, _NO_TOOL).cost_per_call_micros
-            live = tx.live(task_id, now)
+            live = task.live()
             refused = self._refusal(task, live, round_, tool, amount, final)
             if refused is None:
                 hold = Hold(
@@ -133,19 +139,22 @@ class Ledger:
                     now + ttl,
                 )
                 tx.put_hold(hold)
+                task.add_hold(hold)
                 task.round = max(task.round, round_)
-                live = [*live, HeldSum(round_, tool, final, amount, 1)]
-                self._climb(task, live)
+                self._climb(task)
                 tx.put_task(task)
-                out = Reservation(hold.reservation_id, amount, hold.expires_at, self._status(
-                    tx, task, now, live
-                ))  # fmt: skip
+                out = Reservation(hold.reservation_id, amount, hold.expires_at, self._status(task))
                 self._record(tx, task_id, key, request, out)
                 return out
             if refused.limit == "total" and not final:
                 self._fail_over(task, str(refused))
             tx.put_task(task)  # the ladder's move is kept though the call is refused
-        raise refused
+            return refused
+
+        out = self._store.run(work)
+        if isinstance(out, ResourceExhaustedError):
+            raise out
+        return out
 
     def commit(self, task_id: str, reservation_id: str, actual: int, key: str) -> Status:
         return self._settle(task_id, reservation_id, actual, key, commit=True)
@@ -155,19 +164,22 @@ class Ledger:
 
     def status(self, task_id: str) -> Status:
         now = self._clock.now()
-        with self._store.transaction() as tx:
-            task = tx.task(task_id)
-            if task is None:
-                raise NotFoundError("task", task_id, Location("task_id"))
-            return self._status(tx, task, now)
+
+        def work(tx: LedgerTx) -> Status:
+            task = self._task(tx, task_id, now)
+            tx.put_task(task)  # with its expired holds dropped
+            return self._status(task)
+
+        return self._store.run(work)
 
     def raise_budget(self, task_id: str, add: int, key: str) -> Status:
         now = self._clock.now()
-        with self._store.transaction() as tx:
+
+        def work(tx: LedgerTx) -> Status:
             done = self._replayed(tx, task_id, key, ("raise", task_id, add), Status)
             if done is not None:
                 return done
-            task = self._open(tx, task_id)
+            task = self._open(tx, task_id, now)
             task.budget = msgspec.structs.replace(
                 task.budget, total_micros=task.budget.total_micros + add
             )
@@ -175,24 +187,28 @@ class Ledger:
                 task.state, task.stop_reason = "open", ""
                 task.warnings.append(f"resumed: the total was raised by {add} micros")
             task.level = 0
-            self._climb(task, tx.live(task_id, now))
+            self._climb(task)
             tx.put_task(task)
-            out = self._status(tx, task, now)
+            out = self._status(task)
             self._record(tx, task_id, key, ("raise", task_id, add), out)
             return out
 
+        return self._store.run(work)
+
     def close_task(self, task_id: str, key: str) -> Bill:
         now = self._clock.now()
-        with self._store.transaction() as tx:
+
+        def work(tx: LedgerTx) -> Bill:
             done = self._replayed(tx, task_id, key, ("close", task_id), Bill)
             if done is not None:
                 return done
-            task = self._open(tx, task_id)
+            task = self._open(tx, task_id, now)
             tx.release_all(task_id)
+            task.held.clear()
             task.state, task.closed_at = "closed", now
             tx.put_task(task)
             out = Bill(
-                self._status(tx, task, now),
+                self._status(task),
                 [
                     KindBill(SpendKind(k), v, task.commits_by_kind.get(k, 0))
                     for k, v in sorted(task.spent_by_kind.items())
@@ -205,6 +221,8 @@ class Ledger:
             self._record(tx, task_id, key, ("close", task_id), out)
             return out
 
+        return self._store.run(work)
+
     # -- inside a transaction
 
     def _settle(
@@ -212,20 +230,25 @@ class Ledger:
     ) -> Status:
         now = self._clock.now()
         request = ("commit" if commit else "release", task_id, reservation_id, actual)
-        with self._store.transaction() as tx:
+
+        def work(tx: LedgerTx) -> Status:
             done = self._replayed(tx, task_id, key, request, Status)
             if done is not None:
                 return done
-            task = self._open(tx, task_id)
+            task = self._open(tx, task_id, now)
             hold = tx.hold(reservation_id)
             if hold is None or hold.task_id != task_id:
                 raise NotFoundError("reservation", reservation_id, Location("reservation_id"))
-            if hold.state != "held":
+            if hold.state in ("committed", "released"):
                 raise FailedPreconditionError(
                     f"reservation {reservation_id!r} is already {hold.state}",
                     "RESERVATION_SETTLED",
                     Location("reservation_id"),
                 )
+            if hold.state == "held":
+                task.add_hold(hold, -1)
+            elif not commit:  # expired: nothing is held any more, so nothing to release
+                return self._status(task)
             hold.state = "committed" if commit else "released"
             if commit:
                 hold.actual = actual
@@ -236,7 +259,7 @@ class Ledger:
                 if hold.tool:
                     task.calls_by_tool[hold.tool] = task.calls_by_tool.get(hold.tool, 0) + 1
                     task.spent_by_tool[hold.tool] = task.spent_by_tool.get(hold.tool, 0) + actual
-                if hold.expires_at <= now:
+                if hold.expires_at <= now:  # expired: late, but the money was spent
                     task.warnings.append(
                         f"reservation {reservation_id} was committed after it expired"
                     )
@@ -246,21 +269,29 @@ class Ledger:
                         f"{actual - hold.amount} more than it held"
                     )
             tx.put_hold(hold)
-            live = tx.live(task_id, now)
-            self._climb(task, live)
+            self._climb(task)
             tx.put_task(task)
-            out = self._status(tx, task, now, live)
+            out = self._status(task)
             self._record(tx, task_id, key, request, out)
             return out
 
-    def _open(self, tx: LedgerTx, task_id: str) -> Task:
-        task = tx.task(task_id)
-        if task is None:
-            raise NotFoundError("task", task_id, Location("task_id"))
+        return self._store.run(work)
+
+    def _open(self, tx: LedgerTx, task_id: str, now: float) -> Task:
+        task = self._task(tx, task_id, now)
         if task.state == "closed":
             raise FailedPreconditionError(
                 f"task {task_id!r} is closed", "TASK_CLOSED", Location("task_id")
             )
+        return task
+
+    def _task(self, tx: LedgerTx, task_id: str, now: float) -> Task:
+        """The task, with the holds that expired by `now` no longer counted."""
+        task = tx.task(task_id)
+        if task is None:
+            raise NotFoundError("task", task_id, Location("task_id"))
+        for h in tx.expire(task_id, now):
+            task.add_hold(h, -1)
         return task
 
     def _refusal(
@@ -299,10 +330,10 @@ class Ledger:
                 )
         return None
 
-    def _climb(self, task: Task, live: list[HeldSum]) -> None:
+    def _climb(self, task: Task) -> None:
         """Move up the ladder to the level the ordinary budget's use calls for."""
         b = task.budget
-        used = task.spent + sum(h.amount for h in live if not h.final)
+        used = task.spent + sum(h.amount for h in task.live() if not h.final)
         share = 100.0 * used / b.ordinary_micros if b.ordinary_micros else 100.0
         steps = (b.warn_at_percent, self._s.cheaper_tier_at_percent, self._s.tools_off_at_percent)
         level = sum(1 for s in steps if share >= s)
@@ -323,10 +354,8 @@ class Ledger:
         if task.budget.failover == Failover.PAUSE and task.state == "open":
             task.state, task.stop_reason = "paused", why
 
-    def _status(
-        self, tx: LedgerTx, task: Task, now: float, live: list[HeldSum] | None = None
-    ) -> Status:
-        live = tx.live(task.task_id, now) if live is None else live
+    def _status(self, task: Task) -> Status:
+        live = task.live()
         b = task.budget
         held = sum(h.amount for h in live)
         ordinary_held = sum(h.amount for h in live if not h.final)

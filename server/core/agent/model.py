@@ -44,6 +44,30 @@ class Budget(msgspec.Struct, frozen=True):
         return self.total_micros - int(self.total_micros * self.emergency_ratio)
 
 
+class Hold(msgspec.Struct):
+    reservation_id: str
+    task_id: str
+    round: int
+    kind: SpendKind
+    tool: str
+    amount: int
+    final: bool
+    created_at: float
+    expires_at: float
+    state: str = "held"  # "held", "committed", "released", "expired"
+    actual: int = 0
+
+
+class HeldSum(msgspec.Struct, frozen=True):
+    """The live (held, unexpired) holds of a task, grouped."""
+
+    round: int
+    tool: str
+    final: bool
+    amount: int
+    count: int
+
+
 class Task(msgspec.Struct):
     """A task's durable state; the holds are kept beside it."""
 
@@ -60,6 +84,9 @@ class Task(msgspec.Struct):
     calls_by_tool: dict[str, int] = msgspec.field(default_factory=dict)
     spent_by_tool: dict[str, int] = msgspec.field(default_factory=dict)
     level: int = 0  # the degrade level reached (it never goes back down by itself)
+    # The live holds, summed by "round/tool/final": [amount, count] (kept in step with the
+    # hold rows, so a Reserve costs the same however many holds are live).
+    held: dict[str, list[int]] = msgspec.field(default_factory=dict)
     warnings: list[str] = msgspec.field(default_factory=list)
     stop_reason: str = ""
     closed_at: float | None = None
@@ -68,29 +95,22 @@ class Task(msgspec.Struct):
     def spent(self) -> int:
         return sum(self.spent_by_kind.values())
 
+    def live(self) -> list[HeldSum]:
+        out = []
+        for key, (amount, count) in self.held.items():
+            rnd, tool, final = key.split("/", 2)
+            out.append(HeldSum(int(rnd), tool, final == "1", amount, count))
+        return out
 
-class Hold(msgspec.Struct):
-    reservation_id: str
-    task_id: str
-    round: int
-    kind: SpendKind
-    tool: str
-    amount: int
-    final: bool
-    created_at: float
-    expires_at: float
-    state: str = "held"  # "held", "committed", "released"
-    actual: int = 0
-
-
-class HeldSum(msgspec.Struct, frozen=True):
-    """The live (held, unexpired) holds of a task, grouped."""
-
-    round: int
-    tool: str
-    final: bool
-    amount: int
-    count: int
+    def add_hold(self, h: Hold, sign: int = 1) -> None:
+        """Count a new live hold in `held` (`sign` -1: take one out)."""
+        key = f"{h.round}/{h.tool}/{int(h.final)}"
+        amount, count = self.held.get(key, (0, 0))
+        amount, count = amount + sign * h.amount, count + sign
+        if count:
+            self.held[key] = [amount, count]
+        else:
+            self.held.pop(key, None)
 
 
 class LimitState(msgspec.Struct, frozen=True):

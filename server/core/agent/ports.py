@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-from typing import Protocol
+from collections.abc import Callable
+from typing import Protocol, TypeVar
 
-from server.core.agent.model import HeldSum, Hold, Task
+from server.core.agent.model import Hold, Task
+
+T = TypeVar("T")
 
 
 class LedgerTx(Protocol):
@@ -19,8 +21,8 @@ class LedgerTx(Protocol):
 
     def put_hold(self, hold: Hold) -> None: ...
 
-    def live(self, task_id: str, now: float) -> list[HeldSum]:
-        """The task's held, unexpired holds, summed by (round, tool, final)."""
+    def expire(self, task_id: str, now: float) -> list[Hold]:
+        """Mark the task's held holds that expired by `now` as expired, and return them."""
         ...
 
     def release_all(self, task_id: str) -> int:
@@ -35,9 +37,11 @@ class LedgerTx(Protocol):
 
 
 class LedgerStore(Protocol):
-    def transaction(self) -> AbstractContextManager[LedgerTx]:
-        """An immediate write transaction, committed durably when the block ends without an
-        exception, rolled back otherwise."""
+    def run(self, work: Callable[[LedgerTx], T]) -> T:
+        """Run `work` in a write transaction and return its result once that is durable. The
+        store may commit several callers' work in one transaction, each in its own savepoint:
+        `work` that raises has its changes undone, and its exception is raised to its caller
+        alone."""
         ...
 
     def close(self) -> None: ...
