@@ -1,0 +1,86 @@
+"""The tool-result cache (seed 000 §3.1, 001 §3.2): an agent that calls the same idempotent tool
+with the same arguments gets the stored result instead of paying for the call again.
+
+- The key is the namespace, the tool and the canonical JSON of its arguments (keys sorted, no
+  insignificant whitespace, NaN refused), so `{"a": 1, "b": 2}` and `{"b": 2, "a": 1}` are one
+  entry, and one tenant never reads another's results.
+- Only tools declared idempotent are cached; a result larger than `max_result_bytes` is not.
+- Entries live `ttl` seconds (per tool), and the least recently used one is evicted beyond
+  `capacity` (512 by default).
+- The cache never calls a tool: results enter through the API, as the agent reports them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from server.core.memory.ports import Clock
+
+JsonValue = object
+
+
+class ToolArgsError(ValueError):
+    """Arguments that have no canonical JSON form (NaN, a non-string key, a set...)."""
+
+
+def canonical(args: JsonValue) -> str:
+    try:
+        return json.dumps(
+            args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+    except (TypeError, ValueError) as e:
+        raise ToolArgsError(f"tool arguments have no canonical JSON form: {e}") from e
+
+
+@dataclass(frozen=True)
+class Cached:
+    result: str
+    stored_at: float
+    expires_at: float
+
+
+class ToolCache:
+    def __init__(self, clock: Clock, capacity: int = 512, max_result_bytes: int = 65_536) -> None:
+        self._clock = clock
+        self._capacity = capacity
+        self._max_bytes = max_result_bytes
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple[str, str, str], Cached] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, namespace: str, tool: str, args: JsonValue) -> Cached | None:
+        key = (namespace, tool, canonical(args))
+        now = self._clock.now()
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is None or hit.expires_at <= now:
+                if hit is not None:
+                    del self._entries[key]
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return hit
+
+    def put(
+        self, namespace: str, tool: str, args: JsonValue, result: str, ttl: float, idempotent: bool
+    ) -> bool:
+        """Store a reported result; False when it is not cacheable (a tool not declared
+        idempotent, a TTL of 0, or a result too large)."""
+        key = (namespace, tool, canonical(args))
+        if not idempotent or ttl <= 0 or len(result.encode()) > self._max_bytes:
+            return False
+        now = self._clock.now()
+        with self._lock:
+            self._entries[key] = Cached(result, now, now + ttl)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._capacity:
+                self._entries.popitem(last=False)
+        return True
+
+    def __len__(self) -> int:
+        return len(self._entries)
