@@ -34,6 +34,7 @@ from server.adapters.onnx_policy import OnnxPocketModel
 from server.adapters.sqlite_ledger import SqliteLedgerStore
 from server.adapters.sqlite_store import SqliteRecordStore
 from server.adapters.tantivy_index import TantivyKeywordIndex
+from server.adapters.token_counter import TokenCounter
 from server.adapters.usearch_index import UsearchIndexSet
 from server.api.calls import WorkerPools
 from server.api.server import GrpcServer, ListenError
@@ -194,7 +195,9 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     pools = WorkerPools.from_settings(settings.server)
-    grpc_server = GrpcServer(settings, pools)
+    tokenizer = model_dir(settings) / "tokenizer.json"
+    counter = TokenCounter(tokenizer) if tokenizer.is_file() else None
+    grpc_server = GrpcServer(settings, pools, None if counter is None else counter.count)
     try:
         port = await grpc_server.start(settings.server.listen)
     except ListenError as exc:

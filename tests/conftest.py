@@ -24,6 +24,7 @@ from server.adapters.onnx_encoder import OnnxTextEncoder
 from server.adapters.sqlite_ledger import SqliteLedgerStore
 from server.adapters.sqlite_store import SqliteRecordStore
 from server.adapters.tantivy_index import TantivyKeywordIndex
+from server.adapters.token_counter import TokenCounter
 from server.adapters.usearch_index import UsearchIndexSet
 from server.api.calls import WorkerPools
 from server.api.server import GrpcServer
@@ -158,7 +159,7 @@ async def start_server(
     from server.app import SystemClock
 
     executor = WorkerPools(4, 2)
-    srv = GrpcServer(settings, executor)
+    srv = GrpcServer(settings, executor, TokenCounter(MODEL_DIR / "tokenizer.json").count)
     port = await srv.start("127.0.0.1:0")
     eng = open_engine(tmp, encoder, SystemClock(), settings.memory)  # type: ignore[arg-type]
     srv.ledger_ready(

@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import errno
 import socket
+from collections.abc import Callable
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from pocketd.v1 import agent_service_pb2 as apb
+from pocketd.v1 import agent_service_pb2_grpc as apb_grpc
 from pocketd.v1 import ledger_service_pb2 as lpb
 from pocketd.v1 import ledger_service_pb2_grpc as lpb_grpc
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
+from server.api.agent_servicer import AgentServicer
 from server.api.calls import WorkerPools
 from server.api.guard import DecodeGuard
 from server.api.ledger_servicer import LedgerServicer
@@ -27,6 +31,7 @@ from server.core.settings import Settings
 
 SERVICE_NAME = spb.DESCRIPTOR.services_by_name["MemoryService"].full_name
 LEDGER_NAME = lpb.DESCRIPTOR.services_by_name["LedgerService"].full_name
+AGENT_NAME = apb.DESCRIPTOR.services_by_name["AgentService"].full_name
 
 
 class ListenError(Exception):
@@ -59,7 +64,13 @@ def _probe(listen: str) -> None:
 class GrpcServer:
     """The transport around one engine."""
 
-    def __init__(self, settings: Settings, pools: WorkerPools) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        pools: WorkerPools,
+        count_tokens: Callable[[str], int] | None = None,
+    ) -> None:
+        """`count_tokens`: the tokenizer's count, for AgentService (None: it has none)."""
         limit = settings.server.max_message_bytes
         self.server = grpc.aio.server(
             interceptors=[DecodeGuard()],
@@ -73,10 +84,12 @@ class GrpcServer:
         spb_grpc.add_MemoryServiceServicer_to_server(self.servicer, self.server)
         self.ledger = LedgerServicer(settings, pools)
         lpb_grpc.add_LedgerServiceServicer_to_server(self.ledger, self.server)
+        self.agent = AgentServicer(settings, pools, count_tokens)
+        apb_grpc.add_AgentServiceServicer_to_server(self.agent, self.server)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
-            (SERVICE_NAME, LEDGER_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME),
+            (SERVICE_NAME, LEDGER_NAME, AGENT_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME),
             self.server,
         )
         self.port = 0
