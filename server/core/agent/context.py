@@ -1,0 +1,183 @@
+"""The context builder (seed 000 §3.1, §3.3; 001 §3.3): the prompt payload of one round, within
+the route's `token_budget_round`, with token counts from the real tokenizer.
+
+What goes in, by priority (what is cut first is last here):
+1. the task's goal;
+2. the last `recent_rounds` rounds (3) verbatim: action and observation. An observation longer
+   than `long_observation_tokens` is stored as a memory (the `store` callback) and replaced by
+   its extractive summary and the memory's id, which `Get` fetches in full;
+3. the recalled memories, best first, each with its source type and trust;
+4. older rounds, one extractive line each (newest first when the budget is short).
+Memory enters as recalled results, never as the full history. When the budget is short, older
+rounds go first, then the weakest memories, then recent observations shrink to their summaries,
+then the earliest recent rounds go, and last the goal and the last round are cut to what fits.
+
+An extractive summary keeps whole sentences in their order: the first one, then those that
+carry an identifier or a number (error codes, order ids, amounts), while they fit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+_SIGNAL = re.compile(r"\d|[A-Z]{2,}|#\w+|[A-Za-z]+-\d+")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One reported round."""
+
+    round: int
+    action: str
+    observation: str
+
+
+@dataclass(frozen=True)
+class Recalled:
+    memory_id: str
+    text: str
+    score: float
+    source_type: str
+    trust: float
+
+
+@dataclass(frozen=True)
+class Section:
+    kind: str  # "goal", "round", "memory", "summary"
+    text: str
+    tokens: int
+    round: int = 0
+    memory_id: str = ""
+
+
+@dataclass
+class Built:
+    sections: list[Section] = field(default_factory=list)
+    tokens: int = 0
+    dropped: list[str] = field(default_factory=list)  # what did not fit, for the agent's log
+    stored: dict[int, str] = field(default_factory=dict)  # round → memory id of its observation
+
+    def text(self) -> str:
+        return "\n".join(s.text for s in self.sections)
+
+
+@dataclass(frozen=True)
+class ContextSettings:
+    recent_rounds: int = 3
+    long_observation_tokens: int = 300
+    summary_tokens: int = 60
+    older_line_tokens: int = 30
+
+
+def summarize(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
+    """Whole sentences, in order, within `max_tokens`: the first, then those with a signal."""
+    sentences = [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
+    if not sentences:
+        return ""
+    keep = [0] + [i for i, s in enumerate(sentences[1:], 1) if _SIGNAL.search(s)]
+    out: list[int] = []
+    used = 0
+    for i in keep:
+        n = count(sentences[i])
+        if used + n > max_tokens:
+            if not out:  # the first sentence alone is too long: cut it by words
+                return _cut(sentences[i], max_tokens, count)
+            continue
+        out.append(i)
+        used += n
+    return " ".join(sentences[i] for i in sorted(out))
+
+
+def _cut(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
+    words = text.split()
+    lo, hi = 0, len(words)
+    while lo < hi:  # the most words that fit
+        mid = (lo + hi + 1) // 2
+        if count(" ".join(words[:mid]) + " …") <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return " ".join(words[:lo]) + " …" if lo < len(words) else text
+
+
+class ContextBuilder:
+    def __init__(
+        self,
+        count: Callable[[str], int],
+        store: Callable[[Turn], str],
+        settings: ContextSettings | None = None,
+    ) -> None:
+        """`count`: tokens of a text; `store`: keeps a long observation in memory and returns
+        its memory id."""
+        self._count = count
+        self._store = store
+        self._s = settings or ContextSettings()
+
+    def build(
+        self, goal: str, turns: Sequence[Turn], memories: Sequence[Recalled], budget: int
+    ) -> Built:
+        s, out = self._s, Built()
+        ordered = sorted(turns, key=lambda t: t.round)
+        k = min(max(s.recent_rounds, 1), len(ordered))
+        recent, older = ordered[len(ordered) - k :], ordered[: len(ordered) - k]
+        goal_s = self._section("goal", f"Goal: {goal}")
+        rounds = [self._recent(t, out) for t in recent]
+        mems = [
+            self._section(
+                "memory",
+                f"- [{m.source_type}, trust {m.trust:.2f}, score {m.score:.2f}] {m.text}",
+                memory_id=m.memory_id,
+            )
+            for m in sorted(memories, key=lambda m: -m.score)
+        ]
+        lines = [self._older(t) for t in reversed(older)]  # newest first: cut from the oldest
+
+        def total() -> int:  # cut by priority until it fits
+            return sum(x.tokens for x in [goal_s, *rounds, *mems, *lines])
+
+        while lines and total() > budget:
+            out.dropped.append(f"round {lines.pop().round} (summary)")
+        while mems and total() > budget:
+            out.dropped.append(f"memory {mems.pop().memory_id}")
+        for i, t in enumerate(recent):
+            if total() <= budget:
+                break
+            short = self._section(
+                "round",
+                f"Round {t.round}: {t.action}\n"
+                f"Observation (summary): {summarize(t.observation, s.summary_tokens, self._count)}",
+                round=t.round,
+            )
+            if short.tokens < rounds[i].tokens:
+                rounds[i] = short
+                out.dropped.append(f"round {t.round} (verbatim observation)")
+        while len(rounds) > 1 and total() > budget:  # the earliest recent rounds, whole
+            out.dropped.append(f"round {rounds.pop(0).round}")
+        if total() > budget:  # the goal, to what is left beside the last round
+            room = max(budget - total() + goal_s.tokens, 1)
+            goal_s = self._section("goal", _cut(goal_s.text, room, self._count))
+        if rounds and total() > budget:  # and last, the last round itself
+            room = max(budget - total() + rounds[-1].tokens, 1)
+            last = rounds[-1]
+            rounds[-1] = self._section("round", _cut(last.text, room, self._count), last.round)
+        out.sections = [goal_s, *mems, *reversed(lines), *rounds]
+        out.tokens = sum(x.tokens for x in out.sections)
+        return out
+
+    def _section(self, kind: str, text: str, round: int = 0, memory_id: str = "") -> Section:
+        return Section(kind, text, self._count(text), round, memory_id)
+
+    def _recent(self, t: Turn, out: Built) -> Section:
+        obs = t.observation
+        if self._count(obs) > self._s.long_observation_tokens:
+            mid = self._store(t)
+            out.stored[t.round] = mid
+            obs = f"{summarize(obs, self._s.summary_tokens, self._count)} [full text: {mid}]"
+        return self._section("round", f"Round {t.round}: {t.action}\nObservation: {obs}", t.round)
+
+    def _older(self, t: Turn) -> Section:
+        gist = summarize(t.observation, self._s.older_line_tokens, self._count)
+        return self._section("summary", f"Round {t.round}: {t.action} → {gist}", t.round)

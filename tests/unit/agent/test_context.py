@@ -1,0 +1,89 @@
+"""The context builder with the real tokenizer: what goes in, long observations stored and
+summarised, the order things are cut in, and never over the budget."""
+
+from __future__ import annotations
+
+import hypothesis.strategies as st
+from hypothesis import given, settings
+
+from server.adapters.token_counter import TokenCounter
+from server.core.agent.context import ContextBuilder, Recalled, Turn, summarize
+from tests.conftest import MODEL_DIR
+
+COUNT = TokenCounter(MODEL_DIR / "tokenizer.json").count
+LONG = (
+    "The customer uploaded a screenshot of the checkout page. "
+    + "The page shows the usual layout with the basket and the address form. " * 30
+    + "At the bottom an error banner reads E4012 payment declined for order 88123."
+)
+
+
+def turns(n: int, obs: str = "The tool answered with a short line.") -> list[Turn]:
+    return [Turn(i, f"call tool_{i}", f"Round {i} said: {obs}") for i in range(1, n + 1)]
+
+
+def builder() -> tuple[ContextBuilder, list[Turn]]:
+    stored: list[Turn] = []
+
+    def store(t: Turn) -> str:
+        stored.append(t)
+        return f"m-{t.round}"
+
+    return ContextBuilder(COUNT, store), stored
+
+
+MEMS = [
+    Recalled("a", "The user prefers email over phone.", 0.6, "user_statement", 0.9),
+    Recalled("b", "Order 88123 shipped on Monday.", 0.9, "tool_result", 0.8),
+]
+
+
+def test_with_room_the_last_three_rounds_are_verbatim_and_older_ones_summarised() -> None:
+    b, _ = builder()
+    out = b.build("Fix the customer's payment", turns(6), MEMS, budget=2000)
+    kinds = [(s.kind, s.round or s.memory_id) for s in out.sections]
+    assert kinds == [
+        ("goal", ""), ("memory", "b"), ("memory", "a"),
+        ("summary", 1), ("summary", 2), ("summary", 3),
+        ("round", 4), ("round", 5), ("round", 6),
+    ]  # fmt: skip
+    assert "trust 0.80" in out.sections[1].text and "tool_result" in out.sections[1].text
+    assert out.tokens == sum(COUNT(s.text) for s in out.sections) <= 2000
+    assert not out.dropped
+
+
+def test_a_long_observation_is_stored_and_replaced_by_its_summary_and_id() -> None:
+    b, stored = builder()
+    t = [Turn(1, "look at the screenshot", LONG)]
+    out = b.build("Fix the payment", t, [], budget=2000)
+    assert [x.round for x in stored] == [1] and out.stored == {1: "m-1"}
+    text = out.sections[-1].text
+    assert "[full text: m-1]" in text and "E4012" in text and "88123" in text
+    assert COUNT(text) < 120 < COUNT(LONG)
+
+
+def test_a_short_budget_cuts_older_rounds_then_memories_then_recent_detail() -> None:
+    b, _ = builder()
+    full = b.build("Fix it", turns(6), MEMS, budget=10_000)
+    no_older = full.tokens - sum(s.tokens for s in full.sections if s.kind == "summary")
+    out = b.build("Fix it", turns(6), MEMS, budget=no_older)
+    assert [d for d in out.dropped if "summary" in d] == [f"round {i} (summary)" for i in (1, 2, 3)]
+    assert out.tokens <= no_older
+    tight = b.build("Fix it", turns(6), MEMS, budget=no_older - 5)
+    assert "memory a" in tight.dropped  # the weaker memory before the stronger one
+    assert "memory b" not in tight.dropped
+
+
+@settings(max_examples=60)
+@given(st.integers(8, 600), st.integers(0, 8), st.booleans())
+def test_never_over_the_budget(budget: int, n: int, long: bool) -> None:
+    b, _ = builder()
+    out = b.build(
+        "Fix the customer's payment problem", turns(n, LONG if long else "ok."), MEMS, budget
+    )
+    assert out.tokens <= budget, (out.tokens, budget, out.dropped)
+
+
+def test_a_summary_keeps_the_first_sentence_and_those_with_identifiers() -> None:
+    text = "It failed. The weather was nice. Code E77 came back. Nothing else happened."
+    assert summarize(text, 50, COUNT) == "It failed. Code E77 came back."
