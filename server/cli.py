@@ -1,7 +1,8 @@
 """The entry point: `pocketd serve --listen HOST:PORT --data-dir DIR [--config FILE]`, and the
 router's commands: `pocketd router log --data-dir DIR [--last N] [--json]`,
 `pocketd router train --data-dir DIR [--config FILE] [--namespace NS]` and
-`pocketd router rollback --data-dir DIR [--namespace NS]`.
+`pocketd router rollback --data-dir DIR [--namespace NS]`, and
+`pocketd models train-difficulty [--data-dir DIR] [--data FILE]`.
 
 The only place that reads the environment (POCKETD__SECTION__KEY overrides, NUMBA_CACHE_DIR) and
 the working directory. Exit codes: 0 after a clean shutdown; 2, with one line on stderr, for a bad
@@ -59,6 +60,16 @@ def _parser() -> argparse.ArgumentParser:
     rb = rsub.add_parser("rollback", help="make the previous model current again")
     rb.add_argument("--data-dir", default="./data", help="the server's data directory")
     rb.add_argument("--namespace", help="roll back this namespace's model (default: the global)")
+    m = sub.add_parser("models", help="the agent's local models")
+    msub = m.add_subparsers(dest="models_command", required=True)
+    td = msub.add_parser(
+        "train-difficulty", help="train the difficulty classifier, report it and install it"
+    )
+    td.add_argument("--data-dir", help="the server's data directory (default: the configuration's)")
+    td.add_argument("--config", type=Path, help="the server's YAML configuration file")
+    td.add_argument("--data", type=Path, help="labelled prompts, JSON lines (default: shipped)")
+    td.add_argument("--holdout", type=float, default=0.25, help="held-out share of templates")
+    td.add_argument("--epochs", type=int, default=120)
     return p
 
 
@@ -129,6 +140,15 @@ def main(argv: list[str] | None = None) -> int:
     ns = _parser().parse_args(argv)
     if ns.command == "router":
         return _router(ns)
+    if ns.command == "models":
+        settings = _settings(
+            ns.config, {"server": {"data_dir": ns.data_dir} if ns.data_dir else {}}
+        )
+        if settings is None:
+            return 2
+        from server.models_admin import train_difficulty_main
+
+        return train_difficulty_main(settings, ns.data, ns.holdout, ns.epochs)
     from server.logs import configure
 
     configure(ns.log_level, ns.log_format)

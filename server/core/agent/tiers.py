@@ -6,8 +6,8 @@
     translation) → `simple`; analysis, comparison, planning, design or proof, or a long input →
     `complex`; several steps → `medium`;
   - the learned model (`DifficultyModel`: an MLP over the built-in encoder's vector, trained
-    by `pocketd models train-difficulty`) gives each tier a probability; it decides when it is
-    surer than the rules;
+    by `pocketd models train-difficulty`) gives each tier a probability; it decides where no
+    rule fired, and overrules a rule only with `overrule_confidence` (0.9);
   - below `min_confidence` the answer is `medium`.
 - **The intent cache**: a task's tier is cached under a hash of the first 100 normalised
   characters of its prefix (NFKC, lower case, spaces collapsed), for 30 minutes, so the same
@@ -77,6 +77,7 @@ class Route:
 class TierSettings:
     routes: dict[str, Route]
     min_confidence: float = 0.6
+    overrule_confidence: float = 0.9  # the model's, against a rule that fired
     jump_confidence: float = 0.75
     long_input_chars: int = 2000
     complex_rounds: int = 5
@@ -110,10 +111,12 @@ def classify(text: str, image: bool, model: DifficultyModel | None, s: TierSetti
     elif _STEPS.search(text):
         rule, conf = "medium", 0.7
         reasons.append("several steps")
-    if model is not None:
+    if model is not None:  # it decides where no rule fired, and overrules one only when sure
         p = model.probabilities(text)
         best = max(p, key=lambda t: p[t])
-        if p[best] > conf:
+        if (not reasons and p[best] >= s.min_confidence) or (
+            best != rule and p[best] >= s.overrule_confidence
+        ):
             rule, conf = best, p[best]
             reasons.append(f"model {p[best]:.2f}")
     if conf < s.min_confidence:
