@@ -206,9 +206,10 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     host = settings.server.listen.rsplit(":", 1)[0]
     log.info("listening on %s:%d (NOT_SERVING until loaded), pid %d", host, port, os.getpid())
     engine: MemoryEngine | None = None
-    ledger_store = SqliteLedgerStore(Path(settings.server.data_dir) / "ledger.sqlite3")
-    grpc_server.ledger_ready(Ledger(ledger_store, SystemClock(), settings.ledger))
+    ledger_store: SqliteLedgerStore | None = None
     try:
+        ledger_store = SqliteLedgerStore(Path(settings.server.data_dir) / "ledger.sqlite3")
+        grpc_server.ledger_ready(Ledger(ledger_store, SystemClock(), settings.ledger))
         opening: asyncio.Future[MemoryEngine] = loop.run_in_executor(
             pools.read, _open, settings, encoder
         )
@@ -232,6 +233,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
         await loop.run_in_executor(None, pools.shutdown)
         if engine is not None:
             await loop.run_in_executor(None, engine.close)
-        ledger_store.close()
+        if ledger_store is not None:
+            ledger_store.close()
         lock.close()
         log.info("stopped")

@@ -1,7 +1,8 @@
 """`pocketd models train-difficulty`: train the difficulty classifier's learned part on labelled
 prompts (the shipped set by default), report its held-out accuracy against the rules alone,
 export both heads to ONNX (checked against numpy), and install them in
-`<data_dir>/agent/difficulty/`, where the server loads them at start.
+`<data_dir>/agent/difficulty/`, where `load_difficulty` reads them. (Nothing in the server routes
+tiers yet: AgentService.Step, which will, is not built.)
 
 The install replaces the folder by a rename; the one it replaces is kept as
 `difficulty.previous`.
@@ -70,6 +71,8 @@ def train_difficulty(
     test = [e for e in examples if held_out(e.template, share)]
     train_set = [e for e in examples if not held_out(e.template, share)]
     log(f"{len(examples)} prompts in {data}: {len(train_set)} to train, {len(test)} held out")
+    if not test or not train_set:
+        raise ValueError(f"{len(train_set)} training and {len(test)} held-out prompts: need both")
     encoder = OnnxTextEncoder(
         model_dir(settings), settings.encoder.threads, settings.encoder.batch_size, 256
     )

@@ -17,6 +17,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import TypeVar
 
@@ -125,6 +126,7 @@ class SqliteLedgerStore:
     it is answered, and a burst of calls shares one fsync instead of paying one each."""
 
     BATCH = 256
+    WAIT = 30.0  # the longest a caller waits for its commit
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -136,51 +138,71 @@ class SqliteLedgerStore:
         self._queue: queue.SimpleQueue[tuple[Callable[[_Tx], object], Future[object]] | None]
         self._queue = queue.SimpleQueue()
         self._closed = False
+        self._gate = threading.Lock()
         self._thread = threading.Thread(target=self._write, name="pocketd-ledger", daemon=True)
         self._thread.start()
 
     def run(self, work: Callable[[_Tx], T]) -> T:
-        if self._closed:
-            raise UnavailableError("the ledger is closed")
         fut: Future[object] = Future()
-        self._queue.put((work, fut))  # type: ignore[arg-type]
-        return fut.result()  # type: ignore[return-value]
+        with self._gate:  # closed, or queued before the stop: never left waiting
+            if self._closed:
+                raise UnavailableError("the ledger is closed")
+            self._queue.put((work, fut))  # type: ignore[arg-type]
+        try:
+            return fut.result(timeout=self.WAIT)  # type: ignore[return-value]
+        except FutureTimeout as e:  # it may still commit: a retry with its key finds out
+            raise UnavailableError(
+                f"the ledger did not answer in {self.WAIT:.0f} s; retry with the same key"
+            ) from e
 
     def close(self) -> None:
-        if not self._closed:
+        with self._gate:
+            if self._closed:
+                return
             self._closed = True
             self._queue.put(None)
-            self._thread.join()
-            self._conn.close()
+        self._thread.join()
+        self._conn.close()
 
     def _write(self) -> None:
         while True:
             first = self._queue.get()
             if first is None:
-                return
+                break
             batch = [first]
+            stop = False
             while len(batch) < self.BATCH:
                 try:
                     item = self._queue.get_nowait()
                 except queue.Empty:
                     break
                 if item is None:
-                    self._queue.put(None)  # stop after this batch
+                    stop = True
                     break
                 batch.append(item)
             self._commit(batch)
+            if stop:
+                break
+        while True:  # nothing is queued after the stop (the gate), but be sure
+            try:
+                left = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if left is not None:
+                left[1].set_exception(UnavailableError("the ledger closed"))
 
     def _commit(self, batch: list[tuple[Callable[[_Tx], object], Future[object]]]) -> None:
-        cur = self._conn.cursor()
         results: list[tuple[Future[object], object, BaseException | None]] = []
+        cur = None
         try:
+            cur = self._conn.cursor()
             cur.execute("BEGIN IMMEDIATE")
             tx = _Tx(cur)
             for work, fut in batch:
                 cur.execute("SAVEPOINT work")
                 try:
                     out = work(tx)
-                except Exception as e:  # its own changes undone; the others stand
+                except BaseException as e:  # its own changes undone; the others stand
                     cur.execute("ROLLBACK TO work")
                     cur.execute("RELEASE work")
                     results.append((fut, None, e))
@@ -188,15 +210,17 @@ class SqliteLedgerStore:
                 cur.execute("RELEASE work")
                 results.append((fut, out, None))
             cur.execute("COMMIT")
-        except BaseException as e:  # the commit failed: nothing of the batch is on disk
-            with contextlib.suppress(sqlite3.Error):
-                cur.execute("ROLLBACK")
+        except Exception as e:  # the commit failed: nothing of the batch is on disk
+            if cur is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    cur.execute("ROLLBACK")
+            err = UnavailableError(f"the ledger could not commit ({e}); retry with the same key")
             for _, fut in batch:
                 if not fut.done():
-                    fut.set_exception(e)
+                    fut.set_exception(err)
             return
-        for fut, out, err in results:
-            if err is not None:
-                fut.set_exception(err)
+        for fut, out, exc in results:
+            if exc is not None:
+                fut.set_exception(exc)
             else:
                 fut.set_result(out)

@@ -42,8 +42,8 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
                     continue
                 try:
                     tool = json.loads(text)
-                except ValueError as e:
-                    v.add(f"tools_json[{i}]", f"is not JSON: {e}")
+                except (ValueError, RecursionError) as e:  # RecursionError: nested too deep
+                    v.add(f"tools_json[{i}]", f"is not JSON we can read: {e}")
                     continue
                 if not isinstance(tool, dict):
                     v.add(f"tools_json[{i}]", "is not a JSON object")

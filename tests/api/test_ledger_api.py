@@ -86,6 +86,11 @@ async def test_bad_ledger_requests_name_the_field(server: RunningServer) -> None
     )
     assert {"idempotency_key", "round", "tool"} <= set(violations(err))
     await expect(s.Status(lpb.TaskStatusRequest(task_id="nope")), grpc.StatusCode.NOT_FOUND)
+    huge = lpb.CommitRequest(
+        task_id="t", reservation_id="r-1", actual_micros=2**63, idempotency_key="k"
+    )
+    err = await expect(s.Commit(huge), grpc.StatusCode.INVALID_ARGUMENT)
+    assert "above" in violations(err)["actual_micros"]
 
 
 async def test_a_retried_commit_charges_once(server: RunningServer) -> None:

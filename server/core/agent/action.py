@@ -44,8 +44,10 @@ class ActionError(ValueError):
 def parse(raw: str, tools: Collection[str]) -> Action:
     """The action in `raw`, or ActionError; `tools`: the tools allowed this round."""
     try:
-        doc = json.loads(raw)
-    except ValueError as e:
+        doc = json.loads(raw, object_pairs_hook=_unique)
+    except ActionError:
+        raise
+    except (ValueError, RecursionError) as e:
         raise ActionError("", f"not JSON: {e}") from e
     if not isinstance(doc, dict):
         raise ActionError("", "must be a JSON object")
@@ -68,6 +70,8 @@ def parse(raw: str, tools: Collection[str]) -> Action:
     tool = doc.get("tool")
     if not isinstance(tool, str) or not tool:
         raise ActionError("tool", "is required for a tool action")
+    if "answer" in doc:
+        raise ActionError("answer", "a tool action gives no answer")
     if tool not in tools:
         raise ActionError("tool", f"{tool!r} is not allowed this round")
     params = doc.get("params", {})
@@ -78,6 +82,16 @@ def parse(raw: str, tools: Collection[str]) -> Action:
     except ToolArgsError as e:
         raise ActionError("params", str(e)) from e
     return Action("tool", tool, params, estimated_cost=cost)
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key given twice (the parser would keep the last silently)."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ActionError(k, "is given twice")
+        out[k] = v
+    return out
 
 
 def looping(history: Sequence[Action], repeat: int = 3) -> bool:

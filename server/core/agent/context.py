@@ -19,10 +19,10 @@ carry an identifier or a number (error codes, order ids, amounts), while they fi
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")
 _SIGNAL = re.compile(r"\d|[A-Z]{2,}|#\w+|[A-Za-z]+-\d+")
 
 
@@ -58,7 +58,8 @@ class Built:
     sections: list[Section] = field(default_factory=list)
     tokens: int = 0
     dropped: list[str] = field(default_factory=list)  # what did not fit, for the agent's log
-    stored: dict[int, str] = field(default_factory=dict)  # round → memory id of its observation
+    # round → memory id of its stored observation (those passed in as `known` too)
+    stored: dict[int, str] = field(default_factory=dict)
 
     def text(self) -> str:
         return "\n".join(s.text for s in self.sections)
@@ -92,15 +93,20 @@ def summarize(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
 
 
 def _cut(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
+    """The longest head of `text` (by words, or by characters where there are no spaces) that
+    fits `max_tokens` with its " …"; "" when not even that fits."""
+    if count(text) <= max_tokens:
+        return text
     words = text.split()
-    lo, hi = 0, len(words)
-    while lo < hi:  # the most words that fit
+    parts, glue = (words, " ") if len(words) > 1 else (list(text), "")
+    lo, hi = 0, len(parts)
+    while lo < hi:  # the most parts that fit
         mid = (lo + hi + 1) // 2
-        if count(" ".join(words[:mid]) + " …") <= max_tokens:
+        if count(glue.join(parts[:mid]) + " …") <= max_tokens:
             lo = mid
         else:
             hi = mid - 1
-    return " ".join(words[:lo]) + " …" if lo < len(words) else text
+    return glue.join(parts[:lo]) + " …" if lo else ""
 
 
 class ContextBuilder:
@@ -117,9 +123,17 @@ class ContextBuilder:
         self._s = settings or ContextSettings()
 
     def build(
-        self, goal: str, turns: Sequence[Turn], memories: Sequence[Recalled], budget: int
+        self,
+        goal: str,
+        turns: Sequence[Turn],
+        memories: Sequence[Recalled],
+        budget: int,
+        known: Mapping[int, str] | None = None,
     ) -> Built:
+        """`known`: the memory ids of observations stored by earlier builds, by round (so a long
+        observation is stored once, not once per round it stays recent)."""
         s, out = self._s, Built()
+        out.stored = dict(known or {})  # the ones reused count as stored
         ordered = sorted(turns, key=lambda t: t.round)
         k = min(max(s.recent_rounds, 1), len(ordered))
         recent, older = ordered[len(ordered) - k :], ordered[: len(ordered) - k]
@@ -145,10 +159,11 @@ class ContextBuilder:
         for i, t in enumerate(recent):
             if total() <= budget:
                 break
+            pointer = f" [full text: {out.stored[t.round]}]" if t.round in out.stored else ""
+            gist = summarize(t.observation, s.summary_tokens, self._count)
             short = self._section(
                 "round",
-                f"Round {t.round}: {t.action}\n"
-                f"Observation (summary): {summarize(t.observation, s.summary_tokens, self._count)}",
+                f"Round {t.round}: {t.action}\nObservation (summary): {gist}{pointer}",
                 round=t.round,
             )
             if short.tokens < rounds[i].tokens:
@@ -163,8 +178,20 @@ class ContextBuilder:
             room = max(budget - total() + rounds[-1].tokens, 1)
             last = rounds[-1]
             rounds[-1] = self._section("round", _cut(last.text, room, self._count), last.round)
-        out.sections = [goal_s, *mems, *reversed(lines), *rounds]
-        out.tokens = sum(x.tokens for x in out.sections)
+        out.sections = [x for x in [goal_s, *mems, *reversed(lines), *rounds] if x.text]
+        # The counts of the parts need not add up to the count of the whole (the joins, and
+        # tokens across them): check the whole, and cut until it fits.
+        while out.sections and self._count(out.text()) > budget:
+            if len(out.sections) > 1:
+                gone = out.sections.pop(1 if out.sections[0].kind == "goal" else 0)
+                out.dropped.append(f"{gone.kind} {gone.round or gone.memory_id}".strip())
+                continue
+            only = out.sections[0]
+            cut = _cut(only.text, budget, self._count)
+            out.sections = (
+                [self._section(only.kind, cut, only.round, only.memory_id)] if cut else []
+            )
+        out.tokens = self._count(out.text()) if out.sections else 0
         return out
 
     def _section(self, kind: str, text: str, round: int = 0, memory_id: str = "") -> Section:
@@ -173,7 +200,7 @@ class ContextBuilder:
     def _recent(self, t: Turn, out: Built) -> Section:
         obs = t.observation
         if self._count(obs) > self._s.long_observation_tokens:
-            mid = self._store(t)
+            mid = out.stored.get(t.round) or self._store(t)
             out.stored[t.round] = mid
             obs = f"{summarize(obs, self._s.summary_tokens, self._count)} [full text: {mid}]"
         return self._section("round", f"Round {t.round}: {t.action}\nObservation: {obs}", t.round)

@@ -18,7 +18,8 @@ A refusal is RESOURCE_EXHAUSTED naming the limit. A hold that is not committed o
 The degrade ladder (seed 000 §3.2, 001 §3.1): as the ordinary budget's spent and held share
 crosses `warn_at_percent`, `cheaper_tier_at_percent` and `tools_off_at_percent`, the task's level
 moves to 1 (warned), 2 (a cheaper model tier), 3 (optional tools off); an ordinary reservation the
-ordinary budget cannot pay moves it to 4, the `failover` action. Under `Failover.PAUSE` the task
+ordinary budget cannot pay, once its use has reached `tools_off_at_percent`, moves it to 4, the
+`failover` action. Under `Failover.PAUSE` the task
 is paused: ordinary reservations are refused until `raise_budget` resumes it. The level never
 goes back down, except by `raise_budget`, which recomputes it.
 
@@ -52,6 +53,8 @@ from server.core.agent.model import (
 from server.core.agent.ports import LedgerStore, LedgerTx
 from server.core.errors import (
     FailedPreconditionError,
+    FieldViolation,
+    InvalidArgumentError,
     Location,
     NotFoundError,
     ResourceExhaustedError,
@@ -60,6 +63,7 @@ from server.core.memory.ports import Clock
 from server.core.settings import LedgerSettings
 
 T = TypeVar("T")
+MAX_MICROS = 10**15  # any one amount, and a task's total (SQLite integers are signed 64-bit)
 LEVELS = ("normal", "warned", "cheaper model tier", "optional tools off", "failover")
 
 
@@ -146,7 +150,11 @@ class Ledger:
                 out = Reservation(hold.reservation_id, amount, hold.expires_at, self._status(task))
                 self._record(tx, task_id, key, request, out)
                 return out
-            if refused.limit == "total" and not final:
+            used = task.spent + sum(h.amount for h in live if not h.final)
+            nearly_spent = used * 100 >= b.ordinary_micros * self._s.tools_off_at_percent
+            if refused.limit == "total" and not final and nearly_spent:
+                # The budget is as good as spent: the failover. (One estimate too large for a
+                # task with room left is only refused.)
                 self._fail_over(task, str(refused))
             tx.put_task(task)  # the ladder's move is kept though the call is refused
             return refused
@@ -174,12 +182,22 @@ class Ledger:
 
     def raise_budget(self, task_id: str, add: int, key: str) -> Status:
         now = self._clock.now()
+        if add <= 0 or add > MAX_MICROS:
+            raise InvalidArgumentError(
+                [FieldViolation("add_total_micros", f"must be 1 to {MAX_MICROS}")]
+            )
 
         def work(tx: LedgerTx) -> Status:
             done = self._replayed(tx, task_id, key, ("raise", task_id, add), Status)
             if done is not None:
                 return done
             task = self._open(tx, task_id, now)
+            if task.budget.total_micros + add > MAX_MICROS:
+                raise FailedPreconditionError(
+                    f"the total would pass {MAX_MICROS} micros",
+                    "BUDGET_TOO_LARGE",
+                    Location("add_total_micros"),
+                )
             task.budget = msgspec.structs.replace(
                 task.budget, total_micros=task.budget.total_micros + add
             )
@@ -248,7 +266,10 @@ class Ledger:
             if hold.state == "held":
                 task.add_hold(hold, -1)
             elif not commit:  # expired: nothing is held any more, so nothing to release
-                return self._status(task)
+                tx.put_task(task)  # with the holds this call found expired
+                out = self._status(task)
+                self._record(tx, task_id, key, request, out)
+                return out
             hold.state = "committed" if commit else "released"
             if commit:
                 hold.actual = actual

@@ -11,7 +11,8 @@
   - below `min_confidence` the answer is `medium`.
 - **The intent cache**: a task's tier is cached under a hash of the first 100 normalised
   characters of its prefix (NFKC, lower case, spaces collapsed), for 30 minutes, so the same
-  kind of task is not classified again. The router reports its own cost: zero on a hit.
+  kind of task is not classified again. A round with an image is routed to vision without it,
+  and a tier an image decided is not cached. The router reports its own cost: zero on a hit.
 - **Sticky routing**: the tier chosen in a task's first round holds, unless the difficulty jumps
   (a higher tier with at least `jump_confidence`) or an image arrives.
 - **Round rules**: `complex` only for the first `complex_rounds` rounds (5), then `medium`;
@@ -84,6 +85,7 @@ class TierSettings:
     escalate_round: int = 10
     intent_ttl_s: float = 1800.0
     intent_capacity: int = 4096
+    task_capacity: int = 65_536  # tasks whose tier is remembered (the least recent forgotten)
     prefix_chars: int = 100
 
 
@@ -141,7 +143,7 @@ class TierRouter:
     clock: Clock
     model: DifficultyModel | None = None
     _cache: OrderedDict[str, tuple[float, Difficulty]] = field(default_factory=OrderedDict)
-    _tasks: dict[str, _Task] = field(default_factory=dict)
+    _tasks: OrderedDict[str, _Task] = field(default_factory=OrderedDict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     classified: int = 0  # classifications actually run (the router's own cost)
 
@@ -155,39 +157,44 @@ class TierRouter:
         key = intent_key(prefix, s.prefix_chars)
         with self._lock:
             held = self._tasks.get(task_id)
-            hit = self._cache.get(key)
+            hit = None if image else self._cache.get(key)  # an image decides by itself
             if hit is not None and hit[0] <= now:
                 del self._cache[key]
                 hit = None
-        cached = hit is not None and held is None
-        if held is None:
-            d = hit[1] if hit is not None else self._classify(prefix + "\n" + text, image)
-            tier, why = d.tier, "first round"
-        else:
-            d = self._classify(text, image)
-            tier, why = held.tier, "sticky"
-            if d.tier == "vision" or (
-                RANK[d.tier] > RANK[held.tier] and d.confidence >= s.jump_confidence
-            ):
-                tier, why = d.tier, "difficulty jumped" if d.tier != "vision" else "image"
+        # Classified outside the lock (the learned model encodes the text).
+        fresh = None
+        if held is None and hit is None:
+            fresh = self._classify(prefix + "\n" + text, image)
+        elif held is not None:
+            fresh = self._classify(text, image)
         with self._lock:
-            if hit is None and held is None:
-                self._cache[key] = (now + s.intent_ttl_s, d)
-                while len(self._cache) > s.intent_capacity:
-                    self._cache.popitem(last=False)
-            self._tasks[task_id] = _Task(tier, held.first_round if held else round_)
-        first = held.first_round if held else round_
+            held = self._tasks.get(task_id)  # another round of the task may have run meanwhile
+            if held is None:
+                d = hit[1] if hit is not None else fresh or self._classify(prefix, image)
+                tier, why, first = d.tier, "first round", round_
+                if hit is None and d.tier != "vision":  # the tier the text alone decides
+                    self._cache[key] = (now + s.intent_ttl_s, d)
+                    while len(self._cache) > s.intent_capacity:
+                        self._cache.popitem(last=False)
+            else:
+                d = fresh or Difficulty(held.tier, 1.0, ())
+                tier, why, first = held.tier, "sticky", held.first_round
+                if d.tier == "vision":
+                    tier, why = "vision", "image"
+                elif RANK[d.tier] > RANK[held.tier] and d.confidence >= s.jump_confidence:
+                    tier, why = d.tier, "difficulty jumped"
+            self._tasks[task_id] = _Task(tier, first)
+            self._tasks.move_to_end(task_id)
+            while len(self._tasks) > s.task_capacity:
+                self._tasks.popitem(last=False)
+        cached = hit is not None and held is None
+        sticky = held is not None and why == "sticky"
         if tier == "complex" and round_ - first + 1 > s.complex_rounds:
             tier, why = "medium", f"complex only for the first {s.complex_rounds} rounds"
         if level >= 2 and tier in ("complex", "medium"):
             tier, why = TIERS[RANK[tier] - 1], f"degrade level {level}: a cheaper tier"
         return Routed(
-            s.routes[tier],
-            d,
-            cached,
-            held is not None and why == "sticky",
-            round_ - first + 1 >= s.escalate_round,
-            why,
+            s.routes[tier], d, cached, sticky, round_ - first + 1 >= s.escalate_round, why
         )
 
     def forget(self, task_id: str) -> None:
@@ -195,5 +202,6 @@ class TierRouter:
             self._tasks.pop(task_id, None)
 
     def _classify(self, text: str, image: bool) -> Difficulty:
-        self.classified += 1
+        with self._lock:
+            self.classified += 1
         return classify(text, image, self.model, self.settings)

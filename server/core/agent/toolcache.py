@@ -3,7 +3,8 @@ with the same arguments gets the stored result instead of paying for the call ag
 
 - The key is the namespace, the tool and the canonical JSON of its arguments (keys sorted, no
   insignificant whitespace, NaN refused), so `{"a": 1, "b": 2}` and `{"b": 2, "a": 1}` are one
-  entry, and one tenant never reads another's results.
+  entry, and one tenant never reads another's results. (Arguments arrive as JSON, whose keys
+  are strings; a non-string key is turned into one, as `json.dumps` does.)
 - Only tools declared idempotent are cached; a result larger than `max_result_bytes` is not.
 - Entries live `ttl` seconds (per tool), and the least recently used one is evicted beyond
   `capacity` (512 by default).
@@ -23,7 +24,7 @@ JsonValue = object
 
 
 class ToolArgsError(ValueError):
-    """Arguments that have no canonical JSON form (NaN, a non-string key, a set...)."""
+    """Arguments that have no canonical JSON form (NaN, a set, an object...)."""
 
 
 def canonical(args: JsonValue) -> str:

@@ -77,7 +77,10 @@ def compact(schema: Mapping[str, Any], index: int = 0) -> str:
     props = params.get("properties", {})
     if not isinstance(props, Mapping):
         raise ToolSchemaError(f"tools[{index}].parameters.properties is not an object")
-    required = set(params.get("required") or ())
+    required = params.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        raise ToolSchemaError(f"tools[{index}].parameters.required is not a list of names")
+    required = set(required)
     args = ", ".join(_param(p, spec, p in required) for p, spec in props.items())
     when, returns = _sentences(str(schema.get("description") or ""))
     line = f"{name}({args})"

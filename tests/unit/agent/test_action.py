@@ -30,6 +30,8 @@ def test_tool_and_finish_actions_parse() -> None:
         ('{"type":"finish","answer":"x","estimated_cost":-1}', "estimated_cost"),
         ('{"type":"finish","answer":"x","estimated_cost":0.5}', "estimated_cost"),
         ('{"type":"finish","answer":"x","why":"because"}', "why"),
+        ('{"type":"finish","answer":"x","answer":"y"}', "answer"),
+        ('{"type":"tool","tool":"calc","answer":"y"}', "answer"),
     ],
 )
 def test_every_schema_error_names_its_field(raw: str, path: str) -> None:

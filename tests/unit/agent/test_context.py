@@ -74,14 +74,35 @@ def test_a_short_budget_cuts_older_rounds_then_memories_then_recent_detail() -> 
     assert "memory b" not in tight.dropped
 
 
-@settings(max_examples=60)
-@given(st.integers(8, 600), st.integers(0, 8), st.booleans())
-def test_never_over_the_budget(budget: int, n: int, long: bool) -> None:
+LONG_ZH = (
+    "用户上传了结算页面的截图。"
+    + "页面显示了购物车和地址表单。" * 40
+    + "底部的错误提示为E4012支付被拒绝，订单88123。"
+)
+
+
+@settings(max_examples=80)
+@given(st.integers(1, 600), st.integers(0, 8), st.sampled_from(["ok.", LONG, LONG_ZH]))
+def test_never_over_the_budget(budget: int, n: int, obs: str) -> None:
     b, _ = builder()
-    out = b.build(
-        "Fix the customer's payment problem", turns(n, LONG if long else "ok."), MEMS, budget
-    )
-    assert out.tokens <= budget, (out.tokens, budget, out.dropped)
+    out = b.build("Fix the customer's payment problem", turns(n, obs), MEMS, budget)
+    assert out.tokens == COUNT(out.text()) <= budget, (out.tokens, budget, out.dropped)
+
+
+def test_a_long_chinese_observation_is_summarised_by_its_sentences() -> None:
+    b, stored = builder()
+    out = b.build("修复支付问题", [Turn(1, "查看截图", LONG_ZH)], [], budget=2000)
+    text = out.sections[-1].text
+    assert stored and "用户上传了结算页面的截图。" in text and "[full text: m-1]" in text
+    assert COUNT(text) < 150
+
+
+def test_an_observation_stored_by_an_earlier_build_is_not_stored_again() -> None:
+    b, stored = builder()
+    t = [Turn(1, "look", LONG)]
+    first = b.build("Fix it", t, [], 2000)
+    again = b.build("Fix it", t, [], 2000, known=first.stored)
+    assert len(stored) == 1 and again.stored == {1: "m-1"}
 
 
 def test_a_summary_keeps_the_first_sentence_and_those_with_identifiers() -> None:

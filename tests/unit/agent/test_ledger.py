@@ -117,11 +117,31 @@ def test_the_degrade_ladder_climbs_and_pause_waits_for_a_raise(led: Ledger) -> N
     led.reserve("t", 1, M, 100, "", False, 60, "y")
 
 
-def test_a_refused_ordinary_reservation_is_the_failover(led: Ledger) -> None:
-    led.open_task("t", "ns", "s", budget(failover=Failover.ESCALATE_HUMAN))
+def test_a_refused_ordinary_reservation_is_the_failover_once_the_budget_is_nearly_spent(
+    led: Ledger,
+) -> None:
+    led.open_task("t", "ns", "s", budget(failover=Failover.ESCALATE_HUMAN))  # ordinary: 800
     assert refused(led, "t", 1, M, 900, "", False, 60, "a") == "total"
+    assert led.status("t").level == 0  # one estimate too large, with room left: only refused
+    led.reserve("t", 1, M, 770, "", False, 60, "b")  # 96 %
+    assert refused(led, "t", 1, M, 50, "", False, 60, "c") == "total"
     s = led.status("t")
     assert s.level == 4 and s.failover == Failover.ESCALATE_HUMAN and s.state == "open"
+
+
+def test_releasing_an_expired_hold_leaves_nothing_held(led: Ledger, clock: FakeClock) -> None:
+    led.open_task("t", "ns", "s", budget())
+    a = led.reserve("t", 1, M, 500, "", False, 10, "a")
+    clock.advance(11)
+    assert led.release("t", a.reservation_id, "b").held == 0
+    assert led.status("t").held == 0  # not counted again by a later call
+    led.reserve("t", 1, M, 700, "", False, 10, "c")
+
+
+def test_amounts_beyond_the_cap_are_refused(led: Ledger) -> None:
+    led.open_task("t", "ns", "s", budget(total_micros=10**15 - 1))
+    with pytest.raises(FailedPreconditionError, match="would pass"):
+        led.raise_budget("t", 2, "r")
 
 
 def test_concurrent_reservations_never_overspend(led: Ledger) -> None:

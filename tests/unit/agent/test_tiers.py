@@ -63,3 +63,12 @@ def test_round_rules_and_the_degrade_ladder(clock: FakeClock) -> None:
     assert r.route("t", 10, goal, "", False, 0).escalate
     cheaper = r.route("u", 1, goal, "", False, 2)
     assert cheaper.route.name == "medium" and "degrade" in cheaper.why
+
+
+def test_an_image_neither_reads_nor_fills_the_intent_cache(clock: FakeClock) -> None:
+    r = TierRouter(S, clock)
+    assert r.route("a", 1, "Help with my order 9", "", True, 0).route.name == "vision"
+    b = r.route("b", 1, "Help with my order 9", "", False, 0)
+    assert b.route.name != "vision" and not b.cached
+    c = r.route("c", 1, "Help with my order 9", "", True, 0)
+    assert c.route.name == "vision" and not c.cached

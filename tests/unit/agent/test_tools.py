@@ -62,3 +62,5 @@ def test_a_schema_that_is_not_a_tool_is_refused_by_position() -> None:
         compact({"description": "x"})
     with pytest.raises(ToolSchemaError, match=r"tools\[3\].parameters is not an object"):
         compact({"name": "x", "parameters": []}, 3)
+    with pytest.raises(ToolSchemaError, match="required is not a list"):
+        compact({"name": "x", "parameters": {"required": 5}})
