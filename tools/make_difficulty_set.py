@@ -1,11 +1,13 @@
 """Write `server/data/difficulty.jsonl`: the labelled prompts the difficulty classifier trains
 on (`pocketd models train-difficulty`), in English and Chinese.
 
-Each line is {"text", "tier", "lang", "template"}: the held-out split is by template, so that
-no held-out prompt is a slot variant of a training one. simple: one structured lookup or transformation; medium:
-a few steps or a tool or two; complex: analysis, comparison, planning or design over several
-sources. The prompts are built from hand-written templates and slot values, shuffled with a
-fixed seed, so the file is the same on every run (`make difficulty-set` rewrites it).
+Each line is {"text", "tier", "lang", "template"}. The tiers:
+- simple: one structured lookup or transformation;
+- medium: a few steps, or a tool or two;
+- complex: analysis, comparison, planning or design over several sources.
+The prompts come from hand-written templates and slot values, shuffled with a fixed seed, so the
+file is the same on every run (`python tools/make_difficulty_set.py` rewrites it). The held-out
+split is by template, so no held-out prompt is a slot variant of a training one.
 """
 
 from __future__ import annotations
