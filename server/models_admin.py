@@ -36,7 +36,7 @@ from server.core.agent.tiers import TierSettings, classify
 from server.core.routing.mlp import TrainSettings
 from server.core.settings import Settings
 
-DEFAULT_DATA = Path(__file__).resolve().parent / "data" / "difficulty.jsonl"
+DEFAULT_DATA = Path(__file__).resolve().parent / "prompts" / "difficulty.jsonl"
 HEADS = ("at_least_medium", "complex")
 
 

@@ -1,4 +1,4 @@
-"""Write `server/data/difficulty.jsonl`: the labelled prompts the difficulty classifier trains
+"""Write `server/prompts/difficulty.jsonl`: the labelled prompts the difficulty classifier trains
 on (`pocketd models train-difficulty`), in English and Chinese.
 
 Each line is {"text", "tier", "lang", "template"}. The tiers:
@@ -16,7 +16,7 @@ import json
 import random
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "server" / "data" / "difficulty.jsonl"
+OUT = Path(__file__).resolve().parent.parent / "server" / "prompts" / "difficulty.jsonl"
 
 EN = {
     "simple": [

@@ -1,6 +1,6 @@
 """The learned part of the difficulty classifier: an MLP over the built-in encoder's vector and
 the rules' cues, trained in numpy (`pocketd models train-difficulty`) on the shipped labelled
-prompts (`server/data/difficulty.jsonl`, English and Chinese).
+prompts (`server/prompts/difficulty.jsonl`, English and Chinese).
 
 Three tiers are ordered (simple < medium < complex), so the model is two binary heads of the
 router's `Mlp`: P(at least medium) and P(complex). Their probabilities combine into
