@@ -27,7 +27,9 @@ def budget(b: lpb.TaskBudget, s: LedgerSettings) -> Budget:
         warn_at_percent=b.warn_at_percent if b.HasField("warn_at_percent") else s.warn_at_percent,
         failover=failover,
         tools={
-            name: ToolBudget(t.max_calls, t.cost_per_call_micros, t.cache_ttl_seconds)
+            name: ToolBudget(
+                t.max_calls, t.cost_per_call_micros, t.cache_ttl_seconds, t.idempotent, t.optional
+            )
             for name, t in sorted(b.tools.items())
         },
     )

@@ -26,7 +26,9 @@ class Failover(enum.IntEnum):
 class ToolBudget(msgspec.Struct, frozen=True):
     max_calls: int = 0  # 0: no cap
     cost_per_call_micros: int = 0
-    cache_ttl_seconds: int = 0
+    cache_ttl_seconds: int = 0  # 0: its results are not cached
+    idempotent: bool = False  # its results may be cached
+    optional: bool = False  # turned off at degrade level 3
 
 
 class Budget(msgspec.Struct, frozen=True):

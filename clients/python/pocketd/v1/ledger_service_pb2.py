@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fpocketd/v1/ledger_service.proto\x12\npocketd.v1\"X\n\nToolBudget\x12\x11\n\tmax_calls\x18\x01 \x01(\r\x12\x1c\n\x14\x63ost_per_call_micros\x18\x02 \x01(\x04\x12\x19\n\x11\x63\x61\x63he_ttl_seconds\x18\x03 \x01(\r\"\xdd\x02\n\nTaskBudget\x12\x14\n\x0ctotal_micros\x18\x01 \x01(\x04\x12\x14\n\x0cround_micros\x18\x02 \x01(\x04\x12\x12\n\nmax_rounds\x18\x03 \x01(\r\x12\x1c\n\x0f\x65mergency_ratio\x18\x04 \x01(\x02H\x00\x88\x01\x01\x12\x1c\n\x0fwarn_at_percent\x18\x05 \x01(\rH\x01\x88\x01\x01\x12\x33\n\x0f\x66\x61ilover_action\x18\x06 \x01(\x0e\x32\x1a.pocketd.v1.FailoverAction\x12\x30\n\x05tools\x18\x07 \x03(\x0b\x32!.pocketd.v1.TaskBudget.ToolsEntry\x1a\x44\n\nToolsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12%\n\x05value\x18\x02 \x01(\x0b\x32\x16.pocketd.v1.ToolBudget:\x02\x38\x01\x42\x12\n\x10_emergency_ratioB\x12\n\x10_warn_at_percent\"q\n\x0fOpenTaskRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12&\n\x06\x62udget\x18\x04 \x01(\x0b\x32\x16.pocketd.v1.TaskBudget\"\xb9\x01\n\x0eReserveRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12#\n\x04kind\x18\x03 \x01(\x0e\x32\x15.pocketd.v1.SpendKind\x12\x17\n\x0f\x65stimate_micros\x18\x04 \x01(\x04\x12\x0c\n\x04tool\x18\x05 \x01(\t\x12\r\n\x05\x66inal\x18\x06 \x01(\x08\x12\x13\n\x0bttl_seconds\x18\x07 \x01(\r\x12\x17\n\x0fidempotency_key\x18\x08 \x01(\t\"x\n\x0bReservation\x12\x16\n\x0ereservation_id\x18\x01 \x01(\t\x12\x15\n\ramount_micros\x18\x02 \x01(\x04\x12\x12\n\nexpires_at\x18\x03 \x01(\x01\x12&\n\x06status\x18\x04 \x01(\x0b\x32\x16.pocketd.v1.TaskStatus\"h\n\rCommitRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x16\n\x0ereservation_id\x18\x02 \x01(\t\x12\x15\n\ractual_micros\x18\x03 \x01(\x04\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\"R\n\x0eReleaseRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x16\n\x0ereservation_id\x18\x02 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"$\n\x11TaskStatusRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\"X\n\x12RaiseBudgetRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x18\n\x10\x61\x64\x64_total_micros\x18\x02 \x01(\x04\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"<\n\x10\x43loseTaskRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x02 \x01(\t\"`\n\nLimitState\x12\r\n\x05limit\x18\x01 \x01(\t\x12\x13\n\x0blimit_value\x18\x02 \x01(\x04\x12\r\n\x05spent\x18\x03 \x01(\x04\x12\x0c\n\x04held\x18\x04 \x01(\x04\x12\x11\n\tremaining\x18\x05 \x01(\x04\"\x81\x02\n\nTaskStatus\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\r\n\x05round\x18\x03 \x01(\r\x12&\n\x06limits\x18\x04 \x03(\x0b\x32\x16.pocketd.v1.LimitState\x12\x15\n\rdegrade_level\x18\x05 \x01(\r\x12\x33\n\x0f\x66\x61ilover_action\x18\x06 \x01(\x0e\x32\x1a.pocketd.v1.FailoverAction\x12\x10\n\x08warnings\x18\x07 \x03(\t\x12\x13\n\x0bstop_reason\x18\x08 \x01(\t\x12\x14\n\x0cspent_micros\x18\t \x01(\x04\x12\x13\n\x0bheld_micros\x18\n \x01(\x04\"V\n\x08KindBill\x12#\n\x04kind\x18\x01 \x01(\x0e\x32\x15.pocketd.v1.SpendKind\x12\x14\n\x0cspent_micros\x18\x02 \x01(\x04\x12\x0f\n\x07\x63ommits\x18\x03 \x01(\r\"\xd1\x01\n\x08TaskBill\x12&\n\x06status\x18\x01 \x01(\x0b\x32\x16.pocketd.v1.TaskStatus\x12%\n\x07\x62y_kind\x18\x02 \x03(\x0b\x32\x14.pocketd.v1.KindBill\x12\x31\n\x07\x62y_tool\x18\x03 \x03(\x0b\x32 .pocketd.v1.TaskBill.ByToolEntry\x1a\x43\n\x0b\x42yToolEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12#\n\x05value\x18\x02 \x01(\x0b\x32\x14.pocketd.v1.KindBill:\x02\x38\x01*\x9f\x01\n\tSpendKind\x12\x1a\n\x16SPEND_KIND_UNSPECIFIED\x10\x00\x12!\n\x1dSPEND_KIND_MODEL_INPUT_TOKENS\x10\x01\x12\"\n\x1eSPEND_KIND_MODEL_OUTPUT_TOKENS\x10\x02\x12\x18\n\x14SPEND_KIND_TOOL_CALL\x10\x03\x12\x15\n\x11SPEND_KIND_MEMORY\x10\x04*\xb7\x01\n\x0e\x46\x61iloverAction\x12\x1f\n\x1b\x46\x41ILOVER_ACTION_UNSPECIFIED\x10\x00\x12\"\n\x1e\x46\x41ILOVER_ACTION_ESCALATE_HUMAN\x10\x01\x12&\n\"FAILOVER_ACTION_BEST_MEMORY_ANSWER\x10\x02\x12\x1d\n\x19\x46\x41ILOVER_ACTION_SOFT_STOP\x10\x03\x12\x19\n\x15\x46\x41ILOVER_ACTION_PAUSE\x10\x04\x32\xd5\x03\n\rLedgerService\x12?\n\x08OpenTask\x12\x1b.pocketd.v1.OpenTaskRequest\x1a\x16.pocketd.v1.TaskStatus\x12>\n\x07Reserve\x12\x1a.pocketd.v1.ReserveRequest\x1a\x17.pocketd.v1.Reservation\x12;\n\x06\x43ommit\x12\x19.pocketd.v1.CommitRequest\x1a\x16.pocketd.v1.TaskStatus\x12=\n\x07Release\x12\x1a.pocketd.v1.ReleaseRequest\x1a\x16.pocketd.v1.TaskStatus\x12?\n\x06Status\x12\x1d.pocketd.v1.TaskStatusRequest\x1a\x16.pocketd.v1.TaskStatus\x12\x45\n\x0bRaiseBudget\x12\x1e.pocketd.v1.RaiseBudgetRequest\x1a\x16.pocketd.v1.TaskStatus\x12?\n\tCloseTask\x12\x1c.pocketd.v1.CloseTaskRequest\x1a\x14.pocketd.v1.TaskBillB<Z:github.com/pocketd/pocketd/clients/go/pocketd/v1;pocketdv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fpocketd/v1/ledger_service.proto\x12\npocketd.v1\"~\n\nToolBudget\x12\x11\n\tmax_calls\x18\x01 \x01(\r\x12\x1c\n\x14\x63ost_per_call_micros\x18\x02 \x01(\x04\x12\x19\n\x11\x63\x61\x63he_ttl_seconds\x18\x03 \x01(\r\x12\x12\n\nidempotent\x18\x04 \x01(\x08\x12\x10\n\x08optional\x18\x05 \x01(\x08\"\xdd\x02\n\nTaskBudget\x12\x14\n\x0ctotal_micros\x18\x01 \x01(\x04\x12\x14\n\x0cround_micros\x18\x02 \x01(\x04\x12\x12\n\nmax_rounds\x18\x03 \x01(\r\x12\x1c\n\x0f\x65mergency_ratio\x18\x04 \x01(\x02H\x00\x88\x01\x01\x12\x1c\n\x0fwarn_at_percent\x18\x05 \x01(\rH\x01\x88\x01\x01\x12\x33\n\x0f\x66\x61ilover_action\x18\x06 \x01(\x0e\x32\x1a.pocketd.v1.FailoverAction\x12\x30\n\x05tools\x18\x07 \x03(\x0b\x32!.pocketd.v1.TaskBudget.ToolsEntry\x1a\x44\n\nToolsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12%\n\x05value\x18\x02 \x01(\x0b\x32\x16.pocketd.v1.ToolBudget:\x02\x38\x01\x42\x12\n\x10_emergency_ratioB\x12\n\x10_warn_at_percent\"q\n\x0fOpenTaskRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12&\n\x06\x62udget\x18\x04 \x01(\x0b\x32\x16.pocketd.v1.TaskBudget\"\xb9\x01\n\x0eReserveRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12#\n\x04kind\x18\x03 \x01(\x0e\x32\x15.pocketd.v1.SpendKind\x12\x17\n\x0f\x65stimate_micros\x18\x04 \x01(\x04\x12\x0c\n\x04tool\x18\x05 \x01(\t\x12\r\n\x05\x66inal\x18\x06 \x01(\x08\x12\x13\n\x0bttl_seconds\x18\x07 \x01(\r\x12\x17\n\x0fidempotency_key\x18\x08 \x01(\t\"x\n\x0bReservation\x12\x16\n\x0ereservation_id\x18\x01 \x01(\t\x12\x15\n\ramount_micros\x18\x02 \x01(\x04\x12\x12\n\nexpires_at\x18\x03 \x01(\x01\x12&\n\x06status\x18\x04 \x01(\x0b\x32\x16.pocketd.v1.TaskStatus\"h\n\rCommitRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x16\n\x0ereservation_id\x18\x02 \x01(\t\x12\x15\n\ractual_micros\x18\x03 \x01(\x04\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\"R\n\x0eReleaseRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x16\n\x0ereservation_id\x18\x02 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"$\n\x11TaskStatusRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\"X\n\x12RaiseBudgetRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x18\n\x10\x61\x64\x64_total_micros\x18\x02 \x01(\x04\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"<\n\x10\x43loseTaskRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x02 \x01(\t\"`\n\nLimitState\x12\r\n\x05limit\x18\x01 \x01(\t\x12\x13\n\x0blimit_value\x18\x02 \x01(\x04\x12\r\n\x05spent\x18\x03 \x01(\x04\x12\x0c\n\x04held\x18\x04 \x01(\x04\x12\x11\n\tremaining\x18\x05 \x01(\x04\"\x81\x02\n\nTaskStatus\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\r\n\x05round\x18\x03 \x01(\r\x12&\n\x06limits\x18\x04 \x03(\x0b\x32\x16.pocketd.v1.LimitState\x12\x15\n\rdegrade_level\x18\x05 \x01(\r\x12\x33\n\x0f\x66\x61ilover_action\x18\x06 \x01(\x0e\x32\x1a.pocketd.v1.FailoverAction\x12\x10\n\x08warnings\x18\x07 \x03(\t\x12\x13\n\x0bstop_reason\x18\x08 \x01(\t\x12\x14\n\x0cspent_micros\x18\t \x01(\x04\x12\x13\n\x0bheld_micros\x18\n \x01(\x04\"V\n\x08KindBill\x12#\n\x04kind\x18\x01 \x01(\x0e\x32\x15.pocketd.v1.SpendKind\x12\x14\n\x0cspent_micros\x18\x02 \x01(\x04\x12\x0f\n\x07\x63ommits\x18\x03 \x01(\r\"\xd1\x01\n\x08TaskBill\x12&\n\x06status\x18\x01 \x01(\x0b\x32\x16.pocketd.v1.TaskStatus\x12%\n\x07\x62y_kind\x18\x02 \x03(\x0b\x32\x14.pocketd.v1.KindBill\x12\x31\n\x07\x62y_tool\x18\x03 \x03(\x0b\x32 .pocketd.v1.TaskBill.ByToolEntry\x1a\x43\n\x0b\x42yToolEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12#\n\x05value\x18\x02 \x01(\x0b\x32\x14.pocketd.v1.KindBill:\x02\x38\x01*\x9f\x01\n\tSpendKind\x12\x1a\n\x16SPEND_KIND_UNSPECIFIED\x10\x00\x12!\n\x1dSPEND_KIND_MODEL_INPUT_TOKENS\x10\x01\x12\"\n\x1eSPEND_KIND_MODEL_OUTPUT_TOKENS\x10\x02\x12\x18\n\x14SPEND_KIND_TOOL_CALL\x10\x03\x12\x15\n\x11SPEND_KIND_MEMORY\x10\x04*\xb7\x01\n\x0e\x46\x61iloverAction\x12\x1f\n\x1b\x46\x41ILOVER_ACTION_UNSPECIFIED\x10\x00\x12\"\n\x1e\x46\x41ILOVER_ACTION_ESCALATE_HUMAN\x10\x01\x12&\n\"FAILOVER_ACTION_BEST_MEMORY_ANSWER\x10\x02\x12\x1d\n\x19\x46\x41ILOVER_ACTION_SOFT_STOP\x10\x03\x12\x19\n\x15\x46\x41ILOVER_ACTION_PAUSE\x10\x04\x32\xd5\x03\n\rLedgerService\x12?\n\x08OpenTask\x12\x1b.pocketd.v1.OpenTaskRequest\x1a\x16.pocketd.v1.TaskStatus\x12>\n\x07Reserve\x12\x1a.pocketd.v1.ReserveRequest\x1a\x17.pocketd.v1.Reservation\x12;\n\x06\x43ommit\x12\x19.pocketd.v1.CommitRequest\x1a\x16.pocketd.v1.TaskStatus\x12=\n\x07Release\x12\x1a.pocketd.v1.ReleaseRequest\x1a\x16.pocketd.v1.TaskStatus\x12?\n\x06Status\x12\x1d.pocketd.v1.TaskStatusRequest\x1a\x16.pocketd.v1.TaskStatus\x12\x45\n\x0bRaiseBudget\x12\x1e.pocketd.v1.RaiseBudgetRequest\x1a\x16.pocketd.v1.TaskStatus\x12?\n\tCloseTask\x12\x1c.pocketd.v1.CloseTaskRequest\x1a\x14.pocketd.v1.TaskBillB<Z:github.com/pocketd/pocketd/clients/go/pocketd/v1;pocketdv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,42 +36,42 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TASKBUDGET_TOOLSENTRY']._serialized_options = b'8\001'
   _globals['_TASKBILL_BYTOOLENTRY']._loaded_options = None
   _globals['_TASKBILL_BYTOOLENTRY']._serialized_options = b'8\001'
-  _globals['_SPENDKIND']._serialized_start=1953
-  _globals['_SPENDKIND']._serialized_end=2112
-  _globals['_FAILOVERACTION']._serialized_start=2115
-  _globals['_FAILOVERACTION']._serialized_end=2298
+  _globals['_SPENDKIND']._serialized_start=1991
+  _globals['_SPENDKIND']._serialized_end=2150
+  _globals['_FAILOVERACTION']._serialized_start=2153
+  _globals['_FAILOVERACTION']._serialized_end=2336
   _globals['_TOOLBUDGET']._serialized_start=47
-  _globals['_TOOLBUDGET']._serialized_end=135
-  _globals['_TASKBUDGET']._serialized_start=138
-  _globals['_TASKBUDGET']._serialized_end=487
-  _globals['_TASKBUDGET_TOOLSENTRY']._serialized_start=379
-  _globals['_TASKBUDGET_TOOLSENTRY']._serialized_end=447
-  _globals['_OPENTASKREQUEST']._serialized_start=489
-  _globals['_OPENTASKREQUEST']._serialized_end=602
-  _globals['_RESERVEREQUEST']._serialized_start=605
-  _globals['_RESERVEREQUEST']._serialized_end=790
-  _globals['_RESERVATION']._serialized_start=792
-  _globals['_RESERVATION']._serialized_end=912
-  _globals['_COMMITREQUEST']._serialized_start=914
-  _globals['_COMMITREQUEST']._serialized_end=1018
-  _globals['_RELEASEREQUEST']._serialized_start=1020
-  _globals['_RELEASEREQUEST']._serialized_end=1102
-  _globals['_TASKSTATUSREQUEST']._serialized_start=1104
-  _globals['_TASKSTATUSREQUEST']._serialized_end=1140
-  _globals['_RAISEBUDGETREQUEST']._serialized_start=1142
-  _globals['_RAISEBUDGETREQUEST']._serialized_end=1230
-  _globals['_CLOSETASKREQUEST']._serialized_start=1232
-  _globals['_CLOSETASKREQUEST']._serialized_end=1292
-  _globals['_LIMITSTATE']._serialized_start=1294
-  _globals['_LIMITSTATE']._serialized_end=1390
-  _globals['_TASKSTATUS']._serialized_start=1393
-  _globals['_TASKSTATUS']._serialized_end=1650
-  _globals['_KINDBILL']._serialized_start=1652
-  _globals['_KINDBILL']._serialized_end=1738
-  _globals['_TASKBILL']._serialized_start=1741
-  _globals['_TASKBILL']._serialized_end=1950
-  _globals['_TASKBILL_BYTOOLENTRY']._serialized_start=1883
-  _globals['_TASKBILL_BYTOOLENTRY']._serialized_end=1950
-  _globals['_LEDGERSERVICE']._serialized_start=2301
-  _globals['_LEDGERSERVICE']._serialized_end=2770
+  _globals['_TOOLBUDGET']._serialized_end=173
+  _globals['_TASKBUDGET']._serialized_start=176
+  _globals['_TASKBUDGET']._serialized_end=525
+  _globals['_TASKBUDGET_TOOLSENTRY']._serialized_start=417
+  _globals['_TASKBUDGET_TOOLSENTRY']._serialized_end=485
+  _globals['_OPENTASKREQUEST']._serialized_start=527
+  _globals['_OPENTASKREQUEST']._serialized_end=640
+  _globals['_RESERVEREQUEST']._serialized_start=643
+  _globals['_RESERVEREQUEST']._serialized_end=828
+  _globals['_RESERVATION']._serialized_start=830
+  _globals['_RESERVATION']._serialized_end=950
+  _globals['_COMMITREQUEST']._serialized_start=952
+  _globals['_COMMITREQUEST']._serialized_end=1056
+  _globals['_RELEASEREQUEST']._serialized_start=1058
+  _globals['_RELEASEREQUEST']._serialized_end=1140
+  _globals['_TASKSTATUSREQUEST']._serialized_start=1142
+  _globals['_TASKSTATUSREQUEST']._serialized_end=1178
+  _globals['_RAISEBUDGETREQUEST']._serialized_start=1180
+  _globals['_RAISEBUDGETREQUEST']._serialized_end=1268
+  _globals['_CLOSETASKREQUEST']._serialized_start=1270
+  _globals['_CLOSETASKREQUEST']._serialized_end=1330
+  _globals['_LIMITSTATE']._serialized_start=1332
+  _globals['_LIMITSTATE']._serialized_end=1428
+  _globals['_TASKSTATUS']._serialized_start=1431
+  _globals['_TASKSTATUS']._serialized_end=1688
+  _globals['_KINDBILL']._serialized_start=1690
+  _globals['_KINDBILL']._serialized_end=1776
+  _globals['_TASKBILL']._serialized_start=1779
+  _globals['_TASKBILL']._serialized_end=1988
+  _globals['_TASKBILL_BYTOOLENTRY']._serialized_start=1921
+  _globals['_TASKBILL_BYTOOLENTRY']._serialized_end=1988
+  _globals['_LEDGERSERVICE']._serialized_start=2339
+  _globals['_LEDGERSERVICE']._serialized_end=2808
 # @@protoc_insertion_point(module_scope)

@@ -34,14 +34,18 @@ FAILOVER_ACTION_SOFT_STOP: FailoverAction
 FAILOVER_ACTION_PAUSE: FailoverAction
 
 class ToolBudget(_message.Message):
-    __slots__ = ("max_calls", "cost_per_call_micros", "cache_ttl_seconds")
+    __slots__ = ("max_calls", "cost_per_call_micros", "cache_ttl_seconds", "idempotent", "optional")
     MAX_CALLS_FIELD_NUMBER: _ClassVar[int]
     COST_PER_CALL_MICROS_FIELD_NUMBER: _ClassVar[int]
     CACHE_TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENT_FIELD_NUMBER: _ClassVar[int]
+    OPTIONAL_FIELD_NUMBER: _ClassVar[int]
     max_calls: int
     cost_per_call_micros: int
     cache_ttl_seconds: int
-    def __init__(self, max_calls: _Optional[int] = ..., cost_per_call_micros: _Optional[int] = ..., cache_ttl_seconds: _Optional[int] = ...) -> None: ...
+    idempotent: bool
+    optional: bool
+    def __init__(self, max_calls: _Optional[int] = ..., cost_per_call_micros: _Optional[int] = ..., cache_ttl_seconds: _Optional[int] = ..., idempotent: _Optional[bool] = ..., optional: _Optional[bool] = ...) -> None: ...
 
 class TaskBudget(_message.Message):
     __slots__ = ("total_micros", "round_micros", "max_rounds", "emergency_ratio", "warn_at_percent", "failover_action", "tools")
