@@ -7,8 +7,10 @@ with Client("127.0.0.1:50051") as c:
         print(hit.score.final, hit.memory.text)
 """
 
+from pocketd.budgets import task_budget
 from pocketd.client import AsyncClient, Client
 from pocketd.requests import MemoryInput
+from pocketd.tasks import Task
 from pocketd.types import (
     Hit,
     IndexStats,
@@ -36,4 +38,6 @@ __all__ = [
     "RememberResult",
     "Score",
     "Stats",
+    "Task",
+    "task_budget",
 ]

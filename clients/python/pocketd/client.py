@@ -24,7 +24,9 @@ from pocketd.requests import (
     memory_filter,
     recall_request,
 )
+from pocketd.tasks import Task
 from pocketd.types import Memory, Page, RecallResult, RememberResult, Stats
+from pocketd.v1 import ledger_service_pb2 as lpb
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 
@@ -107,6 +109,13 @@ class Client:
         return Stats.from_pb(
             self._stub.Stats(spb.StatsRequest(namespace=namespace), timeout=self.timeout)
         )
+
+    def task(
+        self, task_id: str, budget: lpb.TaskBudget, namespace: str, session_id: str = ""
+    ) -> Task:
+        """An agent task's budget (`pocketd.tasks.Task`): opened on entering the `with`
+        block, closed (with its bill) on leaving it."""
+        return Task(self._channel, task_id, budget, namespace, session_id, self.timeout)
 
     def close(self) -> None:
         self._channel.close()

@@ -1,0 +1,154 @@
+"""`Task`: an agent task's budget, as a few lines of Python around `LedgerService`.
+
+    from pocketd import Client
+    with Client() as c, c.task("ticket-4411", budget, namespace="alice") as t:
+        with t.spend("model_input_tokens", 1200) as s:  # reserve; commit on exit
+            s.actual = call_the_model(...)               # what it really cost
+        print(t.status().degrade_level)
+    # leaving the block closes the task; t.bill is its final bill
+
+Every mutating call gets a fresh idempotency key and is retried with that same key on
+UNAVAILABLE or DEADLINE_EXCEEDED, so a retry never charges twice. A refused reservation raises
+`grpc.RpcError` with RESOURCE_EXHAUSTED and the limit in its QuotaFailure.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any, TypeVar
+
+import grpc
+
+from pocketd.v1 import ledger_service_pb2 as lpb
+from pocketd.v1 import ledger_service_pb2_grpc as lpb_grpc
+
+T = TypeVar("T")
+RETRIED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+KINDS = {
+    "model_input_tokens": lpb.SPEND_KIND_MODEL_INPUT_TOKENS,
+    "model_output_tokens": lpb.SPEND_KIND_MODEL_OUTPUT_TOKENS,
+    "tool_call": lpb.SPEND_KIND_TOOL_CALL,
+    "memory": lpb.SPEND_KIND_MEMORY,
+}
+
+
+class Spend:
+    """One reservation: set `actual` before the block ends (default: the estimate)."""
+
+    def __init__(self, reservation: lpb.Reservation) -> None:
+        self.reservation = reservation
+        self.actual: int = reservation.amount_micros
+
+
+class Task:
+    def __init__(
+        self,
+        channel: grpc.Channel,
+        task_id: str,
+        budget: lpb.TaskBudget,
+        namespace: str,
+        session_id: str = "",
+        timeout: float = 5.0,
+        attempts: int = 3,
+    ) -> None:
+        self.task_id = task_id
+        self.round = 1
+        self.bill: lpb.TaskBill | None = None
+        self._stub = lpb_grpc.LedgerServiceStub(channel)  # type: ignore[no-untyped-call]
+        self._timeout = timeout
+        self._attempts = attempts
+        self._open = lpb.OpenTaskRequest(
+            task_id=task_id, namespace=namespace, session_id=session_id, budget=budget
+        )
+
+    def __enter__(self) -> Task:
+        self._retry(lambda: self._stub.OpenTask(self._open, timeout=self._timeout))
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        key = _key()
+        self.bill = self._retry(
+            lambda: self._stub.CloseTask(
+                lpb.CloseTaskRequest(task_id=self.task_id, idempotency_key=key),
+                timeout=self._timeout,
+            )
+        )
+
+    def reserve(
+        self, kind: str, amount: int, tool: str = "", final: bool = False, ttl: int = 0
+    ) -> lpb.Reservation:
+        if kind not in KINDS:
+            raise ValueError(f"kind {kind!r}: expected one of {sorted(KINDS)}")
+        req = lpb.ReserveRequest(
+            task_id=self.task_id, round=self.round, kind=KINDS[kind], estimate_micros=amount,
+            tool=tool, final=final, ttl_seconds=ttl, idempotency_key=_key(),
+        )  # fmt: skip
+        out: lpb.Reservation = self._retry(lambda: self._stub.Reserve(req, timeout=self._timeout))
+        return out
+
+    def commit(self, reservation: lpb.Reservation, actual: int) -> lpb.TaskStatus:
+        req = lpb.CommitRequest(
+            task_id=self.task_id, reservation_id=reservation.reservation_id,
+            actual_micros=actual, idempotency_key=_key(),
+        )  # fmt: skip
+        out: lpb.TaskStatus = self._retry(lambda: self._stub.Commit(req, timeout=self._timeout))
+        return out
+
+    def release(self, reservation: lpb.Reservation) -> lpb.TaskStatus:
+        req = lpb.ReleaseRequest(
+            task_id=self.task_id, reservation_id=reservation.reservation_id,
+            idempotency_key=_key(),
+        )  # fmt: skip
+        out: lpb.TaskStatus = self._retry(lambda: self._stub.Release(req, timeout=self._timeout))
+        return out
+
+    @contextmanager
+    def spend(self, kind: str, estimate: int, **options: Any) -> Iterator[Spend]:
+        """Reserve `estimate`; commit `Spend.actual` when the block ends, or release the hold
+        if it raises."""
+        s = Spend(self.reserve(kind, estimate, **options))
+        try:
+            yield s
+        except BaseException:
+            self.release(s.reservation)
+            raise
+        self.commit(s.reservation, s.actual)
+
+    def status(self) -> lpb.TaskStatus:
+        req = lpb.TaskStatusRequest(task_id=self.task_id)
+        out: lpb.TaskStatus = self._retry(lambda: self._stub.Status(req, timeout=self._timeout))
+        return out
+
+    def raise_budget(self, add_micros: int) -> lpb.TaskStatus:
+        req = lpb.RaiseBudgetRequest(
+            task_id=self.task_id, add_total_micros=add_micros, idempotency_key=_key()
+        )
+        out: lpb.TaskStatus = self._retry(
+            lambda: self._stub.RaiseBudget(req, timeout=self._timeout)
+        )
+        return out
+
+    def next_round(self) -> int:
+        self.round += 1
+        return self.round
+
+    def _retry(self, call: Callable[[], T]) -> T:
+        """`call` (whose request holds its idempotency key), again on a retryable error."""
+        for attempt in range(1, self._attempts + 1):
+            try:
+                return call()
+            except grpc.RpcError as e:
+                if e.code() not in RETRIED or attempt == self._attempts:  # type: ignore[attr-defined]
+                    raise
+                time.sleep(0.05 * 2**attempt)
+        raise AssertionError("unreachable")
+
+
+def _key() -> str:
+    return uuid.uuid4().hex
