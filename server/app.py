@@ -22,12 +22,14 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
 from kernels.warmup import compile_all
 from server.adapters.decision_log import FileDecisionLog
+from server.adapters.difficulty_models import load_difficulty
 from server.adapters.model_store import ModelStore, ModelWatcher
 from server.adapters.onnx_encoder import ModelMissingError, OnnxTextEncoder
 from server.adapters.onnx_policy import OnnxPocketModel
@@ -40,6 +42,9 @@ from server.api.calls import WorkerPools
 from server.api.server import GrpcServer, ListenError
 from server.config import BUILTIN_MODEL_DIR, model_dir
 from server.core.agent.ledger import Ledger
+from server.core.agent.step import AgentLoop, tier_settings
+from server.core.agent.tiers import TierRouter
+from server.core.agent.toolcache import ToolCache
 from server.core.memory.engine import MemoryEngine
 from server.core.routing.inputs import LAYOUT, input_width
 from server.core.routing.router import Router
@@ -101,6 +106,21 @@ def build_encoder(settings: Settings) -> OnnxTextEncoder | None:
     # at the first one and inherit its niceness, so a niced writer must not be the first.
     encoder.encode(["warm-up"])
     return encoder
+
+
+def agent_loop(
+    settings: Settings,
+    ledger: Ledger,
+    engine: MemoryEngine,
+    encoder: OnnxTextEncoder | None,
+    count_tokens: Callable[[str], int],
+) -> AgentLoop:
+    """The agent loop over the ledger and the engine, with the installed difficulty model if
+    there is one (`pocketd models train-difficulty`)."""
+    clock = SystemClock()
+    a = settings.agent
+    tiers = TierRouter(tier_settings(a), clock, load_difficulty(settings, encoder))
+    return AgentLoop(a, ledger, engine, tiers, ToolCache(clock, a.tool_cache_size), count_tokens)
 
 
 def build_engine(settings: Settings, encoder: OnnxTextEncoder | None) -> MemoryEngine:
@@ -209,7 +229,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     ledger_store: SqliteLedgerStore | None = None
     try:
         ledger_store = SqliteLedgerStore(Path(settings.server.data_dir) / "ledger.sqlite3")
-        grpc_server.ledger_ready(Ledger(ledger_store, SystemClock(), settings.ledger))
+        ledger = Ledger(ledger_store, SystemClock(), settings.ledger)
+        grpc_server.ledger_ready(ledger)
         opening: asyncio.Future[MemoryEngine] = loop.run_in_executor(
             pools.read, _open, settings, encoder
         )
@@ -219,6 +240,10 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
         if opening in done:
             engine = opening.result()
             await _catch_up(engine, settings, stop)
+            if counter is not None and ledger_store is not None:
+                grpc_server.agent_ready(
+                    agent_loop(settings, ledger, engine, encoder, counter.count)
+                )
             if not stop.is_set():
                 await grpc_server.mark_serving(engine)
                 log.info("SERVING on %s:%d", host, port)

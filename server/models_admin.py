@@ -1,8 +1,8 @@
 """`pocketd models train-difficulty`: train the difficulty classifier's learned part on labelled
 prompts (the shipped set by default), report its held-out accuracy against the rules alone,
 export both heads to ONNX (checked against numpy), and install them in
-`<data_dir>/agent/difficulty/`, where `load_difficulty` reads them. (Nothing in the server routes
-tiers yet: AgentService.Step, which will, is not built.)
+`<data_dir>/agent/difficulty/`, where the server loads them at start
+(`server.adapters.difficulty_models`) for AgentService.Step's tier routing.
 
 The install replaces the folder by a rename; the one it replaces is kept as
 `difficulty.previous`.
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from server.adapters.difficulty_models import HEADS, difficulty_dir
 from server.adapters.onnx_encoder import OnnxTextEncoder
 from server.adapters.onnx_policy import OnnxPocketModel, export
 from server.config import model_dir
@@ -37,7 +38,6 @@ from server.core.routing.mlp import TrainSettings
 from server.core.settings import Settings
 
 DEFAULT_DATA = Path(__file__).resolve().parent / "prompts" / "difficulty.jsonl"
-HEADS = ("at_least_medium", "complex")
 
 
 @dataclass(frozen=True)
@@ -46,22 +46,6 @@ class Trained:
     rules_accuracy: float  # held out, the rules alone
     train: int
     held_out: int
-
-
-def difficulty_dir(settings: Settings) -> Path:
-    return Path(settings.server.data_dir) / "agent" / "difficulty"
-
-
-def load_difficulty(
-    settings: Settings, encoder: OnnxTextEncoder | None
-) -> LearnedDifficulty | None:
-    """The installed learned classifier, or None (none installed, or no encoder to feed it)."""
-    where = difficulty_dir(settings)
-    if encoder is None or not (where / f"{HEADS[0]}.onnx").is_file():
-        return None
-    width = encoder.dim + 4
-    a, b = (OnnxPocketModel((where / f"{h}.onnx").read_bytes(), LAYOUT, width) for h in HEADS)
-    return LearnedDifficulty(encoder.encode, a.score, b.score)
 
 
 def train_difficulty(

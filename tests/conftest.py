@@ -156,15 +156,16 @@ async def start_server(
     tmp: Path, encoder: OnnxTextEncoder | None, settings: Settings | None = None
 ) -> tuple[RunningServer, WorkerPools]:
     settings = settings or make_settings(tmp)
-    from server.app import SystemClock
+    from server.app import SystemClock, agent_loop
 
     executor = WorkerPools(4, 2)
-    srv = GrpcServer(settings, executor, TokenCounter(MODEL_DIR / "tokenizer.json").count)
+    count = TokenCounter(MODEL_DIR / "tokenizer.json").count
+    srv = GrpcServer(settings, executor, count)
     port = await srv.start("127.0.0.1:0")
     eng = open_engine(tmp, encoder, SystemClock(), settings.memory)  # type: ignore[arg-type]
-    srv.ledger_ready(
-        Ledger(SqliteLedgerStore(tmp / "ledger.sqlite3"), SystemClock(), settings.ledger)
-    )
+    ledger = Ledger(SqliteLedgerStore(tmp / "ledger.sqlite3"), SystemClock(), settings.ledger)
+    srv.ledger_ready(ledger)
+    srv.agent_ready(agent_loop(settings, ledger, eng, encoder, count))
     await srv.mark_serving(eng)
     return RunningServer(f"127.0.0.1:{port}", eng, srv), executor
 

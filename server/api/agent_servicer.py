@@ -3,20 +3,59 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pocketd.v1 import agent_service_pb2 as apb
 from pocketd.v1 import agent_service_pb2_grpc as apb_grpc
+from server.api import fields as f
 from server.api.calls import CallRecord, WorkerPools
+from server.api.convert_agent import step_pb
 from server.api.handler import Ctx, Handler
 from server.api.validation import Violations
+from server.core.agent.step import AgentLoop, StepIn, ToolRun, Usage
 from server.core.agent.tools import ToolSchemaError, compact
-from server.core.errors import FailedPreconditionError, FieldViolation, InvalidArgumentError
+from server.core.deadline import Deadline
+from server.core.errors import (
+    FailedPreconditionError,
+    FieldViolation,
+    InvalidArgumentError,
+    UnavailableError,
+)
 from server.core.settings import Settings
 
 MAX_TOOLS = 256
 MAX_TOOL_BYTES = 65_536
+MAX_ROUND = 1_000_000
+MAX_TEXT = 65_536
+MAX_OBSERVATION = 1_048_576
+MAX_TOKENS = 10_000_000
+_RECALL_MODES = {v.number for v in apb.RecallMode.DESCRIPTOR.values}
+
+
+def parse_tools(v: Violations, tools_json: Sequence[str]) -> list[dict[str, Any]]:
+    """Each tool's JSON object; a bad one is a violation naming `tools_json[i]`."""
+    out = []
+    for i, text in enumerate(tools_json):
+        tool = _object(v, f"tools_json[{i}]", text, MAX_TOOL_BYTES)
+        if tool is not None:
+            out.append(tool)
+    return out
+
+
+def _object(v: Violations, field: str, text: str, limit: int) -> dict[str, Any] | None:
+    if len(text.encode()) > limit:
+        v.add(field, f"is over {limit} bytes")
+        return None
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as e:  # RecursionError: nested too deep
+        v.add(field, f"is not JSON we can read: {e}")
+        return None
+    if not isinstance(doc, dict):
+        v.add(field, "is not a JSON object")
+        return None
+    return doc
 
 
 class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[misc]
@@ -26,6 +65,79 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
         """`count`: the tokenizer's token count (None: no tokenizer; CompressTools says so)."""
         super().__init__(settings, pools)
         self._count = count
+        self._loop: AgentLoop | None = None
+
+    def ready(self, loop: AgentLoop) -> None:
+        self._loop = loop
+
+    async def Step(self, request: apb.StepRequest, context: Ctx) -> apb.StepResponse:
+        tools: list[dict[str, Any]] = []
+        params: list[dict[str, Any]] = []
+
+        def validate(v: Violations) -> None:
+            r = request
+            if not r.task_id or not f.matches(f.MEMORY_ID_RE, r.task_id):
+                v.add("task_id", "is required, " + f.MEMORY_ID_RULE)
+            if not 1 <= r.round <= MAX_ROUND:
+                v.add("round", f"{r.round} is outside 1-{MAX_ROUND}")
+            for name, text, limit in (
+                ("goal", r.goal, MAX_TEXT),
+                ("input", r.input, MAX_TEXT),
+                ("observation", r.observation, MAX_OBSERVATION),
+                ("previous_action_json", r.previous_action_json, MAX_TEXT),
+                ("raw_model_output", r.raw_model_output, MAX_TEXT),
+            ):
+                if len(text) > limit:
+                    v.add(name, f"has {len(text)} characters; the maximum is {limit}")
+            if r.recall_mode not in _RECALL_MODES:
+                v.add("recall_mode", f"{r.recall_mode} is not a RecallMode value")
+            if len(r.tools_json) > MAX_TOOLS:
+                v.add("tools_json", f"has {len(r.tools_json)} tools; at most {MAX_TOOLS}")
+            else:
+                tools.extend(parse_tools(v, r.tools_json))
+            for i, u in enumerate(r.usage):
+                if not u.model:
+                    v.add(f"usage[{i}].model", "is required")
+                if u.input_tokens > MAX_TOKENS or u.output_tokens > MAX_TOKENS:
+                    v.add(f"usage[{i}]", f"more than {MAX_TOKENS} tokens in one call")
+            for i, t in enumerate(r.tool_results):
+                if not t.tool:
+                    v.add(f"tool_results[{i}].tool", "is required")
+                p = _object(
+                    v, f"tool_results[{i}].params_json", t.params_json or "{}", MAX_TOOL_BYTES
+                )
+                params.append(p or {})
+
+        def work(d: Deadline) -> apb.StepResponse:
+            if self._loop is None:
+                raise UnavailableError("pocketd is starting: the agent loop is not ready")
+            r = request
+            out = self._loop.step(
+                StepIn(
+                    task_id=r.task_id,
+                    round=r.round,
+                    goal=r.goal,
+                    input=r.input,
+                    input_has_image=r.input_has_image,
+                    previous_action=r.previous_action_json,
+                    observation=r.observation,
+                    observation_has_media=r.observation_has_media,
+                    usage=tuple(Usage(u.model, u.input_tokens, u.output_tokens) for u in r.usage),
+                    tool_results=tuple(
+                        ToolRun(t.tool, p, t.result)
+                        for t, p in zip(r.tool_results, params, strict=True)
+                    ),
+                    raw_model_output=r.raw_model_output,
+                    tools=tuple(tools) if r.tools_json else None,
+                    active_recall=r.recall_mode == apb.RECALL_MODE_ACTIVE,
+                ),
+                d,
+            )
+            return step_pb(out)
+
+        return await self._call(
+            context, CallRecord("Step", request.task_id, 1), validate, work, batch=False
+        )
 
     async def CompressTools(
         self, request: apb.CompressToolsRequest, context: Ctx
@@ -36,19 +148,7 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
             if not 1 <= len(request.tools_json) <= MAX_TOOLS:
                 v.add("tools_json", f"has {len(request.tools_json)} tools; 1 to {MAX_TOOLS}")
                 return
-            for i, text in enumerate(request.tools_json):
-                if len(text.encode()) > MAX_TOOL_BYTES:
-                    v.add(f"tools_json[{i}]", f"is over {MAX_TOOL_BYTES} bytes")
-                    continue
-                try:
-                    tool = json.loads(text)
-                except (ValueError, RecursionError) as e:  # RecursionError: nested too deep
-                    v.add(f"tools_json[{i}]", f"is not JSON we can read: {e}")
-                    continue
-                if not isinstance(tool, dict):
-                    v.add(f"tools_json[{i}]", "is not a JSON object")
-                    continue
-                parsed.append(tool)
+            parsed.extend(parse_tools(v, request.tools_json))
 
         def work(_: object) -> apb.CompressToolsResponse:
             if self._count is None:

@@ -26,6 +26,7 @@ from server.api.guard import DecodeGuard
 from server.api.ledger_servicer import LedgerServicer
 from server.api.servicer import MemoryServicer
 from server.core.agent.ledger import Ledger
+from server.core.agent.step import AgentLoop
 from server.core.memory.engine import MemoryEngine
 from server.core.settings import Settings
 
@@ -110,6 +111,10 @@ class GrpcServer:
     async def _set(self, status: int) -> None:
         for name in ("", SERVICE_NAME):
             await self.health.set(name, status)  # type: ignore[arg-type]
+
+    def agent_ready(self, loop: AgentLoop) -> None:
+        """AgentService's Step answers from now on (it needs the memory engine)."""
+        self.agent.ready(loop)
 
     def ledger_ready(self, ledger: Ledger) -> None:
         """The ledger answers from now on (it needs no memory engine)."""

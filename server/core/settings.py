@@ -528,6 +528,56 @@ class LedgerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_reservation_ttl_seconds: Annotated[int, between(1, 604_800)] = 86_400
 
 
+class RouteSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    model: str
+    max_rounds: Annotated[int, between(1, 10_000)]
+    token_budget_round: Annotated[int, between(16, 10_000_000)]
+
+
+class PriceSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A model's price, in micro-units per 1,000 tokens."""
+
+    input_per_1k_micros: Annotated[int, between(0, 10**12)] = 0
+    output_per_1k_micros: Annotated[int, between(0, 10**12)] = 0
+
+
+def _routes() -> dict[str, RouteSettings]:  # seed 001 §4.1
+    return {
+        "simple": RouteSettings("fast_small_model", 3, 2000),
+        "medium": RouteSettings("default_chat_model", 8, 6000),
+        "complex": RouteSettings("strong_reasoning_model", 15, 16000),
+        "vision": RouteSettings("vlm_model", 10, 12000),
+    }
+
+
+def _prices() -> dict[str, PriceSettings]:  # placeholders, by tier: set your own
+    return {
+        "fast_small_model": PriceSettings(150, 600),
+        "default_chat_model": PriceSettings(1000, 3000),
+        "strong_reasoning_model": PriceSettings(5000, 15000),
+        "vlm_model": PriceSettings(3000, 9000),
+    }
+
+
+class AgentSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The agent loop's Step: model tiers, prices, memory commits."""
+
+    routes: dict[str, RouteSettings] = msgspec.field(default_factory=_routes)
+    prices: dict[str, PriceSettings] = msgspec.field(default_factory=_prices)
+    # A model not in `prices`: charged at this, with a warning.
+    default_price: PriceSettings = PriceSettings(1000, 3000)
+    # pocketd's own work, charged to the task: a Recall per 1,000 of its cost units, a stored
+    # memory each.
+    recall_micros_per_kilounit: Annotated[int, between(0, 10**9)] = 1
+    remember_micros: Annotated[int, between(0, 10**9)] = 20
+    commit_threshold: Annotated[float, between(0.0, 1.0)] = 0.7
+    loop_repeat: Annotated[int, between(2, 100)] = 3
+    recall_top_k: Annotated[int, between(1, 100)] = 5
+    tool_cache_size: Annotated[int, between(1, 1_000_000)] = 512
+    # Tasks whose loop state (goal, rounds, tools) is held in memory; the least recent goes.
+    sessions: Annotated[int, between(1, 10_000_000)] = 10_000
+
+
 class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The whole configuration."""
 
@@ -537,3 +587,4 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     encoder: EncoderSettings = msgspec.field(default_factory=EncoderSettings)
     router: RouterSettings = msgspec.field(default_factory=RouterSettings)
     ledger: LedgerSettings = msgspec.field(default_factory=LedgerSettings)
+    agent: AgentSettings = msgspec.field(default_factory=AgentSettings)

@@ -164,6 +164,58 @@ class Ledger:
             raise out
         return out
 
+    def charge(
+        self, task_id: str, round_: int, kind: SpendKind, amount: int, tool: str, key: str
+    ) -> Status:
+        """Record a spend that already happened (a model call's reported usage, a tool the agent
+        ran, pocketd's own work): no limit can refuse it, but it moves the ladder. Idempotent by
+        `key`, like every call."""
+        now = self._clock.now()
+        request = ("charge", task_id, round_, int(kind), amount, tool)
+
+        def work(tx: LedgerTx) -> Status:
+            done = self._replayed(tx, task_id, key, request, Status)
+            if done is not None:
+                return done
+            task = self._open(tx, task_id, now)
+            k = int(kind)
+            task.spent_by_kind[k] = task.spent_by_kind.get(k, 0) + amount
+            task.commits_by_kind[k] = task.commits_by_kind.get(k, 0) + 1
+            task.spent_by_round[round_] = task.spent_by_round.get(round_, 0) + amount
+            task.round = max(task.round, round_)
+            if tool:
+                task.calls_by_tool[tool] = task.calls_by_tool.get(tool, 0) + 1
+                task.spent_by_tool[tool] = task.spent_by_tool.get(tool, 0) + amount
+            self._climb(task)
+            tx.put_task(task)
+            out = self._status(task)
+            self._record(tx, task_id, key, request, out)
+            return out
+
+        return self._store.run(work)
+
+    def step_down(self, task_id: str, why: str, key: str) -> Status:
+        """One step down the degrade ladder (loop detection), with its reason as a warning."""
+        now = self._clock.now()
+        request = ("down", task_id, why)
+
+        def work(tx: LedgerTx) -> Status:
+            done = self._replayed(tx, task_id, key, request, Status)
+            if done is not None:
+                return done
+            task = self._open(tx, task_id, now)
+            if task.level < 4:
+                task.level += 1
+                task.warnings.append(f"{LEVELS[task.level]}: {why}")
+                if task.level == 4:
+                    self._fail_over(task, why)
+            tx.put_task(task)
+            out = self._status(task)
+            self._record(tx, task_id, key, request, out)
+            return out
+
+        return self._store.run(work)
+
     def commit(self, task_id: str, reservation_id: str, actual: int, key: str) -> Status:
         return self._settle(task_id, reservation_id, actual, key, commit=True)
 
@@ -177,6 +229,17 @@ class Ledger:
             task = self._task(tx, task_id, now)
             tx.put_task(task)  # with its expired holds dropped
             return self._status(task)
+
+        return self._store.run(work)
+
+    def task_of(self, task_id: str) -> tuple[str, str, Budget]:
+        """The task's namespace, session and budget."""
+
+        def work(tx: LedgerTx) -> tuple[str, str, Budget]:
+            task = tx.task(task_id)
+            if task is None:
+                raise NotFoundError("task", task_id, Location("task_id"))
+            return task.namespace, task.session_id, task.budget
 
         return self._store.run(work)
 

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from server.adapters.difficulty_models import difficulty_dir, load_difficulty
 from server.adapters.onnx_encoder import OnnxTextEncoder
 from server.cli import main
 from server.core.agent.difficulty import combine, held_out, load
-from server.models_admin import DEFAULT_DATA, difficulty_dir, load_difficulty
+from server.models_admin import DEFAULT_DATA
 from tests.conftest import MODEL_DIR, make_settings
 
 

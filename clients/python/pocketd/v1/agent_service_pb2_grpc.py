@@ -39,6 +39,11 @@ class AgentServiceStub:
                 request_serializer=pocketd_dot_v1_dot_agent__service__pb2.CompressToolsRequest.SerializeToString,
                 response_deserializer=pocketd_dot_v1_dot_agent__service__pb2.CompressToolsResponse.FromString,
                 _registered_method=True)
+        self.Step = channel.unary_unary(
+                '/pocketd.v1.AgentService/Step',
+                request_serializer=pocketd_dot_v1_dot_agent__service__pb2.StepRequest.SerializeToString,
+                response_deserializer=pocketd_dot_v1_dot_agent__service__pb2.StepResponse.FromString,
+                _registered_method=True)
 
 
 class AgentServiceServicer:
@@ -54,6 +59,20 @@ class AgentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Step(self, request, context):
+        """One round of the agent loop. It charges what the agent reports (model usage, tool calls)
+        and pocketd's own work to the task, commits the previous observation to memory when it is a
+        key event, recalls, routes the model tier, and builds the context within the route's token
+        budget. With raw_model_output, it parses and validates the action (one retry per round),
+        and answers a cacheable tool call from the tool-result cache. A retried Step (the same task
+        and round) never charges the reported usage and tool calls twice; pocketd's own work
+        (step_cost_micros) is charged each time it is done. Errors: INVALID_ARGUMENT naming the field; NOT_FOUND for
+        a task never opened; FAILED_PRECONDITION for a first Step without a goal, or a closed task.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -61,6 +80,11 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     servicer.CompressTools,
                     request_deserializer=pocketd_dot_v1_dot_agent__service__pb2.CompressToolsRequest.FromString,
                     response_serializer=pocketd_dot_v1_dot_agent__service__pb2.CompressToolsResponse.SerializeToString,
+            ),
+            'Step': grpc.unary_unary_rpc_method_handler(
+                    servicer.Step,
+                    request_deserializer=pocketd_dot_v1_dot_agent__service__pb2.StepRequest.FromString,
+                    response_serializer=pocketd_dot_v1_dot_agent__service__pb2.StepResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -90,6 +114,33 @@ class AgentService:
             '/pocketd.v1.AgentService/CompressTools',
             pocketd_dot_v1_dot_agent__service__pb2.CompressToolsRequest.SerializeToString,
             pocketd_dot_v1_dot_agent__service__pb2.CompressToolsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Step(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pocketd.v1.AgentService/Step',
+            pocketd_dot_v1_dot_agent__service__pb2.StepRequest.SerializeToString,
+            pocketd_dot_v1_dot_agent__service__pb2.StepResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,329 @@
+"""One round of the agent loop (seed 001 §4.2): `AgentLoop.step` composes the ledger, the tier
+router, the tool-result cache, memory and the context builder.
+
+A round, in order:
+1. charge what the agent reports: each model call's usage at its model's price, each tool call
+   at its budget's price (and cache the result of an idempotent tool); keys are derived from
+   the task and the round, so a retried Step never charges them twice (pocketd's own work, a
+   Recall run again, is charged each time it runs);
+2. note the previous action and observation; commit the observation to memory when it is a key
+   event (`keyevents`), and charge the storage;
+3. recall (RECALL_MODE_AUTO) for this round's input, or the observation, or the goal, and charge
+   the Recall's cost units; in RECALL_MODE_ACTIVE only when the action calls search_memory;
+4. route the model tier (sticky, with the ladder's level);
+5. list the tools allowed: an optional one is off from level 3, one at its call cap is left out;
+6. build the context within the route's token budget (a long observation is stored once);
+7. parse the raw model output as the action: one retry per round; three identical actions in a
+   row are a loop, a warning and one step down the ladder; a call of an idempotent tool with
+   arguments seen before is answered from the cache.
+
+The loop's own state (goal, rounds, tools, stored observations) is kept in memory per task,
+`agent.sessions` of them; the money is in the durable ledger. After a restart a task goes on
+with what its next Steps report.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from server.core.agent.action import Action, ActionError, looping, parse
+from server.core.agent.context import ContextBuilder, Recalled, Turn
+from server.core.agent.keyevents import events, failed, should_commit
+from server.core.agent.ledger import Ledger
+from server.core.agent.model import SpendKind, Status
+from server.core.agent.tiers import Route, Routed, TierRouter, TierSettings
+from server.core.agent.toolcache import ToolCache
+from server.core.agent.tools import ToolSchemaError, compact
+from server.core.deadline import Deadline
+from server.core.errors import (
+    FailedPreconditionError,
+    FieldViolation,
+    InvalidArgumentError,
+    Location,
+)
+from server.core.memory.engine import MemoryEngine
+from server.core.memory.model import Kind, NewMemory, RecallQuery, Record, WriteHints
+from server.core.settings import AgentSettings
+
+SEARCH_MEMORY = "search_memory"
+SEARCH_MEMORY_TOOL = {
+    "name": SEARCH_MEMORY,
+    "description": "Search the user's long-term memory. Returns the most relevant memories.",
+    "parameters": {
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "What to look for"}},
+        "required": ["query"],
+    },
+}
+
+
+@dataclass(frozen=True)
+class Usage:
+    model: str
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    tool: str
+    params: dict[str, Any]
+    result: str
+
+
+@dataclass(frozen=True)
+class StepIn:
+    task_id: str
+    round: int
+    goal: str = ""
+    input: str = ""
+    input_has_image: bool = False
+    previous_action: str = ""
+    observation: str = ""
+    observation_has_media: bool = False
+    usage: tuple[Usage, ...] = ()
+    tool_results: tuple[ToolRun, ...] = ()
+    raw_model_output: str = ""
+    tools: tuple[dict[str, Any], ...] | None = None  # None: as before
+    active_recall: bool = False
+
+
+@dataclass
+class StepOut:
+    status: Status
+    route: Routed
+    tools: list[tuple[str, str]]  # (name, compact description)
+    context: str
+    context_tokens: int
+    context_dropped: list[str]
+    memories: list[Recalled]
+    action: Action | None = None
+    cached_result: str | None = None
+    action_error: str = ""
+    retry_action: bool = False
+    committed: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    search_memory_tool: str = ""
+    step_cost: int = 0
+
+
+@dataclass
+class _Session:
+    goal: str
+    namespace: str
+    session_id: str
+    turns: list[Turn] = field(default_factory=list)
+    stored: dict[int, str] = field(default_factory=dict)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    actions: list[Action] = field(default_factory=list)
+    noted: set[int] = field(default_factory=set)  # rounds whose observation is noted
+    attempts: dict[int, int] = field(default_factory=dict)  # round → refused raw outputs
+    previous_failed: bool = False
+
+
+def tier_settings(s: AgentSettings) -> TierSettings:
+    return TierSettings(
+        {n: Route(n, r.model, r.max_rounds, r.token_budget_round) for n, r in s.routes.items()}
+    )
+
+
+class AgentLoop:
+    def __init__(
+        self,
+        settings: AgentSettings,
+        ledger: Ledger,
+        engine: MemoryEngine,
+        tiers: TierRouter,
+        cache: ToolCache,
+        count_tokens: Callable[[str], int],
+    ) -> None:
+        self._s = settings
+        self._ledger = ledger
+        self._engine = engine
+        self._tiers = tiers
+        self._cache = cache
+        self._count = count_tokens
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def step(self, r: StepIn, deadline: Deadline) -> StepOut:
+        status = self._ledger.status(r.task_id)  # NOT_FOUND for a task never opened
+        if status.state == "closed":
+            raise FailedPreconditionError(
+                f"task {r.task_id!r} is closed", "TASK_CLOSED", Location("task_id")
+            )
+        ns, session_id, budget = self._ledger.task_of(r.task_id)
+        s = self._session(r, ns, session_id)
+        out_cost = 0
+        warnings: list[str] = []
+        # 1. what the agent reports
+        for i, u in enumerate(r.usage):
+            price = self._s.prices.get(u.model)
+            if price is None:
+                price = self._s.default_price
+                warnings.append(f"model {u.model!r} has no price in agent.prices: default used")
+            for kind, tokens, per_1k in (
+                (SpendKind.MODEL_INPUT_TOKENS, u.input_tokens, price.input_per_1k_micros),
+                (SpendKind.MODEL_OUTPUT_TOKENS, u.output_tokens, price.output_per_1k_micros),
+            ):
+                if tokens:
+                    amount = -(-tokens * per_1k // 1000)
+                    self._charge(r, kind, amount, "", f"usage:{i}:{int(kind)}")
+        for i, t in enumerate(r.tool_results):
+            tb = budget.tools.get(t.tool)
+            call_price = 0 if tb is None else tb.cost_per_call_micros
+            self._charge(r, SpendKind.TOOL_CALL, call_price, t.tool, f"tool:{i}")
+            if tb is not None:
+                self._cache.put(ns, t.tool, t.params, t.result, tb.cache_ttl_seconds, tb.idempotent)
+        # 2. the previous round, and its key events
+        committed: list[str] = []
+        if (r.previous_action or r.observation) and r.round - 1 not in s.noted:
+            s.noted.add(r.round - 1)
+            s.turns.append(Turn(r.round - 1, r.previous_action, r.observation))
+            found = events(r.observation, r.observation_has_media, s.previous_failed)
+            if should_commit(found, self._s.commit_threshold):
+                mid = self._remember(s, r, r.observation, [e.kind for e in found], deadline)
+                committed.append(mid)
+                out_cost += self._s.remember_micros
+            s.previous_failed = failed(r.observation)
+        # 3. recall
+        memories: list[Recalled] = []
+        query = r.input or r.observation or s.goal
+        if not r.active_recall and query:
+            memories, cost = self._recall(ns, query, deadline)
+            out_cost += cost
+        # 4. the tier
+        status = self._ledger.status(r.task_id)
+        routed = self._tiers.route(
+            r.task_id, r.round, s.goal, r.input or r.observation, r.input_has_image, status.level
+        )
+        # 5. the tools allowed
+        capped = {
+            x.limit[5:] for x in status.limits if x.limit.startswith("tool:") and not x.remaining
+        }
+        tools = []
+        for i, schema in enumerate(s.tools):
+            name = str(schema.get("name", ""))
+            tb = budget.tools.get(name)
+            if name in capped or (status.level >= 3 and tb is not None and tb.optional):
+                continue
+            try:
+                tools.append((name, compact(schema, i)))
+            except ToolSchemaError as e:
+                raise InvalidArgumentError([FieldViolation(f"tools_json[{i}]", str(e))]) from e
+        names = {n for n, _ in tools} | ({SEARCH_MEMORY} if r.active_recall else set())
+        # 6./7. the action, then the context (an active recall's results go into it)
+        out = StepOut(status, routed, tools, "", 0, [], memories, committed=committed)
+        if r.raw_model_output:
+            self._act(r, s, ns, names, out, deadline)
+            out_cost += out.step_cost
+        built = ContextBuilder(
+            self._count, lambda t: self._remember(s, r, t.observation, ["long"], deadline)
+        ).build(s.goal, s.turns, out.memories, routed.route.token_budget_round, known=s.stored)
+        for rnd, mid in built.stored.items():
+            if rnd not in s.stored:
+                s.stored[rnd] = mid
+                out.committed.append(mid)
+                out_cost += self._s.remember_micros
+        if out_cost:  # new work each time it runs, so a fresh key (a retry did it again)
+            self._charge(r, SpendKind.MEMORY, out_cost, "", f"memory:{uuid.uuid4().hex}")
+        out.context, out.context_tokens, out.context_dropped = (
+            built.text(),
+            built.tokens,
+            built.dropped,
+        )
+        out.status = self._ledger.status(r.task_id)
+        out.warnings = warnings + out.warnings
+        out.step_cost = out_cost
+        if r.active_recall:
+            out.search_memory_tool = json.dumps(SEARCH_MEMORY_TOOL)
+        return out
+
+    # -- parts
+
+    def _session(self, r: StepIn, ns: str, session_id: str) -> _Session:
+        with self._lock:
+            s = self._sessions.get(r.task_id)
+            if s is None:
+                if not r.goal:
+                    raise FailedPreconditionError(
+                        f"the first Step of task {r.task_id!r} needs its goal",
+                        "GOAL_REQUIRED",
+                        Location("goal"),
+                    )
+                s = self._sessions[r.task_id] = _Session(r.goal, ns, session_id)
+                while len(self._sessions) > self._s.sessions:
+                    self._sessions.popitem(last=False)
+            self._sessions.move_to_end(r.task_id)
+            if r.tools is not None:
+                s.tools = list(r.tools)
+            return s
+
+    def _charge(self, r: StepIn, kind: SpendKind, amount: int, tool: str, what: str) -> None:
+        self._ledger.charge(r.task_id, r.round, kind, amount, tool, f"step:{r.round}:{what}")
+
+    def _remember(
+        self, s: _Session, r: StepIn, text: str, why: list[str], deadline: Deadline
+    ) -> str:
+        rec = Record(
+            memory_id="",
+            namespace=s.namespace,
+            kind=Kind.OBSERVATION,
+            session_id=s.session_id,
+            text=text,
+            tags=tuple(f"key:{w}" for w in why),
+            importance=4,
+        )
+        (res,) = self._engine.remember(
+            [NewMemory(rec, None, hints=WriteHints(remember=True))], deadline
+        )
+        return res.memory_id
+
+    def _recall(self, ns: str, query: str, deadline: Deadline) -> tuple[list[Recalled], int]:
+        res = self._engine.recall(
+            RecallQuery(namespace=ns, text=query, top_k=self._s.recall_top_k), deadline
+        )
+        cost = -(-int(res.cost_units) * self._s.recall_micros_per_kilounit // 1000)
+        return [
+            Recalled(
+                h.record.memory_id,
+                h.record.text,
+                h.score.final,
+                h.record.source_type.name.lower(),
+                1.0 if h.record.source_type.name == "OFFICIAL_DOCUMENT" else 0.7,
+            )
+            for h in res.hits
+        ], cost
+
+    def _act(
+        self, r: StepIn, s: _Session, ns: str, names: set[str], out: StepOut, deadline: Deadline
+    ) -> None:
+        try:
+            action = parse(r.raw_model_output, names)
+        except ActionError as e:
+            n = s.attempts.get(r.round, 0) + 1
+            s.attempts[r.round] = n
+            out.action_error, out.retry_action = str(e), n <= 1
+            return
+        out.action = action
+        s.actions.append(action)
+        if looping(s.actions, self._s.loop_repeat):
+            why = f"the same action {self._s.loop_repeat} times in a row: {action.signature()[:80]}"
+            out.warnings.append(why)
+            self._ledger.step_down(r.task_id, why, f"step:{r.round}:loop")
+        if action.type != "tool":
+            return
+        if action.tool == SEARCH_MEMORY:
+            query = str(action.params.get("query", ""))
+            if query:
+                out.memories, out.step_cost = self._recall(ns, query, deadline)
+            return
+        hit = self._cache.get(ns, action.tool, action.params)
+        if hit is not None:
+            out.cached_result = hit.result

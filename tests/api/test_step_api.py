@@ -1,0 +1,149 @@
+"""AgentService.Step over a real channel, on a server with the real encoder, ledger and memory:
+charges and their idempotency, key-event commits then recalled, the tool cache, the action
+schema's one retry, loop detection, tiers, the ladder's optional tools, and field errors."""
+
+from __future__ import annotations
+
+import json
+
+import grpc
+
+from pocketd.v1 import agent_service_pb2 as apb
+from pocketd.v1 import agent_service_pb2_grpc as apb_grpc
+from pocketd.v1 import ledger_service_pb2 as lpb
+from pocketd.v1 import ledger_service_pb2_grpc as lpb_grpc
+from tests.api.test_memory_api import expect, violations
+from tests.conftest import RunningServer
+
+SEARCH = {
+    "name": "search",
+    "description": "Search the order database. Returns matching orders.",
+    "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+}
+WEB = {"name": "web", "description": "Search the web. Returns pages."}
+TOOLS = {
+    "search": lpb.ToolBudget(cost_per_call_micros=500, cache_ttl_seconds=600, idempotent=True),
+    "web": lpb.ToolBudget(cost_per_call_micros=2000, optional=True),
+}
+
+
+def stubs(srv: RunningServer) -> tuple[apb_grpc.AgentServiceStub, lpb_grpc.LedgerServiceStub]:
+    ch = grpc.aio.insecure_channel(srv.target)
+    return apb_grpc.AgentServiceStub(ch), lpb_grpc.LedgerServiceStub(ch)
+
+
+async def open_task(led: lpb_grpc.LedgerServiceStub, task: str, total: int = 1_000_000) -> None:
+    budget = lpb.TaskBudget(total_micros=total, emergency_ratio=0.0, tools=TOOLS)
+    await led.OpenTask(lpb.OpenTaskRequest(task_id=task, namespace="alice", budget=budget))
+
+
+async def test_a_loop_of_three_rounds(server: RunningServer) -> None:
+    agent, led = stubs(server)
+    await open_task(led, "t1")
+    r1 = await agent.Step(
+        apb.StepRequest(
+            task_id="t1", round=1, goal="Where is my order 88123?",
+            tools_json=[json.dumps(SEARCH), json.dumps(WEB)],
+        )
+    )  # fmt: skip
+    assert r1.tier == "simple" and r1.model == "fast_small_model"
+    assert r1.context.startswith("Goal: Where is my order 88123?")
+    assert r1.context_tokens <= r1.token_budget_round == 2000
+    assert [t.name for t in r1.tools] == ["search", "web"]
+    assert r1.tools[0].description.startswith("search(q: string)")
+    r2_req = apb.StepRequest(
+        task_id="t1", round=2,
+        previous_action_json='{"type":"tool","tool":"search","params":{"q":"88123"}}',
+        observation="Order 88123 shipped. The user said: I prefer email over phone calls.",
+        usage=[apb.ModelUsage(model="fast_small_model", input_tokens=1000, output_tokens=200)],
+        tool_results=[
+            apb.ToolResult(tool="search", params_json='{"q": "88123"}', result="shipped")
+        ],
+    )  # fmt: skip
+    r2 = await agent.Step(r2_req)
+    assert len(r2.committed_memory_ids) == 1  # the stated preference is a key event
+    spent = r2.budget.spent_micros
+    assert spent >= 150 + 120 + 500  # input 1000 tokens, output 200, one search
+    again = await agent.Step(r2_req)  # a retried Step: the reported spend is not charged twice
+    assert again.budget.spent_micros == spent + again.step_cost_micros
+    assert not again.committed_memory_ids  # nor the observation committed twice
+    r3 = await agent.Step(
+        apb.StepRequest(
+            task_id="t1", round=3, input="How should we contact the user about the delivery?",
+            raw_model_output='{"type":"tool","tool":"search","params":{"q":"88123"}}',
+        )
+    )  # fmt: skip
+    assert any("prefer email" in m.text for m in r3.memories)
+    assert r3.action.type == "tool" and r3.action.cached and r3.action.cached_result == "shipped"
+    bad = apb.StepRequest(task_id="t1", round=4, raw_model_output='{"type":"think"}')
+    first = await agent.Step(bad)
+    assert "type" in first.action_error and first.retry_action
+    second = await agent.Step(bad)
+    assert second.action_error and not second.retry_action
+
+
+async def test_the_same_action_three_times_is_a_loop(server: RunningServer) -> None:
+    agent, led = stubs(server)
+    await open_task(led, "loop")
+    raw = '{"type":"tool","tool":"search","params":{"q":"x"}}'
+    base = apb.StepRequest(task_id="loop", goal="Find order x", tools_json=[json.dumps(SEARCH)])
+    warnings: list[str] = []
+    for n in range(1, 4):
+        base.round, base.raw_model_output = n, raw
+        warnings = list((await agent.Step(base)).warnings)
+    assert any("the same action 3 times" in w for w in warnings)
+    st = await led.Status(lpb.TaskStatusRequest(task_id="loop"))
+    assert st.degrade_level >= 1
+
+
+async def test_an_image_goes_to_vision_and_a_low_budget_turns_optional_tools_off(
+    server: RunningServer,
+) -> None:
+    agent, led = stubs(server)
+    await open_task(led, "img")
+    r = await agent.Step(
+        apb.StepRequest(
+            task_id="img", round=1, goal="What does this error say?", input_has_image=True
+        )
+    )
+    assert r.tier == "vision" and r.model == "vlm_model"
+    await open_task(led, "low", total=10_000)
+    hold = await led.Reserve(
+        lpb.ReserveRequest(
+            task_id="low", round=1, kind=lpb.SPEND_KIND_MODEL_INPUT_TOKENS,
+            estimate_micros=9_600, idempotency_key="k",
+        )
+    )  # fmt: skip
+    assert hold.status.degrade_level == 3
+    r = await agent.Step(
+        apb.StepRequest(
+            task_id="low", round=1, goal="Compare our two suppliers and design a plan",
+            tools_json=[json.dumps(SEARCH), json.dumps(WEB)],
+        )
+    )  # fmt: skip
+    assert [t.name for t in r.tools] == ["search"]  # web is optional: off at level 3
+    assert r.tier == "medium"  # complex, one tier cheaper from level 2
+
+
+async def test_step_errors_name_the_field(server: RunningServer) -> None:
+    agent, led = stubs(server)
+    await expect(
+        agent.Step(apb.StepRequest(task_id="nope", round=1, goal="x")), grpc.StatusCode.NOT_FOUND
+    )
+    await open_task(led, "e")
+    await expect(
+        agent.Step(apb.StepRequest(task_id="e", round=1)), grpc.StatusCode.FAILED_PRECONDITION
+    )
+    err = await expect(
+        agent.Step(
+            apb.StepRequest(
+                task_id="e", round=0, tools_json=["[1]"],
+                tool_results=[apb.ToolResult(tool="search", params_json="nope")],
+                usage=[apb.ModelUsage(input_tokens=5)],
+            )
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+    )  # fmt: skip
+    assert {"round", "tools_json[0]", "tool_results[0].params_json", "usage[0].model"} <= set(
+        violations(err)
+    )
