@@ -111,11 +111,16 @@ class Client:
         )
 
     def task(
-        self, task_id: str, budget: lpb.TaskBudget, namespace: str, session_id: str = ""
+        self,
+        task_id: str,
+        budget: lpb.TaskBudget,
+        namespace: str,
+        goal: str = "",
+        session_id: str = "",
     ) -> Task:
-        """An agent task's budget (`pocketd.tasks.Task`): opened on entering the `with`
-        block, closed (with its bill) on leaving it."""
-        return Task(self._channel, task_id, budget, namespace, session_id, self.timeout)
+        """An agent task (`pocketd.tasks.Task`): its budget opened on entering the `with`
+        block and closed (with its bill) on leaving it; `Task.step` runs its rounds."""
+        return Task(self._channel, task_id, budget, namespace, session_id, self.timeout, goal=goal)
 
     def close(self) -> None:
         self._channel.close()

@@ -14,6 +14,7 @@ UNAVAILABLE or DEADLINE_EXCEEDED, so a retry never charges twice. A refused rese
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -23,6 +24,8 @@ from typing import Any, TypeVar
 
 import grpc
 
+from pocketd.v1 import agent_service_pb2 as apb
+from pocketd.v1 import agent_service_pb2_grpc as apb_grpc
 from pocketd.v1 import ledger_service_pb2 as lpb
 from pocketd.v1 import ledger_service_pb2_grpc as lpb_grpc
 
@@ -54,11 +57,14 @@ class Task:
         session_id: str = "",
         timeout: float = 5.0,
         attempts: int = 3,
+        goal: str = "",
     ) -> None:
         self.task_id = task_id
+        self.goal = goal
         self.round = 1
         self.bill: lpb.TaskBill | None = None
         self._stub = lpb_grpc.LedgerServiceStub(channel)  # type: ignore[no-untyped-call]
+        self._agent = apb_grpc.AgentServiceStub(channel)  # type: ignore[no-untyped-call]
         self._timeout = timeout
         self._attempts = attempts
         self._open = lpb.OpenTaskRequest(
@@ -137,6 +143,41 @@ class Task:
     def next_round(self) -> int:
         self.round += 1
         return self.round
+
+    def step(
+        self,
+        round: int,
+        *,
+        input: str = "",
+        image: bool = False,
+        action: str = "",
+        observation: str = "",
+        media: bool = False,
+        usage: tuple[tuple[str, int, int], ...] = (),
+        tool_results: tuple[tuple[str, dict[str, Any], str], ...] = (),
+        raw_output: str = "",
+        tools: list[dict[str, Any]] | None = None,
+        active_recall: bool = False,
+    ) -> apb.StepResponse:
+        """`AgentService.Step` for `round`. `usage` is (model, input tokens, output tokens) per
+        model call, `tool_results` (tool, params, result). A round's second call, with only
+        `raw_output`, parses the model's answer into the action."""
+        self.round = max(self.round, round)
+        req = apb.StepRequest(
+            task_id=self.task_id, round=round, goal=self.goal,
+            input=input, input_has_image=image, previous_action_json=action,
+            observation=observation, observation_has_media=media,
+            usage=[apb.ModelUsage(model=m, input_tokens=i, output_tokens=o) for m, i, o in usage],
+            tool_results=[
+                apb.ToolResult(tool=t, params_json=json.dumps(p), result=r)
+                for t, p, r in tool_results
+            ],
+            raw_model_output=raw_output,
+            tools_json=[json.dumps(t) for t in tools or []],
+            recall_mode=apb.RECALL_MODE_ACTIVE if active_recall else apb.RECALL_MODE_AUTO,
+        )  # fmt: skip
+        out: apb.StepResponse = self._retry(lambda: self._agent.Step(req, timeout=self._timeout))
+        return out
 
     def _retry(self, call: Callable[[], T]) -> T:
         """`call` (whose request holds its idempotency key), again on a retryable error."""

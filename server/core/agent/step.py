@@ -16,6 +16,8 @@ A round, in order:
 7. parse the raw model output as the action: one retry per round; three identical actions in a
    row are a loop, a warning and one step down the ladder; a call of an idempotent tool with
    arguments seen before is answered from the cache.
+A Step that brings only the raw model output (the round's second call, once the model has
+answered on the first call's context) only parses it: no recall and no context again.
 
 The loop's own state (goal, rounds, tools, stored observations) is kept in memory per task,
 `agent.sessions` of them; the money is in the durable ledger. After a restart a task goes on
@@ -192,10 +194,15 @@ class AgentLoop:
                 committed.append(mid)
                 out_cost += self._s.remember_micros
             s.previous_failed = failed(r.observation)
+        # A Step that brings only the model's output is the round's second call (the action,
+        # parsed): no recall and no context again.
+        parse_only = bool(r.raw_model_output) and not (
+            r.observation or r.previous_action or r.input or r.usage or r.tool_results or r.tools
+        )
         # 3. recall
         memories: list[Recalled] = []
         query = r.input or r.observation or s.goal
-        if not r.active_recall and query:
+        if not r.active_recall and query and not parse_only:
             memories, cost = self._recall(ns, query, deadline)
             out_cost += cost
         # 4. the tier
@@ -223,21 +230,19 @@ class AgentLoop:
         if r.raw_model_output:
             self._act(r, s, ns, names, out, deadline)
             out_cost += out.step_cost
-        built = ContextBuilder(
-            self._count, lambda t: self._remember(s, r, t.observation, ["long"], deadline)
-        ).build(s.goal, s.turns, out.memories, routed.route.token_budget_round, known=s.stored)
-        for rnd, mid in built.stored.items():
-            if rnd not in s.stored:
-                s.stored[rnd] = mid
-                out.committed.append(mid)
-                out_cost += self._s.remember_micros
+        if not parse_only:
+            built = ContextBuilder(
+                self._count, lambda t: self._remember(s, r, t.observation, ["long"], deadline)
+            ).build(s.goal, s.turns, out.memories, routed.route.token_budget_round, known=s.stored)
+            for rnd, mid in built.stored.items():
+                if rnd not in s.stored:
+                    s.stored[rnd] = mid
+                    out.committed.append(mid)
+                    out_cost += self._s.remember_micros
+            out.context, out.context_tokens = built.text(), built.tokens
+            out.context_dropped = built.dropped
         if out_cost:  # new work each time it runs, so a fresh key (a retry did it again)
             self._charge(r, SpendKind.MEMORY, out_cost, "", f"memory:{uuid.uuid4().hex}")
-        out.context, out.context_tokens, out.context_dropped = (
-            built.text(),
-            built.tokens,
-            built.dropped,
-        )
         out.status = self._ledger.status(r.task_id)
         out.warnings = warnings + out.warnings
         out.step_cost = out_cost
