@@ -1,4 +1,5 @@
-"""`python -m bench NAME [options]`; NAME is one of: memory, quality, costs, coarse, router, ledger.
+"""`python -m bench NAME [options]`; NAME is one of: memory, quality, costs, coarse, router,
+ledger, agent.
 
 Each bench is imported only when asked for: importing usearch and tantivy before onnxruntime
 (as `costs` would) crashes onnxruntime's import in the same process.
@@ -9,7 +10,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHES = ("memory", "quality", "costs", "coarse", "router", "ledger")
+BENCHES = ("memory", "quality", "costs", "coarse", "router", "ledger", "agent")
 
 
 def main() -> int:

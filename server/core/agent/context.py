@@ -6,7 +6,8 @@ What goes in, by priority (what is cut first is last here):
 2. the last `recent_rounds` rounds (3) verbatim: action and observation. An observation longer
    than `long_observation_tokens` is stored as a memory (the `store` callback) and replaced by
    its extractive summary and the memory's id, which `Get` fetches in full;
-3. the recalled memories, best first, each with its source type and trust;
+3. the recalled memories, best first, each with its source type and trust, as its extractive
+   summary (`memory_tokens`; the full text is one `Get` away);
 4. older rounds, one extractive line each (newest first when the budget is short).
 Memory enters as recalled results, never as the full history. When the budget is short, older
 rounds go first, then the weakest memories, then recent observations shrink to their summaries,
@@ -28,11 +29,16 @@ _SIGNAL = re.compile(r"\d|[A-Z]{2,}|#\w+|[A-Za-z]+-\d+")
 
 @dataclass(frozen=True)
 class Turn:
-    """One reported round."""
+    """One reported round: what the user said, what the agent did, what it observed."""
 
     round: int
     action: str
     observation: str
+    user: str = ""
+
+    def head(self) -> str:
+        said = f"User: {self.user}\n" if self.user else ""
+        return f"Round {self.round}: {said}{self.action}".rstrip()
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,7 @@ class ContextSettings:
     long_observation_tokens: int = 300
     summary_tokens: int = 60
     older_line_tokens: int = 30
+    memory_tokens: int = 60  # a recalled memory enters as its extractive summary
 
 
 def summarize(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
@@ -129,6 +136,7 @@ class ContextBuilder:
         memories: Sequence[Recalled],
         budget: int,
         known: Mapping[int, str] | None = None,
+        current: str = "",
     ) -> Built:
         """`known`: the memory ids of observations stored by earlier builds, by round (so a long
         observation is stored once, not once per round it stays recent)."""
@@ -137,12 +145,15 @@ class ContextBuilder:
         ordered = sorted(turns, key=lambda t: t.round)
         k = min(max(s.recent_rounds, 1), len(ordered))
         recent, older = ordered[len(ordered) - k :], ordered[: len(ordered) - k]
-        goal_s = self._section("goal", f"Goal: {goal}")
+        goal_s = self._section(
+            "goal", f"Goal: {goal}" + (f"\nUser now: {current}" if current else "")
+        )
         rounds = [self._recent(t, out) for t in recent]
         mems = [
             self._section(
                 "memory",
-                f"- [{m.source_type}, trust {m.trust:.2f}, score {m.score:.2f}] {m.text}",
+                f"- [{m.source_type}, trust {m.trust:.2f}, score {m.score:.2f}] "
+                f"{summarize(m.text, s.memory_tokens, self._count)}",
                 memory_id=m.memory_id,
             )
             for m in sorted(memories, key=lambda m: -m.score)
@@ -163,7 +174,7 @@ class ContextBuilder:
             gist = summarize(t.observation, s.summary_tokens, self._count)
             short = self._section(
                 "round",
-                f"Round {t.round}: {t.action}\nObservation (summary): {gist}{pointer}",
+                f"{t.head()}\nObservation (summary): {gist}{pointer}",
                 round=t.round,
             )
             if short.tokens < rounds[i].tokens:
@@ -203,8 +214,10 @@ class ContextBuilder:
             mid = out.stored.get(t.round) or self._store(t)
             out.stored[t.round] = mid
             obs = f"{summarize(obs, self._s.summary_tokens, self._count)} [full text: {mid}]"
-        return self._section("round", f"Round {t.round}: {t.action}\nObservation: {obs}", t.round)
+        return self._section("round", f"{t.head()}\nObservation: {obs}", t.round)
 
     def _older(self, t: Turn) -> Section:
+        said = summarize(t.user, self._s.older_line_tokens, self._count) if t.user else ""
         gist = summarize(t.observation, self._s.older_line_tokens, self._count)
-        return self._section("summary", f"Round {t.round}: {t.action} → {gist}", t.round)
+        line = f"Round {t.round}: " + " ".join(x for x in (said, t.action, "→", gist) if x)
+        return self._section("summary", line.rstrip(" →"), t.round)

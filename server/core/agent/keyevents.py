@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass
 
 WEIGHTS = {"need": 0.8, "medium": 0.9, "stage": 0.75, "fixed": 0.9}
-_NEED = re.compile(
+_NEED = re.compile(  # a statement ("I prefer email"), not a reference ("the way I prefer")
+    r"(?<!way )(?<!how )(?<!what )"
     r"\b(?:i (?:prefer|like|love|want|need|always|never|only use|hate)|please (?:use|always|never)"
     r"|my preference|don't (?:call|email|send))\b"
     r"|我(?:喜欢|想要|需要|只用|不要|希望)|请(?:用|不要)|偏好",

@@ -127,6 +127,7 @@ class _Session:
     noted: set[int] = field(default_factory=set)  # rounds whose observation is noted
     attempts: dict[int, int] = field(default_factory=dict)  # round → refused raw outputs
     previous_failed: bool = False
+    inputs: dict[int, str] = field(default_factory=dict)  # round → what the user said
 
 
 def tier_settings(s: AgentSettings) -> TierSettings:
@@ -187,11 +188,13 @@ class AgentLoop:
         committed: list[str] = []
         if (r.previous_action or r.observation) and r.round - 1 not in s.noted:
             s.noted.add(r.round - 1)
-            s.turns.append(Turn(r.round - 1, r.previous_action, r.observation))
+            user = s.inputs.get(r.round - 1, "")
+            s.turns.append(Turn(r.round - 1, r.previous_action, r.observation, user))
             found = events(r.observation, r.observation_has_media, s.previous_failed)
             if should_commit(found, self._s.commit_threshold):
                 mid = self._remember(s, r, r.observation, [e.kind for e in found], deadline)
                 committed.append(mid)
+                s.stored[r.round - 1] = mid  # its full text, if the context shortens it
                 out_cost += self._s.remember_micros
             s.previous_failed = failed(r.observation)
         # A Step that brings only the model's output is the round's second call (the action,
@@ -205,6 +208,15 @@ class AgentLoop:
         if not r.active_recall and query and not parse_only:
             memories, cost = self._recall(ns, query, deadline)
             out_cost += cost
+        # what the user says: a stated need or preference is a key event too
+        # (after the recall: this round's input is the query, not one of its answers)
+        if r.input and r.round not in s.inputs:
+            s.inputs[r.round] = r.input
+            stated = events(r.input, r.input_has_image, False)
+            if should_commit(stated, self._s.commit_threshold):
+                mid = self._remember(s, r, r.input, [e.kind for e in stated], deadline)
+                committed.append(mid)
+                out_cost += self._s.remember_micros
         # 4. the tier
         status = self._ledger.status(r.task_id)
         routed = self._tiers.route(
@@ -233,7 +245,14 @@ class AgentLoop:
         if not parse_only:
             built = ContextBuilder(
                 self._count, lambda t: self._remember(s, r, t.observation, ["long"], deadline)
-            ).build(s.goal, s.turns, out.memories, routed.route.token_budget_round, known=s.stored)
+            ).build(
+                s.goal,
+                s.turns,
+                out.memories,
+                routed.route.token_budget_round,
+                known=s.stored,
+                current=r.input,
+            )
             for rnd, mid in built.stored.items():
                 if rnd not in s.stored:
                     s.stored[rnd] = mid

@@ -14,7 +14,8 @@
   kind of task is not classified again. A round with an image is routed to vision without it,
   and a tier an image decided is not cached. The router reports its own cost: zero on a hit.
 - **Sticky routing**: the tier chosen in a task's first round holds, unless the difficulty jumps
-  (a higher tier with at least `jump_confidence`) or an image arrives.
+  (a higher tier with at least `jump_confidence`). A round with an image goes to `vision`, and
+  the next round without one returns to the task's tier.
 - **Round rules**: `complex` only for the first `complex_rounds` rounds (5), then `medium`;
   from `escalate_round` (10) on, the route says to escalate.
 - **The degrade ladder**: from level 2 (a cheaper model tier) each tier but vision is one step
@@ -179,11 +180,13 @@ class TierRouter:
             else:
                 d = fresh or Difficulty(held.tier, 1.0, ())
                 tier, why, first = held.tier, "sticky", held.first_round
-                if d.tier == "vision":
-                    tier, why = "vision", "image"
-                elif RANK[d.tier] > RANK[held.tier] and d.confidence >= s.jump_confidence:
+                if RANK[d.tier] > RANK[held.tier] and d.confidence >= s.jump_confidence:
                     tier, why = d.tier, "difficulty jumped"
-            self._tasks[task_id] = _Task(tier, first)
+            # An image routes its own round to vision; the task's tier stays what the text made it.
+            keep = tier if tier != "vision" or held is None else held.tier
+            self._tasks[task_id] = _Task(keep, first)
+            if d.tier == "vision" and held is not None:
+                tier, why = "vision", "image"
             self._tasks.move_to_end(task_id)
             while len(self._tasks) > s.task_capacity:
                 self._tasks.popitem(last=False)

@@ -18,6 +18,7 @@ def test_each_rule_fires_on_its_own_kind_of_round() -> None:
     assert kinds("The retry succeeded", prev_failed=True) == ["fixed"]
     assert kinds("Still failing: timeout", prev_failed=True) == []
     assert kinds("The weather is nice today.") == []
+    assert kinds("Contact me the way I prefer.") == []  # a reference to a preference, not one
 
 
 def test_the_threshold_decides() -> None:

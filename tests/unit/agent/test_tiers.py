@@ -52,6 +52,8 @@ def test_the_first_tier_sticks_unless_the_difficulty_jumps_or_an_image_arrives(
     assert jump.route.name == "complex" and jump.why == "difficulty jumped"
     img = r.route("t", 4, "Where is my order 7?", "here is a screenshot", False, 0)
     assert img.route.name == "vision" and img.why == "image"
+    back = r.route("t", 5, "Where is my order 7?", "thanks", False, 0)
+    assert back.route.name == "complex" and back.sticky  # the task's tier, not vision
 
 
 def test_round_rules_and_the_degrade_ladder(clock: FakeClock) -> None:
