@@ -5,9 +5,9 @@ needed later.
 Each user has `sessions` sessions of `rounds` rounds. In the first session the user states a
 preference (how to be contacted). Every session opens a ticket with a fix in it; a later session
 refers back to the previous one's ticket. Some rounds carry a screenshot (its description is the
-round's observation). Tool outputs are long, as logs, diagnostics and knowledge-base pages are: 500 to 1,400 tokens
-(seed 001's classic loop averaged 16K prompt tokens). The last round asks for the resolution,
-which needs three facts:
+round's observation). Tool outputs are long, as logs, diagnostics and knowledge-base pages are:
+500 to 1,400 tokens (seed 001's classic loop averaged 16K prompt tokens). The last round asks
+for the resolution, which needs three facts:
 - the order id the user gave earlier in this session;
 - the fix recorded in the ticket the user refers to (from the previous session);
 - the user's contact preference (from the first session).
