@@ -227,6 +227,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     log.info("listening on %s:%d (NOT_SERVING until loaded), pid %d", host, port, os.getpid())
     engine: MemoryEngine | None = None
     ledger_store: SqliteLedgerStore | None = None
+    loop_: AgentLoop | None = None
     try:
         ledger_store = SqliteLedgerStore(Path(settings.server.data_dir) / "ledger.sqlite3")
         ledger = Ledger(ledger_store, SystemClock(), settings.ledger)
@@ -241,9 +242,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
             engine = opening.result()
             await _catch_up(engine, settings, stop)
             if counter is not None and ledger_store is not None:
-                grpc_server.agent_ready(
-                    agent_loop(settings, ledger, engine, encoder, counter.count)
-                )
+                loop_ = agent_loop(settings, ledger, engine, encoder, counter.count)
+                grpc_server.agent_ready(loop_)
             if not stop.is_set():
                 await grpc_server.mark_serving(engine)
                 log.info("SERVING on %s:%d", host, port)
@@ -256,6 +256,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
         # The calls' work first (cancelled calls stop at their next deadline check), then the
         # stores: nothing still running can touch a closed store.
         await loop.run_in_executor(None, pools.shutdown)
+        if loop_ is not None:  # its queued memory writes, while the engine is open
+            await loop.run_in_executor(None, loop_.close)
         if engine is not None:
             await loop.run_in_executor(None, engine.close)
         if ledger_store is not None:

@@ -14,6 +14,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -150,6 +151,7 @@ class RunningServer:
         self.target = target
         self.engine = engine
         self.grpc = grpc_server
+        self.loop: Any = None  # the agent loop, closed before the engine
 
 
 async def start_server(
@@ -165,9 +167,12 @@ async def start_server(
     eng = open_engine(tmp, encoder, SystemClock(), settings.memory)  # type: ignore[arg-type]
     ledger = Ledger(SqliteLedgerStore(tmp / "ledger.sqlite3"), SystemClock(), settings.ledger)
     srv.ledger_ready(ledger)
-    srv.agent_ready(agent_loop(settings, ledger, eng, encoder, count))
+    loop = agent_loop(settings, ledger, eng, encoder, count)
+    srv.agent_ready(loop)
     await srv.mark_serving(eng)
-    return RunningServer(f"127.0.0.1:{port}", eng, srv), executor
+    running = RunningServer(f"127.0.0.1:{port}", eng, srv)
+    running.loop = loop
+    return running, executor
 
 
 @pytest.fixture
@@ -175,5 +180,7 @@ async def server(tmp_path: Path, encoder: OnnxTextEncoder) -> AsyncIterator[Runn
     srv, executor = await start_server(tmp_path / "srv", encoder)
     yield srv
     await srv.grpc.drain(1.0)
+    if srv.loop is not None:
+        srv.loop.close()
     srv.engine.close()
     executor.shutdown()

@@ -4,6 +4,7 @@ schema's one retry, loop detection, tiers, the ladder's optional tools, and fiel
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import grpc
@@ -12,6 +13,8 @@ from pocketd.v1 import agent_service_pb2 as apb
 from pocketd.v1 import agent_service_pb2_grpc as apb_grpc
 from pocketd.v1 import ledger_service_pb2 as lpb
 from pocketd.v1 import ledger_service_pb2_grpc as lpb_grpc
+from pocketd.v1 import memory_service_pb2 as spb
+from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 from tests.api.test_memory_api import expect, violations
 from tests.conftest import RunningServer
 
@@ -67,6 +70,17 @@ async def test_a_loop_of_three_rounds(server: RunningServer) -> None:
     again = await agent.Step(r2_req)  # a retried Step: the reported spend is not charged twice
     assert again.budget.spent_micros == spent + again.step_cost_micros
     assert not again.committed_memory_ids  # nor the observation committed twice
+    # Memories are written off the call: wait (generously) until this one is there.
+    mem = spb_grpc.MemoryServiceStub(grpc.aio.insecure_channel(server.target))
+    for _ in range(2400):
+        try:
+            got = await mem.Get(
+                spb.GetRequest(namespace="alice", memory_id=r2.committed_memory_ids[0])
+            )
+            break
+        except grpc.aio.AioRpcError:
+            await asyncio.sleep(0.05)
+    assert "prefer email" in got.record.text
     r3 = await agent.Step(
         apb.StepRequest(
             task_id="t1", round=3, input="How should we contact the user about the delivery?",

@@ -7,7 +7,8 @@ A round, in order:
    the task and the round, so a retried Step never charges them twice (pocketd's own work, a
    Recall run again, is charged each time it runs);
 2. note the previous action and observation; commit the observation to memory when it is a key
-   event (`keyevents`), and charge the storage;
+   event (`keyevents`), and charge the storage; memories are written off the call, under ids
+   chosen at once;
 3. recall (RECALL_MODE_AUTO) for this round's input, or the observation, or the goal, and charge
    the Recall's cost units; in RECALL_MODE_ACTIVE only when the action calls search_memory;
 4. route the model tier (sticky, with the ladder's level);
@@ -27,15 +28,17 @@ with what its next Steps report.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from server.core.agent.action import Action, ActionError, looping, parse
-from server.core.agent.context import ContextBuilder, Recalled, Turn
+from server.core.agent.context import ContextBuilder, ContextSettings, Recalled, Turn, summarize
 from server.core.agent.keyevents import events, failed, should_commit
 from server.core.agent.ledger import Ledger
 from server.core.agent.model import SpendKind, Status
@@ -53,6 +56,7 @@ from server.core.memory.engine import MemoryEngine
 from server.core.memory.model import Kind, NewMemory, RecallQuery, Record, WriteHints
 from server.core.settings import AgentSettings
 
+log = logging.getLogger(__name__)
 SEARCH_MEMORY = "search_memory"
 SEARCH_MEMORY_TOOL = {
     "name": SEARCH_MEMORY,
@@ -154,6 +158,8 @@ class AgentLoop:
         self._count = count_tokens
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._lock = threading.Lock()
+        self._writes = ThreadPoolExecutor(1, thread_name_prefix="pocketd-agent-memory")
+        self._s_context = ContextSettings()
 
     def step(self, r: StepIn, deadline: Deadline) -> StepOut:
         status = self._ledger.status(r.task_id)  # NOT_FOUND for a task never opened
@@ -295,8 +301,12 @@ class AgentLoop:
     def _remember(
         self, s: _Session, r: StepIn, text: str, why: list[str], deadline: Deadline
     ) -> str:
+        """Write a memory off the call (encoding and a durable write take tens of ms), under an
+        id chosen here, which the Step returns at once. The writes of all tasks go through one
+        thread, in order; a write that fails is logged."""
+        mid = f"m-{uuid.uuid4().hex}"
         rec = Record(
-            memory_id="",
+            memory_id=mid,
             namespace=s.namespace,
             kind=Kind.OBSERVATION,
             session_id=s.session_id,
@@ -304,10 +314,24 @@ class AgentLoop:
             tags=tuple(f"key:{w}" for w in why),
             importance=4,
         )
-        (res,) = self._engine.remember(
-            [NewMemory(rec, None, hints=WriteHints(remember=True))], deadline
-        )
-        return res.memory_id
+        item = NewMemory(rec, None, hints=WriteHints(remember=True), client_memory_id=True)
+        gist = summarize(text, self._s_context.memory_tokens, self._count)
+        self._writes.submit(self._write, item, gist)
+        return mid
+
+    def _write(self, item: NewMemory, gist: str) -> None:
+        """Its vector is its extractive summary's: a long tool output's gist, not its filler
+        (and a quarter of the encoding)."""
+        try:
+            if gist and gist != item.record.text:
+                item.vector = self._engine.encode([gist])[0]
+            self._engine.remember([item])
+        except Exception:
+            log.exception("an agent memory was not written (%s)", item.record.memory_id)
+
+    def close(self) -> None:
+        """Finish the memory writes queued so far (before the engine closes)."""
+        self._writes.shutdown(wait=True)
 
     def _recall(self, ns: str, query: str, deadline: Deadline) -> tuple[list[Recalled], int]:
         res = self._engine.recall(

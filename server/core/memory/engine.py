@@ -210,6 +210,10 @@ class MemoryEngine:
             )
         return self._encoder
 
+    def encode(self, texts: list[str], deadline: Deadline | None = None) -> Vector:
+        """The built-in encoder's unit vectors of `texts` (FAILED_PRECONDITION without one)."""
+        return self._encode(texts, "the text", deadline or no_deadline())
+
     def _encode(
         self, texts: list[str], what: str, deadline: Deadline, where: Location | None = None
     ) -> Vector:
