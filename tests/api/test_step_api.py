@@ -13,6 +13,7 @@ from pocketd.v1 import agent_service_pb2 as apb
 from pocketd.v1 import agent_service_pb2_grpc as apb_grpc
 from pocketd.v1 import ledger_service_pb2 as lpb
 from pocketd.v1 import ledger_service_pb2_grpc as lpb_grpc
+from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 from tests.api.test_memory_api import expect, violations
@@ -161,3 +162,35 @@ async def test_step_errors_name_the_field(server: RunningServer) -> None:
     assert {"round", "tools_json[0]", "tool_results[0].params_json", "usage[0].model"} <= set(
         violations(err)
     )
+
+
+async def test_active_recall_supplies_search_memory_and_runs_it(server: RunningServer) -> None:
+    agent, led = stubs(server)
+    mem = spb_grpc.MemoryServiceStub(grpc.aio.insecure_channel(server.target))
+    await mem.Remember(
+        spb.RememberRequest(
+            record=pb.MemoryRecord(
+                namespace="alice", kind=pb.MEMORY_KIND_PREFERENCE, text="Alice prefers SMS"
+            )
+        )
+    )
+    await open_task(led, "act")
+    first = await agent.Step(
+        apb.StepRequest(
+            task_id="act", round=1, goal="Tell Alice her order shipped",
+            recall_mode=apb.RECALL_MODE_ACTIVE,
+        )
+    )  # fmt: skip
+    assert not first.memories  # active: nothing is recalled unless the model asks
+    assert json.loads(first.search_memory_tool_json)["name"] == "search_memory"
+    asked = await agent.Step(
+        apb.StepRequest(
+            task_id="act", round=1, recall_mode=apb.RECALL_MODE_ACTIVE,
+            raw_model_output=json.dumps({
+                "type": "tool", "tool": "search_memory",
+                "params": {"query": "how does Alice want to be contacted"},
+            }),
+        )
+    )  # fmt: skip
+    assert any("prefers SMS" in m.text for m in asked.memories)
+    assert asked.step_cost_micros >= 0
