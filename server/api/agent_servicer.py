@@ -30,6 +30,7 @@ MAX_ROUND = 1_000_000
 MAX_TEXT = 65_536
 MAX_OBSERVATION = 1_048_576
 MAX_TOKENS = 10_000_000
+MAX_REPORTS = 64
 _RECALL_MODES = {v.number for v in apb.RecallMode.DESCRIPTOR.values}
 
 
@@ -95,6 +96,14 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
                 v.add("tools_json", f"has {len(r.tools_json)} tools; at most {MAX_TOOLS}")
             else:
                 tools.extend(parse_tools(v, r.tools_json))
+            for name, n in (("usage", len(r.usage)), ("tool_results", len(r.tool_results))):
+                if n > MAX_REPORTS:
+                    v.add(name, f"has {n} entries; at most {MAX_REPORTS}")
+            for i, tool in enumerate(tools):
+                try:
+                    compact(tool, i)
+                except ToolSchemaError as e:
+                    v.add(f"tools_json[{i}]", str(e))
             for i, u in enumerate(r.usage):
                 if not u.model:
                     v.add(f"usage[{i}].model", "is required")
@@ -110,6 +119,11 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
 
         def work(d: Deadline) -> apb.StepResponse:
             if self._loop is None:
+                if self._count is None:
+                    raise FailedPreconditionError(
+                        "Step needs a tokenizer (encoder.model_dir has no tokenizer.json)",
+                        "NO_TOKENIZER",
+                    )
                 raise UnavailableError("pocketd is starting: the agent loop is not ready")
             r = request
             out = self._loop.step(
@@ -129,7 +143,9 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
                     ),
                     raw_model_output=r.raw_model_output,
                     tools=tuple(tools) if r.tools_json else None,
-                    active_recall=r.recall_mode == apb.RECALL_MODE_ACTIVE,
+                    active_recall=None
+                    if r.recall_mode == apb.RECALL_MODE_UNSPECIFIED
+                    else r.recall_mode == apb.RECALL_MODE_ACTIVE,
                 ),
                 d,
             )

@@ -93,7 +93,10 @@ async def test_a_loop_of_three_rounds(server: RunningServer) -> None:
     bad = apb.StepRequest(task_id="t1", round=4, raw_model_output='{"type":"think"}')
     first = await agent.Step(bad)
     assert "type" in first.action_error and first.retry_action
-    second = await agent.Step(bad)
+    same = await agent.Step(bad)  # the same output again (a retried Step): the same answer
+    assert same.retry_action
+    worse = apb.StepRequest(task_id="t1", round=4, raw_model_output="not json")
+    second = await agent.Step(worse)  # the retry failed too: no more tries this round
     assert second.action_error and not second.retry_action
 
 

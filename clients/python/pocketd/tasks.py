@@ -157,7 +157,7 @@ class Task:
         tool_results: tuple[tuple[str, dict[str, Any], str], ...] = (),
         raw_output: str = "",
         tools: list[dict[str, Any]] | None = None,
-        active_recall: bool = False,
+        active_recall: bool | None = None,
     ) -> apb.StepResponse:
         """`AgentService.Step` for `round`. `usage` is (model, input tokens, output tokens) per
         model call, `tool_results` (tool, params, result). A round's second call, with only
@@ -174,7 +174,11 @@ class Task:
             ],
             raw_model_output=raw_output,
             tools_json=[json.dumps(t) for t in tools or []],
-            recall_mode=apb.RECALL_MODE_ACTIVE if active_recall else apb.RECALL_MODE_AUTO,
+            recall_mode=apb.RECALL_MODE_UNSPECIFIED
+            if active_recall is None
+            else apb.RECALL_MODE_ACTIVE
+            if active_recall
+            else apb.RECALL_MODE_AUTO,
         )  # fmt: skip
         out: apb.StepResponse = self._retry(lambda: self._agent.Step(req, timeout=self._timeout))
         return out

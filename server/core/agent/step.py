@@ -27,8 +27,10 @@ with what its next Steps report.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import math
 import threading
 import uuid
 from collections import OrderedDict
@@ -41,9 +43,9 @@ from server.core.agent.action import Action, ActionError, looping, parse
 from server.core.agent.context import ContextBuilder, ContextSettings, Recalled, Turn, summarize
 from server.core.agent.keyevents import events, failed, should_commit
 from server.core.agent.ledger import Ledger
-from server.core.agent.model import SpendKind, Status
+from server.core.agent.model import Budget, SpendKind, Status
 from server.core.agent.tiers import Route, Routed, TierRouter, TierSettings
-from server.core.agent.toolcache import ToolCache
+from server.core.agent.toolcache import ToolCache, canonical
 from server.core.agent.tools import ToolSchemaError, compact
 from server.core.deadline import Deadline
 from server.core.errors import (
@@ -53,10 +55,18 @@ from server.core.errors import (
     Location,
 )
 from server.core.memory.engine import MemoryEngine
-from server.core.memory.model import Kind, NewMemory, RecallQuery, Record, WriteHints
+from server.core.memory.model import (
+    GateDecision,
+    Kind,
+    NewMemory,
+    RecallQuery,
+    Record,
+    WriteHints,
+)
 from server.core.settings import AgentSettings
 
 log = logging.getLogger(__name__)
+MAX_PENDING_WRITES = 256  # beyond this many queued memory writes, a Step writes its own
 SEARCH_MEMORY = "search_memory"
 SEARCH_MEMORY_TOOL = {
     "name": SEARCH_MEMORY,
@@ -97,7 +107,7 @@ class StepIn:
     tool_results: tuple[ToolRun, ...] = ()
     raw_model_output: str = ""
     tools: tuple[dict[str, Any], ...] | None = None  # None: as before
-    active_recall: bool = False
+    active_recall: bool | None = None  # None: as the task's earlier Steps said (auto at first)
 
 
 @dataclass
@@ -127,10 +137,12 @@ class _Session:
     turns: list[Turn] = field(default_factory=list)
     stored: dict[int, str] = field(default_factory=dict)
     tools: list[dict[str, Any]] = field(default_factory=list)
-    actions: list[Action] = field(default_factory=list)
+    actions: dict[int, Action] = field(default_factory=dict)  # round → its action
     noted: set[int] = field(default_factory=set)  # rounds whose observation is noted
-    attempts: dict[int, int] = field(default_factory=dict)  # round → refused raw outputs
+    refused: dict[int, list[str]] = field(default_factory=dict)  # round → refused raw outputs
     previous_failed: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    active_recall: bool = False
     inputs: dict[int, str] = field(default_factory=dict)  # round → what the user said
 
 
@@ -159,9 +171,12 @@ class AgentLoop:
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._lock = threading.Lock()
         self._writes = ThreadPoolExecutor(1, thread_name_prefix="pocketd-agent-memory")
+        self._pending = 0  # writes queued and not yet done
         self._s_context = ContextSettings()
 
     def step(self, r: StepIn, deadline: Deadline) -> StepOut:
+        """One round; two Steps of one task run one at a time (a client may retry while its
+        first attempt still runs)."""
         status = self._ledger.status(r.task_id)  # NOT_FOUND for a task never opened
         if status.state == "closed":
             raise FailedPreconditionError(
@@ -169,6 +184,12 @@ class AgentLoop:
             )
         ns, session_id, budget = self._ledger.task_of(r.task_id)
         s = self._session(r, ns, session_id)
+        with s.lock:
+            return self._step(r, s, ns, budget, status, deadline)
+
+    def _step(
+        self, r: StepIn, s: _Session, ns: str, budget: Budget, status: Status, deadline: Deadline
+    ) -> StepOut:
         out_cost = 0
         warnings: list[str] = []
         # 1. what the agent reports
@@ -183,11 +204,13 @@ class AgentLoop:
             ):
                 if tokens:
                     amount = -(-tokens * per_1k // 1000)
-                    self._charge(r, kind, amount, "", f"usage:{i}:{int(kind)}")
+                    what = f"usage:{i}:{u.model}:{u.input_tokens}:{u.output_tokens}:{int(kind)}"
+                    self._charge(r, kind, amount, "", what)
         for i, t in enumerate(r.tool_results):
             tb = budget.tools.get(t.tool)
             call_price = 0 if tb is None else tb.cost_per_call_micros
-            self._charge(r, SpendKind.TOOL_CALL, call_price, t.tool, f"tool:{i}")
+            args = hashlib.blake2b(canonical(t.params).encode(), digest_size=6).hexdigest()
+            self._charge(r, SpendKind.TOOL_CALL, call_price, t.tool, f"tool:{i}:{t.tool}:{args}")
             if tb is not None:
                 self._cache.put(ns, t.tool, t.params, t.result, tb.cache_ttl_seconds, tb.idempotent)
         # 2. the previous round, and its key events
@@ -206,12 +229,12 @@ class AgentLoop:
         # A Step that brings only the model's output is the round's second call (the action,
         # parsed): no recall and no context again.
         parse_only = bool(r.raw_model_output) and not (
-            r.observation or r.previous_action or r.input or r.usage or r.tool_results or r.tools
+            r.observation or r.previous_action or r.input or r.tools
         )
         # 3. recall
         memories: list[Recalled] = []
         query = r.input or r.observation or s.goal
-        if not r.active_recall and query and not parse_only:
+        if not s.active_recall and query and not parse_only:
             memories, cost = self._recall(ns, query, deadline)
             out_cost += cost
         # what the user says: a stated need or preference is a key event too
@@ -242,7 +265,7 @@ class AgentLoop:
                 tools.append((name, compact(schema, i)))
             except ToolSchemaError as e:
                 raise InvalidArgumentError([FieldViolation(f"tools_json[{i}]", str(e))]) from e
-        names = {n for n, _ in tools} | ({SEARCH_MEMORY} if r.active_recall else set())
+        names = {n for n, _ in tools} | ({SEARCH_MEMORY} if s.active_recall else set())
         # 6./7. the action, then the context (an active recall's results go into it)
         out = StepOut(status, routed, tools, "", 0, [], memories, committed=committed)
         if r.raw_model_output:
@@ -271,7 +294,7 @@ class AgentLoop:
         out.status = self._ledger.status(r.task_id)
         out.warnings = warnings + out.warnings
         out.step_cost = out_cost
-        if r.active_recall:
+        if s.active_recall:
             out.search_memory_tool = json.dumps(SEARCH_MEMORY_TOOL)
         return out
 
@@ -293,6 +316,8 @@ class AgentLoop:
             self._sessions.move_to_end(r.task_id)
             if r.tools is not None:
                 s.tools = list(r.tools)
+            if r.active_recall is not None:
+                s.active_recall = r.active_recall
             return s
 
     def _charge(self, r: StepIn, kind: SpendKind, amount: int, tool: str, what: str) -> None:
@@ -316,18 +341,33 @@ class AgentLoop:
         )
         item = NewMemory(rec, None, hints=WriteHints(remember=True), client_memory_id=True)
         gist = summarize(text, self._s_context.memory_tokens, self._count)
-        self._writes.submit(self._write, item, gist)
+        with self._lock:
+            behind = self._pending >= MAX_PENDING_WRITES
+            self._pending += 0 if behind else 1
+        if behind:  # the writes fall behind: this one on the call (backpressure)
+            self._write(item, gist, queued=False)
+        else:
+            self._writes.submit(self._write, item, gist)
         return mid
 
-    def _write(self, item: NewMemory, gist: str) -> None:
+    def _write(self, item: NewMemory, gist: str, queued: bool = True) -> None:
         """Its vector is its extractive summary's: a long tool output's gist, not its filler
         (and a quarter of the encoding)."""
         try:
             if gist and gist != item.record.text:
                 item.vector = self._engine.encode([gist])[0]
-            self._engine.remember([item])
+            (res,) = self._engine.remember([item])
+            if res.memory_id != item.record.memory_id or res.decision != GateDecision.STORED:
+                log.warning(
+                    "agent memory %s was %s (%s) as %s",
+                    item.record.memory_id, res.decision.name.lower(), res.reason, res.memory_id,
+                )  # fmt: skip
         except Exception:
             log.exception("an agent memory was not written (%s)", item.record.memory_id)
+        finally:
+            if queued:
+                with self._lock:
+                    self._pending -= 1
 
     def close(self) -> None:
         """Finish the memory writes queued so far (before the engine closes)."""
@@ -337,7 +377,7 @@ class AgentLoop:
         res = self._engine.recall(
             RecallQuery(namespace=ns, text=query, top_k=self._s.recall_top_k), deadline
         )
-        cost = -(-int(res.cost_units) * self._s.recall_micros_per_kilounit // 1000)
+        cost = math.ceil(res.cost_units * self._s.recall_micros_per_kilounit / 1000)
         return [
             Recalled(
                 h.record.memory_id,
@@ -355,13 +395,17 @@ class AgentLoop:
         try:
             action = parse(r.raw_model_output, names)
         except ActionError as e:
-            n = s.attempts.get(r.round, 0) + 1
-            s.attempts[r.round] = n
-            out.action_error, out.retry_action = str(e), n <= 1
+            # One retry per round: the first refused output may be tried again; the same output
+            # sent again (a retried Step) is answered the same.
+            refused = s.refused.setdefault(r.round, [])
+            if r.raw_model_output not in refused:
+                refused.append(r.raw_model_output)
+            out.action_error, out.retry_action = str(e), refused[0] == r.raw_model_output
             return
         out.action = action
-        s.actions.append(action)
-        if looping(s.actions, self._s.loop_repeat):
+        s.actions[r.round] = action  # a retried Step replaces its round's action
+        history = [s.actions[k] for k in sorted(s.actions)]
+        if looping(history, self._s.loop_repeat):
             why = f"the same action {self._s.loop_repeat} times in a row: {action.signature()[:80]}"
             out.warnings.append(why)
             self._ledger.step_down(r.task_id, why, f"step:{r.round}:loop")

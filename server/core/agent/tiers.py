@@ -183,7 +183,12 @@ class TierRouter:
                 if RANK[d.tier] > RANK[held.tier] and d.confidence >= s.jump_confidence:
                     tier, why = d.tier, "difficulty jumped"
             # An image routes its own round to vision; the task's tier stays what the text made it.
-            keep = tier if tier != "vision" or held is None else held.tier
+            if tier != "vision":
+                keep = tier
+            elif held is not None:
+                keep = held.tier
+            else:  # a first round with an image: the task's tier is what its text says
+                keep = classify(prefix + "\n" + text, False, None, s).tier
             self._tasks[task_id] = _Task(keep, first)
             if d.tier == "vision" and held is not None:
                 tier, why = "vision", "image"
