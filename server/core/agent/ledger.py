@@ -178,14 +178,8 @@ class Ledger:
             if done is not None:
                 return done
             task = self._open(tx, task_id, now)
-            k = int(kind)
-            task.spent_by_kind[k] = task.spent_by_kind.get(k, 0) + amount
-            task.commits_by_kind[k] = task.commits_by_kind.get(k, 0) + 1
-            task.spent_by_round[round_] = task.spent_by_round.get(round_, 0) + amount
+            _book(task, kind, round_, tool, amount)
             task.round = max(task.round, round_)
-            if tool:
-                task.calls_by_tool[tool] = task.calls_by_tool.get(tool, 0) + 1
-                task.spent_by_tool[tool] = task.spent_by_tool.get(tool, 0) + amount
             self._climb(task)
             tx.put_task(task)
             out = self._status(task)
@@ -336,13 +330,7 @@ class Ledger:
             hold.state = "committed" if commit else "released"
             if commit:
                 hold.actual = actual
-                k = int(hold.kind)
-                task.spent_by_kind[k] = task.spent_by_kind.get(k, 0) + actual
-                task.commits_by_kind[k] = task.commits_by_kind.get(k, 0) + 1
-                task.spent_by_round[hold.round] = task.spent_by_round.get(hold.round, 0) + actual
-                if hold.tool:
-                    task.calls_by_tool[hold.tool] = task.calls_by_tool.get(hold.tool, 0) + 1
-                    task.spent_by_tool[hold.tool] = task.spent_by_tool.get(hold.tool, 0) + actual
+                _book(task, hold.kind, hold.round, hold.tool, actual)
                 if hold.expires_at <= now:  # expired: late, but the money was spent
                     task.warnings.append(
                         f"reservation {reservation_id} was committed after it expired"
@@ -499,6 +487,17 @@ class Ledger:
 
 
 _NO_TOOL = ToolBudget()
+
+
+def _book(task: Task, kind: SpendKind, round_: int, tool: str, amount: int) -> None:
+    """Add a spend to the task's totals by kind, round and tool."""
+    k = int(kind)
+    task.spent_by_kind[k] = task.spent_by_kind.get(k, 0) + amount
+    task.commits_by_kind[k] = task.commits_by_kind.get(k, 0) + 1
+    task.spent_by_round[round_] = task.spent_by_round.get(round_, 0) + amount
+    if tool:
+        task.calls_by_tool[tool] = task.calls_by_tool.get(tool, 0) + 1
+        task.spent_by_tool[tool] = task.spent_by_tool.get(tool, 0) + amount
 
 
 def _fingerprint(request: object) -> str:
