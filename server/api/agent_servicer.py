@@ -9,14 +9,17 @@ from typing import Any
 from pocketd.v1 import agent_service_pb2 as apb
 from pocketd.v1 import agent_service_pb2_grpc as apb_grpc
 from server.api import fields as f
-from server.api.calls import CallRecord, WorkerPools
+from server.api.calls import CallRecord, WorkerPools, code_name
 from server.api.convert_agent import step_pb
+from server.api.errors import to_status
 from server.api.handler import Ctx, Handler
 from server.api.validation import Violations
 from server.core.agent.step import AgentLoop, StepIn, ToolRun, Usage
 from server.core.agent.tools import ToolSchemaError, compact
 from server.core.deadline import Deadline
 from server.core.errors import (
+    CallCancelledError,
+    DeadlineExceededError,
     FailedPreconditionError,
     FieldViolation,
     InvalidArgumentError,
@@ -31,6 +34,7 @@ MAX_TEXT = 65_536
 MAX_OBSERVATION = 1_048_576
 MAX_TOKENS = 10_000_000
 MAX_REPORTS = 64
+MAX_BATCH = 64
 _RECALL_MODES = {v.number for v in apb.RecallMode.DESCRIPTOR.values}
 
 
@@ -74,86 +78,129 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
     async def Step(self, request: apb.StepRequest, context: Ctx) -> apb.StepResponse:
         tools: list[dict[str, Any]] = []
         params: list[dict[str, Any]] = []
+        return await self._call(
+            context,
+            CallRecord("Step", request.task_id, 1),
+            lambda v: self._check_step(v, request, tools, params),
+            lambda d: self._run_step(request, tools, params, d),
+            batch=False,
+        )
 
+    async def StepBatch(self, request: apb.StepBatchRequest, context: Ctx) -> apb.StepBatchResponse:
         def validate(v: Violations) -> None:
-            r = request
-            if not r.task_id or not f.matches(f.MEMORY_ID_RE, r.task_id):
-                v.add("task_id", "is required, " + f.MEMORY_ID_RULE)
-            if not 1 <= r.round <= MAX_ROUND:
-                v.add("round", f"{r.round} is outside 1-{MAX_ROUND}")
-            for name, text, limit in (
-                ("goal", r.goal, MAX_TEXT),
-                ("input", r.input, MAX_TEXT),
-                ("observation", r.observation, MAX_OBSERVATION),
-                ("previous_action_json", r.previous_action_json, MAX_TEXT),
-                ("raw_model_output", r.raw_model_output, MAX_TEXT),
-            ):
-                if len(text) > limit:
-                    v.add(name, f"has {len(text)} characters; the maximum is {limit}")
-            if r.recall_mode not in _RECALL_MODES:
-                v.add("recall_mode", f"{r.recall_mode} is not a RecallMode value")
-            if len(r.tools_json) > MAX_TOOLS:
-                v.add("tools_json", f"has {len(r.tools_json)} tools; at most {MAX_TOOLS}")
-            else:
-                tools.extend(parse_tools(v, r.tools_json))
-            for name, n in (("usage", len(r.usage)), ("tool_results", len(r.tool_results))):
-                if n > MAX_REPORTS:
-                    v.add(name, f"has {n} entries; at most {MAX_REPORTS}")
-            for i, tool in enumerate(tools):
-                try:
-                    compact(tool, i)
-                except ToolSchemaError as e:
-                    v.add(f"tools_json[{i}]", str(e))
-            for i, u in enumerate(r.usage):
-                if not u.model:
-                    v.add(f"usage[{i}].model", "is required")
-                if u.input_tokens > MAX_TOKENS or u.output_tokens > MAX_TOKENS:
-                    v.add(f"usage[{i}]", f"more than {MAX_TOKENS} tokens in one call")
-            for i, t in enumerate(r.tool_results):
-                if not t.tool:
-                    v.add(f"tool_results[{i}].tool", "is required")
-                p = _object(
-                    v, f"tool_results[{i}].params_json", t.params_json or "{}", MAX_TOOL_BYTES
-                )
-                params.append(p or {})
+            if not 1 <= len(request.steps) <= MAX_BATCH:
+                v.add("steps", f"has {len(request.steps)} steps; 1 to {MAX_BATCH}")
 
-        def work(d: Deadline) -> apb.StepResponse:
-            if self._loop is None:
-                if self._count is None:
-                    raise FailedPreconditionError(
-                        "Step needs a tokenizer (encoder.model_dir has no tokenizer.json)",
-                        "NO_TOKENIZER",
-                    )
-                raise UnavailableError("pocketd is starting: the agent loop is not ready")
-            r = request
-            out = self._loop.step(
-                StepIn(
-                    task_id=r.task_id,
-                    round=r.round,
-                    goal=r.goal,
-                    input=r.input,
-                    input_has_image=r.input_has_image,
-                    previous_action=r.previous_action_json,
-                    observation=r.observation,
-                    observation_has_media=r.observation_has_media,
-                    usage=tuple(Usage(u.model, u.input_tokens, u.output_tokens) for u in r.usage),
-                    tool_results=tuple(
-                        ToolRun(t.tool, p, t.result)
-                        for t, p in zip(r.tool_results, params, strict=True)
-                    ),
-                    raw_model_output=r.raw_model_output,
-                    tools=tuple(tools) if r.tools_json else None,
-                    active_recall=None
-                    if r.recall_mode == apb.RECALL_MODE_UNSPECIFIED
-                    else r.recall_mode == apb.RECALL_MODE_ACTIVE,
-                ),
-                d,
-            )
-            return step_pb(out)
+        def work(d: Deadline) -> apb.StepBatchResponse:
+            out = apb.StepBatchResponse()
+            for step in request.steps:
+                tools: list[dict[str, Any]] = []
+                params: list[dict[str, Any]] = []
+                result = out.results.add()
+                try:
+                    v = Violations()
+                    self._check_step(v, step, tools, params)
+                    v.raise_if_any()
+                    result.response.CopyFrom(self._run_step(step, tools, params, d))
+                except (DeadlineExceededError, CallCancelledError):
+                    raise  # the whole call stops
+                except Exception as e:  # this step's error, the others go on
+                    status = to_status(e, batch=False)
+                    result.error.code = code_name(status.code)
+                    result.error.message = status.message
+                    if isinstance(e, InvalidArgumentError):
+                        result.error.violations.extend(
+                            f"{x.field}: {x.description}" for x in e.violations
+                        )
+            return out
 
         return await self._call(
-            context, CallRecord("Step", request.task_id, 1), validate, work, batch=False
+            context, CallRecord("StepBatch", "", len(request.steps)), validate, work
         )
+
+    def _check_step(
+        self,
+        v: Violations,
+        r: apb.StepRequest,
+        tools: list[dict[str, Any]],
+        params: list[dict[str, Any]],
+    ) -> None:
+        if not r.task_id or not f.matches(f.MEMORY_ID_RE, r.task_id):
+            v.add("task_id", "is required, " + f.MEMORY_ID_RULE)
+        if not 1 <= r.round <= MAX_ROUND:
+            v.add("round", f"{r.round} is outside 1-{MAX_ROUND}")
+        for name, text, limit in (
+            ("goal", r.goal, MAX_TEXT),
+            ("input", r.input, MAX_TEXT),
+            ("observation", r.observation, MAX_OBSERVATION),
+            ("previous_action_json", r.previous_action_json, MAX_TEXT),
+            ("raw_model_output", r.raw_model_output, MAX_TEXT),
+        ):
+            if len(text) > limit:
+                v.add(name, f"has {len(text)} characters; the maximum is {limit}")
+        if r.recall_mode not in _RECALL_MODES:
+            v.add("recall_mode", f"{r.recall_mode} is not a RecallMode value")
+        if len(r.tools_json) > MAX_TOOLS:
+            v.add("tools_json", f"has {len(r.tools_json)} tools; at most {MAX_TOOLS}")
+        else:
+            tools.extend(parse_tools(v, r.tools_json))
+        for name, n in (("usage", len(r.usage)), ("tool_results", len(r.tool_results))):
+            if n > MAX_REPORTS:
+                v.add(name, f"has {n} entries; at most {MAX_REPORTS}")
+        for i, tool in enumerate(tools):
+            try:
+                compact(tool, i)
+            except ToolSchemaError as e:
+                v.add(f"tools_json[{i}]", str(e))
+        for i, u in enumerate(r.usage):
+            if not u.model:
+                v.add(f"usage[{i}].model", "is required")
+            if u.input_tokens > MAX_TOKENS or u.output_tokens > MAX_TOKENS:
+                v.add(f"usage[{i}]", f"more than {MAX_TOKENS} tokens in one call")
+        for i, t in enumerate(r.tool_results):
+            if not t.tool:
+                v.add(f"tool_results[{i}].tool", "is required")
+            p = _object(v, f"tool_results[{i}].params_json", t.params_json or "{}", MAX_TOOL_BYTES)
+            params.append(p or {})
+
+    def _run_step(
+        self,
+        r: apb.StepRequest,
+        tools: list[dict[str, Any]],
+        params: list[dict[str, Any]],
+        d: Deadline,
+    ) -> apb.StepResponse:
+        if self._loop is None:
+            if self._count is None:
+                raise FailedPreconditionError(
+                    "Step needs a tokenizer (encoder.model_dir has no tokenizer.json)",
+                    "NO_TOKENIZER",
+                )
+            raise UnavailableError("pocketd is starting: the agent loop is not ready")
+        out = self._loop.step(
+            StepIn(
+                task_id=r.task_id,
+                round=r.round,
+                goal=r.goal,
+                input=r.input,
+                input_has_image=r.input_has_image,
+                previous_action=r.previous_action_json,
+                observation=r.observation,
+                observation_has_media=r.observation_has_media,
+                usage=tuple(Usage(u.model, u.input_tokens, u.output_tokens) for u in r.usage),
+                tool_results=tuple(
+                    ToolRun(t.tool, p, t.result)
+                    for t, p in zip(r.tool_results, params, strict=True)
+                ),
+                raw_model_output=r.raw_model_output,
+                tools=tuple(tools) if r.tools_json else None,
+                active_recall=None
+                if r.recall_mode == apb.RECALL_MODE_UNSPECIFIED
+                else r.recall_mode == apb.RECALL_MODE_ACTIVE,
+            ),
+            d,
+        )
+        return step_pb(out)
 
     async def CompressTools(
         self, request: apb.CompressToolsRequest, context: Ctx

@@ -197,3 +197,27 @@ async def test_active_recall_supplies_search_memory_and_runs_it(server: RunningS
     )  # fmt: skip
     assert any("prefers SMS" in m.text for m in asked.memories)
     assert asked.step_cost_micros >= 0
+
+
+async def test_a_batch_of_independent_steps_answers_each(server: RunningServer) -> None:
+    agent, led = stubs(server)
+    await open_task(led, "b1")
+    await open_task(led, "b2")
+    resp = await agent.StepBatch(
+        apb.StepBatchRequest(
+            steps=[
+                apb.StepRequest(task_id="b1", round=1, goal="Where is my order 5?"),
+                apb.StepRequest(task_id="nope", round=1, goal="x"),
+                apb.StepRequest(task_id="b2", round=0, goal="x"),
+                apb.StepRequest(task_id="b2", round=1, goal="Compare two plans"),
+            ]
+        )
+    )
+    kinds = [r.WhichOneof("outcome") for r in resp.results]
+    assert kinds == ["response", "error", "error", "response"]
+    assert resp.results[0].response.tier == "simple"
+    assert resp.results[1].error.code == "NOT_FOUND"
+    bad = resp.results[2].error
+    assert bad.code == "INVALID_ARGUMENT" and any(v.startswith("round:") for v in bad.violations)
+    err = await expect(agent.StepBatch(apb.StepBatchRequest()), grpc.StatusCode.INVALID_ARGUMENT)
+    assert "steps" in violations(err)

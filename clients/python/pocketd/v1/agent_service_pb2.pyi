@@ -17,6 +17,36 @@ RECALL_MODE_UNSPECIFIED: RecallMode
 RECALL_MODE_AUTO: RecallMode
 RECALL_MODE_ACTIVE: RecallMode
 
+class StepBatchRequest(_message.Message):
+    __slots__ = ("steps",)
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    steps: _containers.RepeatedCompositeFieldContainer[StepRequest]
+    def __init__(self, steps: _Optional[_Iterable[_Union[StepRequest, _Mapping]]] = ...) -> None: ...
+
+class StepError(_message.Message):
+    __slots__ = ("code", "message", "violations")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    VIOLATIONS_FIELD_NUMBER: _ClassVar[int]
+    code: str
+    message: str
+    violations: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ..., violations: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class StepBatchResult(_message.Message):
+    __slots__ = ("response", "error")
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    response: StepResponse
+    error: StepError
+    def __init__(self, response: _Optional[_Union[StepResponse, _Mapping]] = ..., error: _Optional[_Union[StepError, _Mapping]] = ...) -> None: ...
+
+class StepBatchResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[StepBatchResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[StepBatchResult, _Mapping]]] = ...) -> None: ...
+
 class ModelUsage(_message.Message):
     __slots__ = ("model", "input_tokens", "output_tokens")
     MODEL_FIELD_NUMBER: _ClassVar[int]

@@ -44,6 +44,11 @@ class AgentServiceStub:
                 request_serializer=pocketd_dot_v1_dot_agent__service__pb2.StepRequest.SerializeToString,
                 response_deserializer=pocketd_dot_v1_dot_agent__service__pb2.StepResponse.FromString,
                 _registered_method=True)
+        self.StepBatch = channel.unary_unary(
+                '/pocketd.v1.AgentService/StepBatch',
+                request_serializer=pocketd_dot_v1_dot_agent__service__pb2.StepBatchRequest.SerializeToString,
+                response_deserializer=pocketd_dot_v1_dot_agent__service__pb2.StepBatchResponse.FromString,
+                _registered_method=True)
 
 
 class AgentServiceServicer:
@@ -73,6 +78,15 @@ class AgentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StepBatch(self, request, context):
+        """Independent Steps in one call, for background work (seed 000 §3.3): each runs as its own
+        Step, in order, and gets its own answer or its own error (the code, message and bad fields
+        Step would have returned). At most 64 steps.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -85,6 +99,11 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     servicer.Step,
                     request_deserializer=pocketd_dot_v1_dot_agent__service__pb2.StepRequest.FromString,
                     response_serializer=pocketd_dot_v1_dot_agent__service__pb2.StepResponse.SerializeToString,
+            ),
+            'StepBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.StepBatch,
+                    request_deserializer=pocketd_dot_v1_dot_agent__service__pb2.StepBatchRequest.FromString,
+                    response_serializer=pocketd_dot_v1_dot_agent__service__pb2.StepBatchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -141,6 +160,33 @@ class AgentService:
             '/pocketd.v1.AgentService/Step',
             pocketd_dot_v1_dot_agent__service__pb2.StepRequest.SerializeToString,
             pocketd_dot_v1_dot_agent__service__pb2.StepResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StepBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pocketd.v1.AgentService/StepBatch',
+            pocketd_dot_v1_dot_agent__service__pb2.StepBatchRequest.SerializeToString,
+            pocketd_dot_v1_dot_agent__service__pb2.StepBatchResponse.FromString,
             options,
             channel_credentials,
             insecure,
