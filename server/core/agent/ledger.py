@@ -220,20 +220,23 @@ class Ledger:
         now = self._clock.now()
 
         def work(tx: LedgerTx) -> Status:
-            task = self._task(tx, task_id, now)
-            tx.put_task(task)  # with its expired holds dropped
+            task = tx.task(task_id)
+            if task is None:
+                raise NotFoundError("task", task_id, Location("task_id"))
+            if self._expire(tx, task, now):
+                tx.put_task(task)  # with its expired holds dropped
             return self._status(task)
 
         return self._store.run(work)
 
-    def task_of(self, task_id: str) -> tuple[str, str, Budget]:
-        """The task's namespace, session and budget."""
+    def task_of(self, task_id: str) -> tuple[str, str, Budget, str]:
+        """The task's namespace, session, budget and state."""
 
-        def work(tx: LedgerTx) -> tuple[str, str, Budget]:
+        def work(tx: LedgerTx) -> tuple[str, str, Budget, str]:
             task = tx.task(task_id)
             if task is None:
                 raise NotFoundError("task", task_id, Location("task_id"))
-            return task.namespace, task.session_id, task.budget
+            return task.namespace, task.session_id, task.budget, task.state
 
         return self._store.run(work)
 
@@ -362,9 +365,15 @@ class Ledger:
         task = tx.task(task_id)
         if task is None:
             raise NotFoundError("task", task_id, Location("task_id"))
-        for h in tx.expire(task_id, now):
-            task.add_hold(h, -1)
+        self._expire(tx, task, now)
         return task
+
+    def _expire(self, tx: LedgerTx, task: Task, now: float) -> bool:
+        """Stop counting the task's holds that expired by `now`; whether there were any."""
+        gone = tx.expire(task.task_id, now)
+        for h in gone:
+            task.add_hold(h, -1)
+        return bool(gone)
 
     def _refusal(
         self, task: Task, live: list[HeldSum], round_: int, tool: str, amount: int, final: bool

@@ -177,19 +177,16 @@ class AgentLoop:
     def step(self, r: StepIn, deadline: Deadline) -> StepOut:
         """One round; two Steps of one task run one at a time (a client may retry while its
         first attempt still runs)."""
-        status = self._ledger.status(r.task_id)  # NOT_FOUND for a task never opened
-        if status.state == "closed":
+        ns, session_id, budget, state = self._ledger.task_of(r.task_id)  # NOT_FOUND if never opened
+        if state == "closed":
             raise FailedPreconditionError(
                 f"task {r.task_id!r} is closed", "TASK_CLOSED", Location("task_id")
             )
-        ns, session_id, budget = self._ledger.task_of(r.task_id)
         s = self._session(r, ns, session_id)
         with s.lock:
-            return self._step(r, s, ns, budget, status, deadline)
+            return self._step(r, s, ns, budget, deadline)
 
-    def _step(
-        self, r: StepIn, s: _Session, ns: str, budget: Budget, status: Status, deadline: Deadline
-    ) -> StepOut:
+    def _step(self, r: StepIn, s: _Session, ns: str, budget: Budget, deadline: Deadline) -> StepOut:
         out_cost = 0
         warnings: list[str] = []
         # 1. what the agent reports
