@@ -6,7 +6,14 @@ import json
 
 from pocketd.v1 import agent_service_pb2 as apb
 from server.api.convert_ledger import status_pb
+from server.core.agent.context import Recalled
 from server.core.agent.step import StepOut
+
+
+def _memory(m: Recalled) -> apb.StepMemory:
+    return apb.StepMemory(
+        memory_id=m.memory_id, text=m.text, score=m.score, source_type=m.source_type
+    )
 
 
 def step_pb(o: StepOut) -> apb.StepResponse:
@@ -22,12 +29,7 @@ def step_pb(o: StepOut) -> apb.StepResponse:
         context=o.context,
         context_tokens=o.context_tokens,
         context_dropped=o.context_dropped,
-        memories=[
-            apb.StepMemory(
-                memory_id=m.memory_id, text=m.text, score=m.score, source_type=m.source_type
-            )
-            for m in o.memories
-        ],
+        memories=[_memory(m) for m in o.memories],
         action_error=o.action_error,
         retry_action=o.retry_action,
         committed_memory_ids=o.committed,
@@ -35,6 +37,13 @@ def step_pb(o: StepOut) -> apb.StepResponse:
         search_memory_tool_json=o.search_memory_tool,
         step_cost_micros=o.step_cost,
     )
+    if o.failover is not None:
+        f = o.failover
+        out.failover.action = int(f.action)  # type: ignore[assignment]
+        out.failover.stop_reason = f.stop_reason
+        out.failover.partial_result = f.partial_result
+        if f.best_memory is not None:
+            out.failover.best_memory.CopyFrom(_memory(f.best_memory))
     if o.action is not None:
         a = o.action
         out.action.CopyFrom(

@@ -221,3 +221,65 @@ async def test_a_batch_of_independent_steps_answers_each(server: RunningServer) 
     assert bad.code == "INVALID_ARGUMENT" and any(v.startswith("round:") for v in bad.violations)
     err = await expect(agent.StepBatch(apb.StepBatchRequest()), grpc.StatusCode.INVALID_ARGUMENT)
     assert "steps" in violations(err)
+
+
+async def overspend(agent: apb_grpc.AgentServiceStub, task: str, goal: str) -> apb.StepResponse:
+    """Round 1 reports a model call that costs more than the task's whole budget."""
+    usage = apb.ModelUsage(model="fast_small_model", input_tokens=200_000)
+    return await agent.Step(apb.StepRequest(task_id=task, round=1, goal=goal, usage=[usage]))
+
+
+async def test_best_memory_answer_returns_the_best_memory_for_the_goal(
+    server: RunningServer,
+) -> None:
+    agent, led = stubs(server)
+    mem = spb_grpc.MemoryServiceStub(grpc.aio.insecure_channel(server.target))
+    await mem.Remember(
+        spb.RememberRequest(
+            record=pb.MemoryRecord(
+                namespace="alice", kind=pb.MEMORY_KIND_FACT,
+                text="The refund for order 4471 was approved on March 3",
+            )
+        )
+    )  # fmt: skip
+    budget = lpb.TaskBudget(
+        total_micros=10_000, failover_action=lpb.FAILOVER_ACTION_BEST_MEMORY_ANSWER
+    )
+    await led.OpenTask(lpb.OpenTaskRequest(task_id="bm", namespace="alice", budget=budget))
+    r = await overspend(agent, "bm", "Was the refund for order 4471 approved?")
+    assert r.budget.degrade_level == 4
+    f = r.failover
+    assert f.action == lpb.FAILOVER_ACTION_BEST_MEMORY_ANSWER and f.stop_reason
+    assert "4471" in f.best_memory.text and f.best_memory.score > 0
+    assert f.best_memory.source_type and f.best_memory.memory_id
+    assert f.partial_result.startswith("Goal: Was the refund")
+    # Below level 4 there is no failover plan.
+    await open_task(led, "fine")
+    ok = await agent.Step(apb.StepRequest(task_id="fine", round=1, goal="Hello"))
+    assert not ok.HasField("failover")
+
+
+async def test_pause_stops_the_task_and_raise_budget_resumes_it(server: RunningServer) -> None:
+    agent, led = stubs(server)
+    budget = lpb.TaskBudget(total_micros=10_000, failover_action=lpb.FAILOVER_ACTION_PAUSE)
+    await led.OpenTask(lpb.OpenTaskRequest(task_id="pz", namespace="alice", budget=budget))
+    first = await overspend(agent, "pz", "Where is my order 88123?")
+    assert first.budget.state == "paused" and first.failover.action == lpb.FAILOVER_ACTION_PAUSE
+    assert first.failover.stop_reason == first.budget.stop_reason != ""
+    r2 = apb.StepRequest(
+        task_id="pz", round=2, input="Any news?",
+        previous_action_json='{"type":"tool","tool":"search","params":{"q":"88123"}}',
+        observation="Order 88123 is in the warehouse in Lyon.",
+    )  # fmt: skip
+    paused = await agent.Step(r2)
+    assert paused.failover.action == lpb.FAILOVER_ACTION_PAUSE
+    assert not paused.context and not paused.memories  # no more work while paused
+    assert "Round 1" in paused.failover.partial_result
+    assert "Lyon" in paused.failover.partial_result  # what the task did so far
+    await led.RaiseBudget(
+        lpb.RaiseBudgetRequest(task_id="pz", add_total_micros=1_000_000, idempotency_key="up")
+    )
+    resumed = await agent.Step(r2)  # the round it stopped at, again
+    assert resumed.budget.state == "open" and not resumed.HasField("failover")
+    assert resumed.context.startswith("Goal: Where is my order 88123?")
+    assert "Lyon" in resumed.context

@@ -41,9 +41,10 @@ from typing import Any
 
 from server.core.agent.action import Action, ActionError, looping, parse
 from server.core.agent.context import ContextBuilder, ContextSettings, Recalled, Turn, summarize
+from server.core.agent.failover import FailoverPlan, best, partial_result
 from server.core.agent.keyevents import events, failed, should_commit
 from server.core.agent.ledger import Ledger
-from server.core.agent.model import Budget, SpendKind, Status
+from server.core.agent.model import Budget, Failover, SpendKind, Status
 from server.core.agent.tiers import Route, Routed, TierRouter, TierSettings
 from server.core.agent.toolcache import ToolCache, canonical
 from server.core.agent.tools import ToolSchemaError, compact
@@ -127,6 +128,7 @@ class StepOut:
     warnings: list[str] = field(default_factory=list)
     search_memory_tool: str = ""
     step_cost: int = 0
+    failover: FailoverPlan | None = None  # at degrade level 4
 
 
 @dataclass
@@ -184,9 +186,11 @@ class AgentLoop:
             )
         s = self._session(r, ns, session_id)
         with s.lock:
-            return self._step(r, s, ns, budget, deadline)
+            return self._step(r, s, ns, budget, state == "paused", deadline)
 
-    def _step(self, r: StepIn, s: _Session, ns: str, budget: Budget, deadline: Deadline) -> StepOut:
+    def _step(
+        self, r: StepIn, s: _Session, ns: str, budget: Budget, paused: bool, deadline: Deadline
+    ) -> StepOut:
         out_cost = 0
         warnings: list[str] = []
         # 1. what the agent reports
@@ -224,14 +228,16 @@ class AgentLoop:
                 out_cost += self._s.remember_micros
             s.previous_failed = failed(r.observation)
         # A Step that brings only the model's output is the round's second call (the action,
-        # parsed): no recall and no context again.
+        # parsed): no recall and no context again. A paused task does no more work until its
+        # budget is raised: what was spent is charged, and the failover says where it stopped.
         parse_only = bool(r.raw_model_output) and not (
             r.observation or r.previous_action or r.input or r.tools
         )
+        quiet = parse_only or paused
         # 3. recall
         memories: list[Recalled] = []
         query = r.input or r.observation or s.goal
-        if not s.active_recall and query and not parse_only:
+        if not s.active_recall and query and not quiet:
             memories, cost = self._recall(ns, query, deadline)
             out_cost += cost
         # what the user says: a stated need or preference is a key event too
@@ -265,10 +271,10 @@ class AgentLoop:
         names = {n for n, _ in tools} | ({SEARCH_MEMORY} if s.active_recall else set())
         # 6./7. the action, then the context (an active recall's results go into it)
         out = StepOut(status, routed, tools, "", 0, [], memories, committed=committed)
-        if r.raw_model_output:
+        if r.raw_model_output and not paused:
             self._act(r, s, ns, names, out, deadline)
             out_cost += out.step_cost
-        if not parse_only:
+        if not quiet:
             built = ContextBuilder(
                 self._count, lambda t: self._remember(s, r, t.observation, ["long"], deadline)
             ).build(
@@ -291,11 +297,41 @@ class AgentLoop:
         out.status = self._ledger.status(r.task_id)
         out.warnings = warnings + out.warnings
         out.step_cost = out_cost
+        if out.status.level >= 4:
+            goal_recalled = query == s.goal and not s.active_recall and not quiet
+            self._failover(r, s, ns, out, memories if goal_recalled else None, deadline)
         if s.active_recall:
             out.search_memory_tool = json.dumps(SEARCH_MEMORY_TOOL)
         return out
 
     # -- parts
+
+    def _failover(
+        self,
+        r: StepIn,
+        s: _Session,
+        ns: str,
+        out: StepOut,
+        for_goal: list[Recalled] | None,
+        deadline: Deadline,
+    ) -> None:
+        """The ladder's last step: what to do instead of another round. `best_memory_answer`
+        recalls for the goal (unless this round's recall was for the goal) and charges it."""
+        best_memory = None
+        if out.status.failover == Failover.BEST_MEMORY_ANSWER:
+            if for_goal is None:
+                for_goal, cost = self._recall(ns, s.goal, deadline)
+                if cost:
+                    self._charge(r, SpendKind.MEMORY, cost, "", f"memory:{uuid.uuid4().hex}")
+                    out.step_cost += cost
+                    out.status = self._ledger.status(r.task_id)
+            best_memory = best(for_goal)
+        out.failover = FailoverPlan(
+            out.status.failover,
+            out.status.stop_reason or (out.status.warnings[-1] if out.status.warnings else ""),
+            partial_result(s.goal, s.turns, self._count),
+            best_memory,
+        )
 
     def _session(self, r: StepIn, ns: str, session_id: str) -> _Session:
         with self._lock:
