@@ -80,8 +80,9 @@ def lock_data_dir(data_dir: Path) -> IO[str]:
     return fh
 
 
-def build_encoder(settings: Settings) -> OnnxTextEncoder | None:
-    """The built-in text encoder, checked against the configuration; None when disabled."""
+def build_encoder(settings: Settings) -> tuple[OnnxTextEncoder, OnnxTextEncoder] | None:
+    """The built-in text encoder, checked against the configuration, as the queries' and the
+    writes' sessions (the same one unless `encoder.write_session`); None when disabled."""
     enc_s = settings.encoder
     if enc_s.text != "minilm":
         return None
@@ -105,7 +106,13 @@ def build_encoder(settings: Settings) -> OnnxTextEncoder | None:
     # One encode now, on this thread: the tokenizer's and onnxruntime's worker threads are made
     # at the first one and inherit its niceness, so a niced writer must not be the first.
     encoder.encode(["warm-up"])
-    return encoder
+    if not enc_s.write_session:
+        return encoder, encoder
+    writes = OnnxTextEncoder(
+        where, enc_s.write_threads, enc_s.batch_size, enc_s.max_tokens, serialize=False
+    )
+    writes.encode(["warm-up"])
+    return encoder, writes
 
 
 def agent_loop(
@@ -120,10 +127,16 @@ def agent_loop(
     clock = SystemClock()
     a = settings.agent
     tiers = TierRouter(tier_settings(a), clock, load_difficulty(settings, encoder))
-    return AgentLoop(a, ledger, engine, tiers, ToolCache(clock, a.tool_cache_size), count_tokens)
+    cache = ToolCache(clock, a.tool_cache_size)
+    nice = settings.server.background_nice
+    return AgentLoop(a, ledger, engine, tiers, cache, count_tokens, nice)
 
 
-def build_engine(settings: Settings, encoder: OnnxTextEncoder | None) -> MemoryEngine:
+def build_engine(
+    settings: Settings,
+    encoder: OnnxTextEncoder | None,
+    write_encoder: OnnxTextEncoder | None = None,
+) -> MemoryEngine:
     """Open every store under `server.data_dir`, wire the engine and its router."""
     data = Path(settings.server.data_dir)
     m = settings.memory
@@ -144,6 +157,7 @@ def build_engine(settings: Settings, encoder: OnnxTextEncoder | None) -> MemoryE
         encoder,
         SystemClock(),
         settings.server.background_nice,
+        write_encoder,
     )
     r = settings.router
     decisions = FileDecisionLog(data / "router", r.log_max_bytes, r.log_files)
@@ -165,10 +179,12 @@ def build_engine(settings: Settings, encoder: OnnxTextEncoder | None) -> MemoryE
     return engine
 
 
-def _open(settings: Settings, encoder: OnnxTextEncoder | None) -> MemoryEngine:
+def _open(
+    settings: Settings, encoder: OnnxTextEncoder | None, write_encoder: OnnxTextEncoder | None
+) -> MemoryEngine:
     t0 = time.perf_counter()
     jit = compile_all()
-    engine = build_engine(settings, encoder)
+    engine = build_engine(settings, encoder, write_encoder)
     timings = engine.load()
     log.info(
         "ready in %.2fs (kernels %.2fs, metadata %.2fs for %d records, tail %d)",
@@ -203,10 +219,11 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     """Run until `stop` is set or SIGTERM/SIGINT arrives, then shut down cleanly."""
     lock = lock_data_dir(Path(settings.server.data_dir))
     try:  # before binding: a missing or mismatched model is one line and exit 2, nothing more
-        encoder = build_encoder(settings)
+        encoders = build_encoder(settings)
     except StartupError:
         lock.close()
         raise
+    encoder, write_encoder = encoders or (None, None)
     # A thread doing Python work (the writer, the indexer) keeps the GIL for up to this long
     # before another gets it: a shorter slice bounds how long a Recall waits behind them.
     sys.setswitchinterval(settings.server.gil_switch_ms / 1000.0)
@@ -233,7 +250,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
         ledger = Ledger(ledger_store, SystemClock(), settings.ledger)
         grpc_server.ledger_ready(ledger)
         opening: asyncio.Future[MemoryEngine] = loop.run_in_executor(
-            pools.read, _open, settings, encoder
+            pools.read, _open, settings, encoder, write_encoder
         )
         stopped: asyncio.Future[bool] = asyncio.ensure_future(stop.wait())
         waiting: set[asyncio.Future[Any]] = {opening, stopped}

@@ -6,6 +6,7 @@ The graph already does mean pooling and L2 normalisation, so each output row is 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Sequence
@@ -28,7 +29,18 @@ class OnnxTextEncoder:
     The directory holds model.onnx, tokenizer.json and manifest.json (see tools/export_minilm.py).
     """
 
-    def __init__(self, model_dir: Path, threads: int, batch_size: int, max_tokens: int) -> None:
+    def __init__(
+        self,
+        model_dir: Path,
+        threads: int,
+        batch_size: int,
+        max_tokens: int,
+        serialize: bool = True,
+    ) -> None:
+        """`serialize`: one batch at a time (the queries' session: batches from concurrent
+        callers would only fight for the cores). The writes' session runs each caller's batch
+        on its own thread (`threads` 1), which its caller's niceness then ranks below the
+        queries'; the write pool bounds how many run at once."""
         for name in ("model.onnx", "tokenizer.json", "manifest.json"):
             if not (model_dir / name).exists():
                 raise ModelMissingError(
@@ -47,8 +59,9 @@ class OnnxTextEncoder:
         self._session = ort.InferenceSession(
             str(model_dir / "model.onnx"), sess_options=opts, providers=["CPUExecutionProvider"]
         )
-        # A session is thread-safe, but batches from concurrent callers just fight for 2 cores.
-        self._lock = threading.Lock()
+        self._lock: threading.Lock | contextlib.nullcontext[None] = (
+            threading.Lock() if serialize else contextlib.nullcontext()
+        )
 
     def encode(self, texts: Sequence[str]) -> Vector:
         out = np.empty((len(texts), self.dim), dtype=np.float32)

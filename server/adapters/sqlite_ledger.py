@@ -143,17 +143,24 @@ class SqliteLedgerStore:
         self._thread.start()
 
     def run(self, work: Callable[[_Tx], T]) -> T:
+        return self.start(work)()
+
+    def start(self, work: Callable[[_Tx], T]) -> Callable[[], T]:
         fut: Future[object] = Future()
         with self._gate:  # closed, or queued before the stop: never left waiting
             if self._closed:
                 raise UnavailableError("the ledger is closed")
             self._queue.put((work, fut))  # type: ignore[arg-type]
-        try:
-            return fut.result(timeout=self.WAIT)  # type: ignore[return-value]
-        except FutureTimeout as e:  # it may still commit: a retry with its key finds out
-            raise UnavailableError(
-                f"the ledger did not answer in {self.WAIT:.0f} s; retry with the same key"
-            ) from e
+
+        def wait() -> T:
+            try:
+                return fut.result(timeout=self.WAIT)  # type: ignore[return-value]
+            except FutureTimeout as e:  # it may still commit: a retry with its key finds out
+                raise UnavailableError(
+                    f"the ledger did not answer in {self.WAIT:.0f} s; retry with the same key"
+                ) from e
+
+        return wait
 
     def close(self) -> None:
         with self._gate:

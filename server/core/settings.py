@@ -356,6 +356,11 @@ class IndexSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     add_workers: Annotated[int, between(1, 64)] = 2
     # Records moved from the store into the indexes per step of the background indexer.
     batch_size: Annotated[int, between(1, 65_536)] = 512
+    # After a step that was not full (writes trickling in), the indexer waits this long so the
+    # next writes share one commit (the hot tier serves them meanwhile, so a Recall finds a
+    # memory as soon as it is written). A commit per write, with its segment and its merges,
+    # took half of the cores from the agent loop's Recalls. 0: index each write at once.
+    refresh_ms: Annotated[int, between(0, 10_000)] = 250
     # Seconds between snapshots of the vector indexes to disk (they also snapshot on shutdown).
     snapshot_seconds: Seconds = 60.0
     # Also snapshot once this many rows were indexed since the last snapshot, or this share of
@@ -374,7 +379,13 @@ class EncoderSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # Empty: the built-in location, models/minilm in the checkout (`make models` writes it).
     model_dir: str = ""
     batch_size: Annotated[int, between(1, 4096)] = 32
+    # Intra-op threads of the queries' session.
     threads: Threads = 2
+    # Writes (Remember, the agent loop's memories) encode on a session of their own, on their
+    # caller's thread (niced by server.background_nice), so a Recall's query never waits for a
+    # write's batch to finish. Off: one session for both (about 90 MB less memory).
+    write_session: bool = True
+    write_threads: Threads = 1
     max_tokens: Annotated[int, between(8, 512)] = 256
 
 
@@ -573,6 +584,10 @@ class AgentSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     commit_threshold: Annotated[float, between(0.0, 1.0)] = 0.7
     loop_repeat: Annotated[int, between(2, 100)] = 3
     recall_top_k: Annotated[int, between(1, 100)] = 5
+    # Beside them, the user's profile: the most relevant preferences and needs (memories of kind
+    # preference: what Step commits from a stated need or preference, or Remember with that
+    # kind) not already recalled. 0: none.
+    profile_top_k: Annotated[int, between(0, 20)] = 2
     tool_cache_size: Annotated[int, between(1, 1_000_000)] = 512
     # Tasks whose loop state (goal, rounds, tools) is held in memory; the least recent goes.
     sessions: Annotated[int, between(1, 10_000_000)] = 10_000

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import grpc
+import msgspec
+import pytest
 
 from pocketd.v1 import agent_service_pb2 as apb
 from pocketd.v1 import agent_service_pb2_grpc as apb_grpc
@@ -16,8 +20,9 @@ from pocketd.v1 import ledger_service_pb2_grpc as lpb_grpc
 from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
+from server.adapters.onnx_encoder import OnnxTextEncoder
 from tests.api.test_memory_api import expect, violations
-from tests.conftest import RunningServer
+from tests.conftest import RunningServer, make_settings, start_server
 
 SEARCH = {
     "name": "search",
@@ -283,3 +288,62 @@ async def test_pause_stops_the_task_and_raise_budget_resumes_it(server: RunningS
     assert resumed.budget.state == "open" and not resumed.HasField("failover")
     assert resumed.context.startswith("Goal: Where is my order 88123?")
     assert "Lyon" in resumed.context
+
+
+@pytest.fixture
+async def top2(tmp_path: Path, encoder: OnnxTextEncoder) -> AsyncIterator[RunningServer]:
+    """A server whose Step recalls the top 2 (and the profile beside them)."""
+    base = make_settings(tmp_path / "srv")
+    settings = msgspec.structs.replace(
+        base, agent=msgspec.structs.replace(base.agent, recall_top_k=2)
+    )
+    srv, executor = await start_server(tmp_path / "srv", encoder, settings)
+    yield srv
+    await srv.grpc.drain(1.0)
+    if srv.loop is not None:
+        srv.loop.close()
+    srv.engine.close()
+    executor.shutdown()
+
+
+async def test_the_users_profile_comes_with_the_recall(top2: RunningServer) -> None:
+    """A stated preference is recalled beside the round's top memories when the round's own
+    facts outrank it; Step commits a stated preference as kind PREFERENCE."""
+    agent, led = stubs(top2)
+    mem = spb_grpc.MemoryServiceStub(grpc.aio.insecure_channel(top2.target))
+    await open_task(led, "p1")
+    said = await agent.Step(
+        apb.StepRequest(
+            task_id="p1", round=1, goal="Help Alice",
+            input="For the record, I prefer to be contacted by SMS only.",
+        )
+    )  # fmt: skip
+    (pref_id,) = said.committed_memory_ids
+    for _ in range(2400):  # written off the call: wait (generously) until it is there
+        try:
+            got = await mem.Get(spb.GetRequest(namespace="alice", memory_id=pref_id))
+            break
+        except grpc.aio.AioRpcError:
+            await asyncio.sleep(0.05)
+    assert got.record.kind == pb.MEMORY_KIND_PREFERENCE
+    for text in (
+        "Ticket T-9: the router was reset on Monday and the fault cleared.",
+        "Ticket T-9 was escalated to the network team after two failed resets.",
+        "Ticket T-9 logs show the router rebooting every night at 3am.",
+    ):
+        await mem.Remember(
+            spb.RememberRequest(
+                record=pb.MemoryRecord(namespace="alice", kind=pb.MEMORY_KIND_FACT, text=text)
+            )
+        )
+    query = "Summarise ticket T-9: its resets, logs and fix, and how to reach me."
+    top = await mem.Recall(spb.RecallRequest(namespace="alice", query_text=query, top_k=2))
+    assert not any("SMS" in h.record.text for h in top.hits)  # outranked by the tickets
+    await open_task(led, "p2")
+    r = await agent.Step(
+        apb.StepRequest(task_id="p2", round=1, goal="Close ticket T-9", input=query)
+    )
+    texts = [m.text for m in r.memories]
+    assert [t for t in texts if "T-9" in t] == [h.record.text for h in top.hits]
+    assert any("prefer to be contacted by SMS" in t for t in texts)  # and the profile
+    assert "SMS" in r.context

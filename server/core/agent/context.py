@@ -19,7 +19,10 @@ carry an identifier or a number (error codes, order ids, amounts), while they fi
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -99,6 +102,38 @@ def summarize(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
     return " ".join(sentences[i] for i in sorted(out))
 
 
+class Summaries:
+    """`summarize` with its answers kept in an LRU: the context builder summarizes a task's
+    turns and memories again each round, and a summary is a pure function of the text and the
+    size. A text longer than `KEY_CHARS` is keyed by its digest, so the cache holds summaries,
+    not observations."""
+
+    KEY_CHARS = 2048
+
+    def __init__(self, count: Callable[[str], int], size: int = 4096) -> None:
+        self.count = count
+        self._size = size
+        self._kept: OrderedDict[tuple[str | bytes, int], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str, max_tokens: int) -> str:
+        name: str | bytes = text
+        if len(text) > self.KEY_CHARS:
+            name = hashlib.blake2b(text.encode(), digest_size=16).digest()
+        key = (name, max_tokens)
+        with self._lock:
+            got = self._kept.get(key)
+            if got is not None:
+                self._kept.move_to_end(key)
+                return got
+        got = summarize(text, max_tokens, self.count)
+        with self._lock:
+            self._kept[key] = got
+            if len(self._kept) > self._size:
+                self._kept.popitem(last=False)
+        return got
+
+
 def _cut(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
     """The longest head of `text` (by words, or by characters where there are no spaces) that
     fits `max_tokens` with its " …"; "" when not even that fits."""
@@ -122,12 +157,14 @@ class ContextBuilder:
         count: Callable[[str], int],
         store: Callable[[Turn], str],
         settings: ContextSettings | None = None,
+        summaries: Summaries | None = None,
     ) -> None:
         """`count`: tokens of a text; `store`: keeps a long observation in memory and returns
-        its memory id."""
+        its memory id; `summaries`: kept summaries to share between builds (the same count)."""
         self._count = count
         self._store = store
         self._s = settings or ContextSettings()
+        self._sum = summaries or Summaries(count)
 
     def build(
         self,
@@ -149,15 +186,7 @@ class ContextBuilder:
             "goal", f"Goal: {goal}" + (f"\nUser now: {current}" if current else "")
         )
         rounds = [self._recent(t, out) for t in recent]
-        mems = [
-            self._section(
-                "memory",
-                f"- [{m.source_type}, trust {m.trust:.2f}, score {m.score:.2f}] "
-                f"{summarize(m.text, s.memory_tokens, self._count)}",
-                memory_id=m.memory_id,
-            )
-            for m in sorted(memories, key=lambda m: -m.score)
-        ]
+        mems = self._memories(memories, recent, out.stored, current)
         lines = [self._older(t) for t in reversed(older)]  # newest first: cut from the oldest
 
         def total() -> int:  # cut by priority until it fits
@@ -171,7 +200,7 @@ class ContextBuilder:
             if total() <= budget:
                 break
             pointer = f" [full text: {out.stored[t.round]}]" if t.round in out.stored else ""
-            gist = summarize(t.observation, s.summary_tokens, self._count)
+            gist = self._sum(t.observation, s.summary_tokens)
             short = self._section(
                 "round",
                 f"{t.head()}\nObservation (summary): {gist}{pointer}",
@@ -190,19 +219,47 @@ class ContextBuilder:
             last = rounds[-1]
             rounds[-1] = self._section("round", _cut(last.text, room, self._count), last.round)
         out.sections = [x for x in [goal_s, *mems, *reversed(lines), *rounds] if x.text]
+
         # The counts of the parts need not add up to the count of the whole (the joins, and
         # tokens across them): check the whole, and cut until it fits.
-        while out.sections and self._count(out.text()) > budget:
+        def whole() -> int:
+            return self._count(out.text()) if out.sections else 0
+
+        out.tokens = whole()
+        while out.tokens > budget:
             if len(out.sections) > 1:
                 gone = out.sections.pop(1 if out.sections[0].kind == "goal" else 0)
                 out.dropped.append(f"{gone.kind} {gone.round or gone.memory_id}".strip())
+            else:
+                only = out.sections[0]
+                cut = _cut(only.text, budget, self._count)
+                out.sections = (
+                    [self._section(only.kind, cut, only.round, only.memory_id)] if cut else []
+                )
+            out.tokens = whole()
+        return out
+
+    def _memories(
+        self,
+        memories: Sequence[Recalled],
+        recent: Sequence[Turn],
+        stored: Mapping[int, str],
+        current: str,
+    ) -> list[Section]:
+        """The recalled memories, best first, each once: one that is already in the prompt
+        verbatim (this round's input, a recent round's input, or a recent round's stored
+        observation) or a summary already given by a better memory is left out."""
+        there = {current.strip(), *(t.user.strip() for t in recent)}
+        ids = {stored[t.round] for t in recent if t.round in stored}
+        out, seen = [], set()
+        for m in sorted(memories, key=lambda m: -m.score):
+            gist = self._sum(m.text, self._s.memory_tokens)
+            if m.memory_id in ids or m.text.strip() in there or gist in seen:
                 continue
-            only = out.sections[0]
-            cut = _cut(only.text, budget, self._count)
-            out.sections = (
-                [self._section(only.kind, cut, only.round, only.memory_id)] if cut else []
-            )
-        out.tokens = self._count(out.text()) if out.sections else 0
+            seen.add(gist)
+            source = "" if m.source_type in ("", "unspecified") else f"{m.source_type}, "
+            line = f"- [{source}trust {m.trust:.1f}] {gist}"
+            out.append(self._section("memory", line, memory_id=m.memory_id))
         return out
 
     def _section(self, kind: str, text: str, round: int = 0, memory_id: str = "") -> Section:
@@ -213,11 +270,11 @@ class ContextBuilder:
         if self._count(obs) > self._s.long_observation_tokens:
             mid = out.stored.get(t.round) or self._store(t)
             out.stored[t.round] = mid
-            obs = f"{summarize(obs, self._s.summary_tokens, self._count)} [full text: {mid}]"
+            obs = f"{self._sum(obs, self._s.summary_tokens)} [full text: {mid}]"
         return self._section("round", f"{t.head()}\nObservation: {obs}", t.round)
 
     def _older(self, t: Turn) -> Section:
-        said = summarize(t.user, self._s.older_line_tokens, self._count) if t.user else ""
-        gist = summarize(t.observation, self._s.older_line_tokens, self._count)
+        said = self._sum(t.user, self._s.older_line_tokens) if t.user else ""
+        gist = self._sum(t.observation, self._s.older_line_tokens)
         line = f"Round {t.round}: " + " ".join(x for x in (said, t.action, "→", gist) if x)
         return self._section("summary", line.rstrip(" →"), t.round)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import msgspec
@@ -39,6 +40,8 @@ import msgspec
 from server.core.agent.model import (
     Bill,
     Budget,
+    Charge,
+    Charged,
     Failover,
     HeldSum,
     Hold,
@@ -164,29 +167,44 @@ class Ledger:
             raise out
         return out
 
-    def charge(
-        self, task_id: str, round_: int, kind: SpendKind, amount: int, tool: str, key: str
-    ) -> Status:
-        """Record a spend that already happened (a model call's reported usage, a tool the agent
-        ran, pocketd's own work): no limit can refuse it, but it moves the ladder. Idempotent by
-        `key`, like every call."""
+    def charge(self, task_id: str, round_: int, charges: Sequence[Charge]) -> Charged:
+        return self.charge_soon(task_id, round_, charges)()
+
+    def charge_soon(
+        self, task_id: str, round_: int, charges: Sequence[Charge]
+    ) -> Callable[[], Charged]:
+        """Record spends that already happened (a model call's reported usage, a tool the agent
+        ran, pocketd's own work), all in one transaction: no limit can refuse them, but they move
+        the ladder. Each is idempotent by its key, like every call (one already booked is
+        skipped). Without charges it reads the task (its expired holds dropped). Returns the
+        task's namespace, session, budget and status after them. NOT_FOUND for a task never
+        opened, FAILED_PRECONDITION for a closed one. `charge_soon` queues the transaction at
+        once and returns its wait, so a caller may do other work meanwhile."""
         now = self._clock.now()
-        request = ("charge", task_id, round_, int(kind), amount, tool)
 
-        def work(tx: LedgerTx) -> Status:
-            done = self._replayed(tx, task_id, key, request, Status)
-            if done is not None:
-                return done
-            task = self._open(tx, task_id, now)
-            _book(task, kind, round_, tool, amount)
-            task.round = max(task.round, round_)
-            self._climb(task)
-            tx.put_task(task)
-            out = self._status(task)
-            self._record(tx, task_id, key, request, out)
-            return out
+        def work(tx: LedgerTx) -> Charged:
+            task = tx.task(task_id)
+            if task is None:
+                raise NotFoundError("task", task_id, Location("task_id"))
+            if task.state == "closed":
+                raise FailedPreconditionError(
+                    f"task {task_id!r} is closed", "TASK_CLOSED", Location("task_id")
+                )
+            changed = self._expire(tx, task, now)
+            for c in charges:
+                request = ("charge", task_id, round_, int(c.kind), c.amount, c.tool)
+                if self._replayed(tx, task_id, c.key, request, object) is not None:
+                    continue
+                _book(task, c.kind, round_, c.tool, c.amount)
+                task.round = max(task.round, round_)
+                self._climb(task)
+                self._record(tx, task_id, c.key, request, True)
+                changed = True
+            if changed:
+                tx.put_task(task)
+            return Charged(task.namespace, task.session_id, task.budget, self._status(task))
 
-        return self._store.run(work)
+        return self._store.start(work)
 
     def step_down(self, task_id: str, why: str, key: str) -> Status:
         """One step down the degrade ladder (loop detection), with its reason as a warning."""
@@ -226,17 +244,6 @@ class Ledger:
             if self._expire(tx, task, now):
                 tx.put_task(task)  # with its expired holds dropped
             return self._status(task)
-
-        return self._store.run(work)
-
-    def task_of(self, task_id: str) -> tuple[str, str, Budget, str]:
-        """The task's namespace, session, budget and state."""
-
-        def work(tx: LedgerTx) -> tuple[str, str, Budget, str]:
-            task = tx.task(task_id)
-            if task is None:
-                raise NotFoundError("task", task_id, Location("task_id"))
-            return task.namespace, task.session_id, task.budget, task.state
 
         return self._store.run(work)
 

@@ -139,6 +139,24 @@ class Status(msgspec.Struct, frozen=True):
     held: int
 
 
+class Charge(msgspec.Struct, frozen=True):
+    """A spend that already happened, booked under its idempotency key."""
+
+    kind: SpendKind
+    amount: int
+    tool: str
+    key: str
+
+
+class Charged(msgspec.Struct, frozen=True):
+    """The task after a batch of charges: where it lives, its budget and its status."""
+
+    namespace: str
+    session_id: str
+    budget: Budget
+    status: Status
+
+
 class Reservation(msgspec.Struct, frozen=True):
     reservation_id: str
     amount: int

@@ -44,4 +44,9 @@ class LedgerStore(Protocol):
         alone."""
         ...
 
+    def start(self, work: Callable[[LedgerTx], T]) -> Callable[[], T]:
+        """`run`, queued now and waited for when the returned function is called (which returns
+        its result or raises its exception)."""
+        ...
+
     def close(self) -> None: ...

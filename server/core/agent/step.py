@@ -3,20 +3,22 @@ router, the tool-result cache, memory and the context builder.
 
 A round, in order:
 1. charge what the agent reports: each model call's usage at its model's price, each tool call
-   at its budget's price (and cache the result of an idempotent tool); keys are derived from
-   the task and the round, so a retried Step never charges them twice (pocketd's own work, a
-   Recall run again, is charged each time it runs);
-2. note the previous action and observation; commit the observation to memory when it is a key
-   event (`keyevents`), and charge the storage; memories are written off the call, under ids
-   chosen at once;
-3. recall (RECALL_MODE_AUTO) for this round's input, or the observation, or the goal, and charge
-   the Recall's cost units; in RECALL_MODE_ACTIVE only when the action calls search_memory;
+   at its budget's price (and cache the result of an idempotent tool), in one ledger
+   transaction; keys are derived from the task and the round, so a retried Step never charges
+   them twice (pocketd's own work, a Recall run again, is charged each time it runs);
+2. recall (RECALL_MODE_AUTO) for this round's input, or the observation, or the goal, while
+   that transaction commits; in RECALL_MODE_ACTIVE only when the action calls search_memory;
+3. note the previous action and observation; commit the observation to memory when it is a key
+   event (`keyevents`), and the input when it states a need or a preference; memories are
+   written off the call (on a niced thread), under ids chosen at once;
 4. route the model tier (sticky, with the ladder's level);
 5. list the tools allowed: an optional one is off from level 3, one at its call cap is left out;
-6. build the context within the route's token budget (a long observation is stored once);
-7. parse the raw model output as the action: one retry per round; three identical actions in a
+6. parse the raw model output as the action: one retry per round; three identical actions in a
    row are a loop, a warning and one step down the ladder; a call of an idempotent tool with
-   arguments seen before is answered from the cache.
+   arguments seen before is answered from the cache;
+7. build the context within the route's token budget (a long observation is stored once), and
+   charge pocketd's own work (the Recall's cost units, the storage) in a second transaction;
+8. at degrade level 4, the failover plan (`failover`).
 A Step that brings only the raw model output (the round's second call, once the model has
 answered on the first call's context) only parses it: no recall and no context again.
 
@@ -31,20 +33,21 @@ import hashlib
 import json
 import logging
 import math
+import secrets
 import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from server.core.agent.action import Action, ActionError, looping, parse
-from server.core.agent.context import ContextBuilder, ContextSettings, Recalled, Turn, summarize
+from server.core.agent.context import ContextBuilder, ContextSettings, Recalled, Summaries, Turn
 from server.core.agent.failover import FailoverPlan, best, partial_result
 from server.core.agent.keyevents import events, failed, should_commit
 from server.core.agent.ledger import Ledger
-from server.core.agent.model import Budget, Failover, SpendKind, Status
+from server.core.agent.memory_writer import MemoryWriter
+from server.core.agent.model import Charge, Failover, SpendKind, Status, ToolBudget
 from server.core.agent.tiers import Route, Routed, TierRouter, TierSettings
 from server.core.agent.toolcache import ToolCache, canonical
 from server.core.agent.tools import ToolSchemaError, compact
@@ -57,8 +60,8 @@ from server.core.errors import (
 )
 from server.core.memory.engine import MemoryEngine
 from server.core.memory.model import (
-    GateDecision,
     Kind,
+    MemoryFilter,
     NewMemory,
     RecallQuery,
     Record,
@@ -136,6 +139,7 @@ class _Session:
     goal: str
     namespace: str
     session_id: str
+    tool_budgets: dict[str, ToolBudget]
     turns: list[Turn] = field(default_factory=list)
     stored: dict[int, str] = field(default_factory=dict)
     tools: list[dict[str, Any]] = field(default_factory=list)
@@ -146,6 +150,7 @@ class _Session:
     lock: threading.Lock = field(default_factory=threading.Lock)
     active_recall: bool = False
     inputs: dict[int, str] = field(default_factory=dict)  # round → what the user said
+    state: str = "open"  # the task's state at the last Step ("paused": no recall is started)
 
 
 def tier_settings(s: AgentSettings) -> TierSettings:
@@ -163,37 +168,35 @@ class AgentLoop:
         tiers: TierRouter,
         cache: ToolCache,
         count_tokens: Callable[[str], int],
+        background_nice: int = 0,
     ) -> None:
+        """`background_nice`: the niceness of the thread that writes the loop's memories (so a
+        Step's Recall gets the cores first)."""
         self._s = settings
         self._ledger = ledger
         self._engine = engine
         self._tiers = tiers
         self._cache = cache
         self._count = count_tokens
+        self._summaries = Summaries(count_tokens)
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._lock = threading.Lock()
-        self._writes = ThreadPoolExecutor(1, thread_name_prefix="pocketd-agent-memory")
-        self._pending = 0  # writes queued and not yet done
+        self._writer = MemoryWriter(engine, background_nice, MAX_PENDING_WRITES)
         self._s_context = ContextSettings()
 
     def step(self, r: StepIn, deadline: Deadline) -> StepOut:
         """One round; two Steps of one task run one at a time (a client may retry while its
         first attempt still runs)."""
-        ns, session_id, budget, state = self._ledger.task_of(r.task_id)  # NOT_FOUND if never opened
-        if state == "closed":
-            raise FailedPreconditionError(
-                f"task {r.task_id!r} is closed", "TASK_CLOSED", Location("task_id")
-            )
-        s = self._session(r, ns, session_id)
+        s = self._session(r)
         with s.lock:
-            return self._step(r, s, ns, budget, state == "paused", deadline)
+            return self._step(r, s, deadline)
 
-    def _step(
-        self, r: StepIn, s: _Session, ns: str, budget: Budget, paused: bool, deadline: Deadline
-    ) -> StepOut:
+    def _step(self, r: StepIn, s: _Session, deadline: Deadline) -> StepOut:
         out_cost = 0
         warnings: list[str] = []
-        # 1. what the agent reports
+        ns, tool_budgets = s.namespace, s.tool_budgets
+        # 1. what the agent reports, charged in one ledger transaction
+        charges: list[Charge] = []
         for i, u in enumerate(r.usage):
             price = self._s.prices.get(u.model)
             if price is None:
@@ -206,15 +209,36 @@ class AgentLoop:
                 if tokens:
                     amount = -(-tokens * per_1k // 1000)
                     what = f"usage:{i}:{u.model}:{u.input_tokens}:{u.output_tokens}:{int(kind)}"
-                    self._charge(r, kind, amount, "", what)
+                    charges.append(self._charge(r, kind, amount, "", what))
         for i, t in enumerate(r.tool_results):
-            tb = budget.tools.get(t.tool)
+            tb = tool_budgets.get(t.tool)
             call_price = 0 if tb is None else tb.cost_per_call_micros
             args = hashlib.blake2b(canonical(t.params).encode(), digest_size=6).hexdigest()
-            self._charge(r, SpendKind.TOOL_CALL, call_price, t.tool, f"tool:{i}:{t.tool}:{args}")
+            what = f"tool:{i}:{t.tool}:{args}"
+            charges.append(self._charge(r, SpendKind.TOOL_CALL, call_price, t.tool, what))
             if tb is not None:
                 self._cache.put(ns, t.tool, t.params, t.result, tb.cache_ttl_seconds, tb.idempotent)
-        # 2. the previous round, and its key events
+        waiting = self._ledger.charge_soon(r.task_id, r.round, charges)  # committed meanwhile
+        # A Step that brings only the model's output is the round's second call (the action,
+        # parsed): no recall and no context again. A paused task does no more work until its
+        # budget is raised: what was spent is charged, and the failover says where it stopped.
+        parse_only = bool(r.raw_model_output) and not (
+            r.observation or r.previous_action or r.input or r.tools
+        )
+        # 2. recall, while the charges commit (a paused task's recall is dropped)
+        memories: list[Recalled] = []
+        recall_cost = 0
+        query = r.input or r.observation or s.goal
+        if not s.active_recall and query and not parse_only and s.state != "paused":
+            memories, recall_cost = self._recall(ns, query, deadline)
+        status = waiting().status
+        s.state = status.state
+        paused = status.state == "paused"
+        quiet = parse_only or paused
+        if paused:
+            memories, recall_cost = [], 0
+        out_cost += recall_cost
+        # 3. the previous round, and its key events
         committed: list[str] = []
         if (r.previous_action or r.observation) and r.round - 1 not in s.noted:
             s.noted.add(r.round - 1)
@@ -227,19 +251,6 @@ class AgentLoop:
                 s.stored[r.round - 1] = mid  # its full text, if the context shortens it
                 out_cost += self._s.remember_micros
             s.previous_failed = failed(r.observation)
-        # A Step that brings only the model's output is the round's second call (the action,
-        # parsed): no recall and no context again. A paused task does no more work until its
-        # budget is raised: what was spent is charged, and the failover says where it stopped.
-        parse_only = bool(r.raw_model_output) and not (
-            r.observation or r.previous_action or r.input or r.tools
-        )
-        quiet = parse_only or paused
-        # 3. recall
-        memories: list[Recalled] = []
-        query = r.input or r.observation or s.goal
-        if not s.active_recall and query and not quiet:
-            memories, cost = self._recall(ns, query, deadline)
-            out_cost += cost
         # what the user says: a stated need or preference is a key event too
         # (after the recall: this round's input is the query, not one of its answers)
         if r.input and r.round not in s.inputs:
@@ -250,7 +261,6 @@ class AgentLoop:
                 committed.append(mid)
                 out_cost += self._s.remember_micros
         # 4. the tier
-        status = self._ledger.status(r.task_id)
         routed = self._tiers.route(
             r.task_id, r.round, s.goal, r.input or r.observation, r.input_has_image, status.level
         )
@@ -261,7 +271,7 @@ class AgentLoop:
         tools = []
         for i, schema in enumerate(s.tools):
             name = str(schema.get("name", ""))
-            tb = budget.tools.get(name)
+            tb = tool_budgets.get(name)
             if name in capped or (status.level >= 3 and tb is not None and tb.optional):
                 continue
             try:
@@ -276,7 +286,10 @@ class AgentLoop:
             out_cost += out.step_cost
         if not quiet:
             built = ContextBuilder(
-                self._count, lambda t: self._remember(s, r, t.observation, ["long"], deadline)
+                self._count,
+                lambda t: self._remember(s, r, t.observation, ["long"], deadline),
+                self._s_context,
+                self._summaries,
             ).build(
                 s.goal,
                 s.turns,
@@ -293,10 +306,10 @@ class AgentLoop:
             out.context, out.context_tokens = built.text(), built.tokens
             out.context_dropped = built.dropped
         if out_cost:  # new work each time it runs, so a fresh key (a retry did it again)
-            self._charge(r, SpendKind.MEMORY, out_cost, "", f"memory:{uuid.uuid4().hex}")
-        out.status = self._ledger.status(r.task_id)
+            out.status = self._charge_memory(r, out_cost)
         out.warnings = warnings + out.warnings
         out.step_cost = out_cost
+        s.state = out.status.state
         if out.status.level >= 4:
             goal_recalled = query == s.goal and not s.active_recall and not quiet
             self._failover(r, s, ns, out, memories if goal_recalled else None, deadline)
@@ -322,9 +335,8 @@ class AgentLoop:
             if for_goal is None:
                 for_goal, cost = self._recall(ns, s.goal, deadline)
                 if cost:
-                    self._charge(r, SpendKind.MEMORY, cost, "", f"memory:{uuid.uuid4().hex}")
+                    out.status = self._charge_memory(r, cost)
                     out.step_cost += cost
-                    out.status = self._ledger.status(r.task_id)
             best_memory = best(for_goal)
         out.failover = FailoverPlan(
             out.status.failover,
@@ -333,84 +345,87 @@ class AgentLoop:
             best_memory,
         )
 
-    def _session(self, r: StepIn, ns: str, session_id: str) -> _Session:
+    def _session(self, r: StepIn) -> _Session:
+        """The task's loop state; the first Step of a task (or the first after a restart) reads
+        the task from the ledger: NOT_FOUND, closed, or where it lives and its tools' budgets
+        (which never change)."""
         with self._lock:
             s = self._sessions.get(r.task_id)
-            if s is None:
-                if not r.goal:
-                    raise FailedPreconditionError(
-                        f"the first Step of task {r.task_id!r} needs its goal",
-                        "GOAL_REQUIRED",
-                        Location("goal"),
-                    )
-                s = self._sessions[r.task_id] = _Session(r.goal, ns, session_id)
-                while len(self._sessions) > self._s.sessions:
-                    self._sessions.popitem(last=False)
+        if s is None:
+            task = self._ledger.charge(r.task_id, r.round, ())
+            if not r.goal:
+                raise FailedPreconditionError(
+                    f"the first Step of task {r.task_id!r} needs its goal",
+                    "GOAL_REQUIRED",
+                    Location("goal"),
+                )
+            s = _Session(r.goal, task.namespace, task.session_id, task.budget.tools)
+        with self._lock:  # (another first Step of the task may have made one meanwhile)
+            s = self._sessions.setdefault(r.task_id, s)
             self._sessions.move_to_end(r.task_id)
+            while len(self._sessions) > max(self._s.sessions, 1):
+                self._sessions.popitem(last=False)
             if r.tools is not None:
                 s.tools = list(r.tools)
             if r.active_recall is not None:
                 s.active_recall = r.active_recall
             return s
 
-    def _charge(self, r: StepIn, kind: SpendKind, amount: int, tool: str, what: str) -> None:
-        self._ledger.charge(r.task_id, r.round, kind, amount, tool, f"step:{r.round}:{what}")
+    def _charge(self, r: StepIn, kind: SpendKind, amount: int, tool: str, what: str) -> Charge:
+        return Charge(kind, amount, tool, f"step:{r.round}:{what}")
+
+    def _charge_memory(self, r: StepIn, amount: int) -> Status:
+        """pocketd's own work: new work each time it runs, so a fresh key."""
+        c = self._charge(r, SpendKind.MEMORY, amount, "", f"memory:{uuid.uuid4().hex}")
+        return self._ledger.charge(r.task_id, r.round, [c]).status
 
     def _remember(
         self, s: _Session, r: StepIn, text: str, why: list[str], deadline: Deadline
     ) -> str:
-        """Write a memory off the call (encoding and a durable write take tens of ms), under an
-        id chosen here, which the Step returns at once. The writes of all tasks go through one
-        thread, in order; a write that fails is logged."""
-        mid = f"m-{uuid.uuid4().hex}"
+        """Write a memory off the call (`MemoryWriter`), under an id chosen here, which the Step
+        returns at once."""
+        mid = f"m-{secrets.token_hex(8)}"  # 64 random bits: in a prompt, 128 cost 12 tokens more
         rec = Record(
             memory_id=mid,
             namespace=s.namespace,
-            kind=Kind.OBSERVATION,
+            kind=Kind.PREFERENCE if "need" in why else Kind.OBSERVATION,
             session_id=s.session_id,
             text=text,
             tags=tuple(f"key:{w}" for w in why),
             importance=4,
         )
         item = NewMemory(rec, None, hints=WriteHints(remember=True), client_memory_id=True)
-        gist = summarize(text, self._s_context.memory_tokens, self._count)
-        with self._lock:
-            behind = self._pending >= MAX_PENDING_WRITES
-            self._pending += 0 if behind else 1
-        if behind:  # the writes fall behind: this one on the call (backpressure)
-            self._write(item, gist, queued=False)
-        else:
-            self._writes.submit(self._write, item, gist)
+        self._writer.submit(item, self._summaries(text, self._s_context.memory_tokens))
         return mid
-
-    def _write(self, item: NewMemory, gist: str, queued: bool = True) -> None:
-        """Its vector is its extractive summary's: a long tool output's gist, not its filler
-        (and a quarter of the encoding)."""
-        try:
-            if gist and gist != item.record.text:
-                item.vector = self._engine.encode([gist])[0]
-            (res,) = self._engine.remember([item])
-            if res.memory_id != item.record.memory_id or res.decision != GateDecision.STORED:
-                log.warning(
-                    "agent memory %s was %s (%s) as %s",
-                    item.record.memory_id, res.decision.name.lower(), res.reason, res.memory_id,
-                )  # fmt: skip
-        except Exception:
-            log.exception("an agent memory was not written (%s)", item.record.memory_id)
-        finally:
-            if queued:
-                with self._lock:
-                    self._pending -= 1
 
     def close(self) -> None:
         """Finish the memory writes queued so far (before the engine closes)."""
-        self._writes.shutdown(wait=True)
+        self._writer.close()
 
     def _recall(self, ns: str, query: str, deadline: Deadline) -> tuple[list[Recalled], int]:
-        res = self._engine.recall(
+        """The top `recall_top_k` memories for `query`, then the user's profile: the
+        `profile_top_k` most relevant preferences and needs (kind PREFERENCE) not among them. A
+        stated preference is needed sessions later, when a round's own facts (tickets, tool
+        outputs) outrank it; its second search reuses the query's cached vector."""
+        hits = self._engine.recall(
             RecallQuery(namespace=ns, text=query, top_k=self._s.recall_top_k), deadline
         )
-        cost = math.ceil(res.cost_units * self._s.recall_micros_per_kilounit / 1000)
+        units = hits.cost_units
+        found = list(hits.hits)
+        if self._s.profile_top_k:
+            profile = self._engine.recall(
+                RecallQuery(
+                    namespace=ns,
+                    text=query,
+                    top_k=self._s.profile_top_k,
+                    filter=MemoryFilter(kinds=(Kind.PREFERENCE,)),
+                ),
+                deadline,
+            )
+            units += profile.cost_units
+            seen = {h.record.memory_id for h in found}
+            found += [h for h in profile.hits if h.record.memory_id not in seen]
+        cost = math.ceil(units * self._s.recall_micros_per_kilounit / 1000)
         return [
             Recalled(
                 h.record.memory_id,
@@ -419,7 +434,7 @@ class AgentLoop:
                 h.record.source_type.name.lower(),
                 1.0 if h.record.source_type.name == "OFFICIAL_DOCUMENT" else 0.7,
             )
-            for h in res.hits
+            for h in found
         ], cost
 
     def _act(
@@ -441,7 +456,7 @@ class AgentLoop:
         if looping(history, self._s.loop_repeat):
             why = f"the same action {self._s.loop_repeat} times in a row: {action.signature()[:80]}"
             out.warnings.append(why)
-            self._ledger.step_down(r.task_id, why, f"step:{r.round}:loop")
+            out.status = self._ledger.step_down(r.task_id, why, f"step:{r.round}:loop")
         if action.type != "tool":
             return
         if action.tool == SEARCH_MEMORY:

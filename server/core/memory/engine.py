@@ -84,8 +84,11 @@ class MemoryEngine:
         encoder: TextEncoder | None,
         clock: Clock,
         background_nice: int = 0,
+        write_encoder: TextEncoder | None = None,
     ) -> None:
-        """`background_nice`: the niceness of the indexer's and the maintenance's threads."""
+        """`background_nice`: the niceness of the indexer's and the maintenance's threads.
+        `write_encoder`: the encoder of memories (and `encode`), apart from the queries' (the
+        same one when None)."""
         self._s = settings
         # Chooses the plan of a Recall that names none (set by the composition root).
         self.planner: Planner | None = None
@@ -98,6 +101,7 @@ class MemoryEngine:
         self._vectors = vectors
         self._keywords = keywords
         self._encoder = encoder
+        self._write_encoder = write_encoder or encoder
         self._clock = clock
         self.columns: MetadataColumns = Columns(PocketCatalog(PocketScheme(settings.pockets)))
         self.hot: HotTier = MemoryHotTier(settings.embedding_dim, keywords.analyze, clock)
@@ -211,13 +215,21 @@ class MemoryEngine:
         return self._encoder
 
     def encode(self, texts: list[str], deadline: Deadline | None = None) -> Vector:
-        """The built-in encoder's unit vectors of `texts` (FAILED_PRECONDITION without one)."""
-        return self._encode(texts, "the text", deadline or no_deadline())
+        """The built-in encoder's unit vectors of `texts`, as memories are encoded
+        (FAILED_PRECONDITION without one)."""
+        return self._encode(texts, "the text", deadline or no_deadline(), write=True)
 
     def _encode(
-        self, texts: list[str], what: str, deadline: Deadline, where: Location | None = None
+        self,
+        texts: list[str],
+        what: str,
+        deadline: Deadline,
+        where: Location | None = None,
+        write: bool = False,
     ) -> Vector:
         encoder = self._encoder_ready(what, where)
+        if write and self._write_encoder is not None:
+            encoder = self._write_encoder
         out = np.empty((len(texts), encoder.dim), dtype=np.float32)
         for start in range(0, len(texts), ENCODE_CHUNK):
             deadline.check("encoding")
@@ -227,9 +239,12 @@ class MemoryEngine:
     def remember(
         self, items: list[NewMemory], deadline: Deadline | None = None
     ) -> list[WriteResult]:
-        """Encode what has no vector (in chunks, checking the deadline between them), then write
-        through the gate."""
+        """Encode what has no vector (in chunks, checking the deadline between them; a text whose
+        query vector is cached is not encoded again), then write through the gate."""
         deadline = deadline or no_deadline()
+        for it in items:  # a text just asked as a query (an agent's stated preference) is encoded
+            if it.vector is None and it.record.text:
+                it.vector = self._cached_query(it.record.namespace, it.record.text)
         need = [i for i, it in enumerate(items) if it.vector is None]
         for i in need:
             rec = items[i].record
@@ -246,6 +261,7 @@ class MemoryEngine:
                 "a memory",
                 deadline,
                 Location("record", need[0]),
+                write=True,
             )
             for row, i in enumerate(need):
                 items[i].vector = vecs[row]

@@ -228,7 +228,10 @@ class Indexer:
         run_below_readers(self._nice)
         while not self._stop.is_set():
             try:
-                if self.step() == 0:
+                done = self.step()
+                if 0 < done < self._s.batch_size and self._s.refresh_ms:
+                    self._stop.wait(self._s.refresh_ms / 1000)  # let the next writes gather
+                elif done == 0:
                     if self._snapshot_due():  # the time rule, on a server gone idle
                         self.snapshot()
                     self._wake.wait(0.05)

@@ -47,7 +47,7 @@ def test_with_room_the_last_three_rounds_are_verbatim_and_older_ones_summarised(
         ("summary", 1), ("summary", 2), ("summary", 3),
         ("round", 4), ("round", 5), ("round", 6),
     ]  # fmt: skip
-    assert "trust 0.80" in out.sections[1].text and "tool_result" in out.sections[1].text
+    assert "[tool_result, trust 0.8]" in out.sections[1].text
     assert out.tokens == sum(COUNT(s.text) for s in out.sections) <= 2000
     assert not out.dropped
 
@@ -108,3 +108,19 @@ def test_an_observation_stored_by_an_earlier_build_is_not_stored_again() -> None
 def test_a_summary_keeps_the_first_sentence_and_those_with_identifiers() -> None:
     text = "It failed. The weather was nice. Code E77 came back. Nothing else happened."
     assert summarize(text, 50, COUNT) == "It failed. Code E77 came back."
+
+
+def test_a_recalled_memory_already_in_the_prompt_is_left_out() -> None:
+    b, _ = builder()
+    ts = [Turn(1, "call a", "ok", user="My order is 88123."), Turn(2, "call b", LONG)]
+    mems = [
+        Recalled("m-in", "Where is my parcel?", 0.9, "unspecified", 0.7),  # the current input
+        Recalled("m-user", "My order is 88123.", 0.8, "unspecified", 0.7),  # a recent input
+        Recalled("m-2", LONG, 0.7, "tool_result", 0.8),  # round 2's stored observation
+        Recalled("m-a", "Alice prefers SMS.", 0.6, "unspecified", 0.7),
+        Recalled("m-b", "Alice prefers SMS.", 0.5, "unspecified", 0.7),  # the same again
+    ]
+    out = b.build("Help", ts, mems, 2000, known={2: "m-2"}, current="Where is my parcel?")
+    kept = [s for s in out.sections if s.kind == "memory"]
+    assert [s.memory_id for s in kept] == ["m-a"]
+    assert kept[0].text == "- [trust 0.7] Alice prefers SMS."  # no "unspecified" label

@@ -11,7 +11,7 @@ import pytest
 
 from server.adapters.sqlite_ledger import SqliteLedgerStore
 from server.core.agent.ledger import Ledger
-from server.core.agent.model import Budget, Failover, SpendKind, ToolBudget
+from server.core.agent.model import Budget, Charge, Failover, SpendKind, ToolBudget
 from server.core.errors import FailedPreconditionError, NotFoundError, ResourceExhaustedError
 from server.core.settings import LedgerSettings
 from tests.conftest import FakeClock
@@ -189,3 +189,28 @@ def test_close_bills_by_kind_and_the_ledger_survives_a_reopen(
     assert again.close_task("t", "close") == bill  # idempotent
     with pytest.raises(FailedPreconditionError, match="closed"):
         again.reserve("t", 1, M, 1, "", False, 60, "f")
+
+
+def test_charges_book_in_one_transaction_once_per_key(led: Ledger, clock: FakeClock) -> None:
+    led.open_task("t", "ns", "s", budget(tools={"calc": ToolBudget(max_calls=1)}))
+    hold = led.reserve("t", 1, M, 100, "", False, 60, "r")
+    batch = [Charge(M, 300, "", "a"), Charge(SpendKind.TOOL_CALL, 50, "calc", "b")]
+    got = led.charge("t", 2, batch)
+    assert (got.namespace, got.session_id, got.budget.total_micros) == ("ns", "s", 1000)
+    assert (got.status.spent, got.status.held, got.status.round) == (350, 100, 2)
+    again = led.charge("t", 2, [*batch, Charge(M, 10, "", "c")])  # a retry, and one new
+    assert again.status.spent == 360
+    calc = next(x for x in again.status.limits if x.limit == "tool:calc")
+    assert calc.spent == 1  # the tool's call counted once
+    with pytest.raises(FailedPreconditionError, match="another request"):
+        led.charge("t", 2, [Charge(M, 5, "", "d"), Charge(M, 999, "", "a")])
+    assert led.status("t").spent == 360  # the whole batch undone, "d" too
+    assert led.charge("t", 2, [Charge(M, 700, "", "e")]).status.level == 4  # charges climb
+    clock.advance(61)
+    assert led.charge("t", 2, ()).status.held == 0  # a read drops the expired hold
+    assert hold.amount == 100
+    led.close_task("t", "close")
+    with pytest.raises(FailedPreconditionError, match="closed"):
+        led.charge("t", 3, ())
+    with pytest.raises(NotFoundError):
+        led.charge("nope", 1, ())

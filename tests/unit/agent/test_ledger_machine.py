@@ -1,6 +1,7 @@
 """The ledger as a state machine against a plain reference model, with restarts: any sequence of
-reserves (ordinary and final, rounds, tools), commits, releases, expiries, raises and reopens of
-the SQLite file keeps spent, held and the refusals exactly as the model says."""
+reserves (ordinary and final, rounds, tools), commits, releases, batches of charges (some of them
+retries), expiries, raises and reopens of the SQLite file keeps spent, held and the refusals
+exactly as the model says."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from server.adapters.sqlite_ledger import SqliteLedgerStore
 from server.core.agent.ledger import Ledger
-from server.core.agent.model import Budget, SpendKind, ToolBudget
+from server.core.agent.model import Budget, Charge, SpendKind, ToolBudget
 from server.core.errors import FailedPreconditionError, ResourceExhaustedError
 from server.core.settings import LedgerSettings
 from tests.conftest import FakeClock
@@ -73,6 +74,7 @@ class LedgerMachine(RuleBasedStateMachine):
         self.led.open_task("t", "ns", "s", budget)
         self.ref = Ref()
         self.n = 0
+        self.charged: set[str] = set()
 
     def key(self) -> str:
         self.n += 1
@@ -116,6 +118,31 @@ class LedgerMachine(RuleBasedStateMachine):
         else:
             self.led.release("t", rid, self.key())
             h.state = "released"
+
+    @rule(
+        batch=st.lists(
+            st.tuples(st.integers(0, 200), st.booleans(), st.integers(0, 12)), max_size=3
+        ),
+        forward=st.sampled_from([0, 0, 1]),
+    )
+    def charge(self, batch: list[tuple[int, bool, int]], forward: int) -> None:
+        """Spends that happened, booked once per key: a key seen before (a retried Step) is
+        skipped. A key is one amount and tool here (the same key for another request is a
+        refusal, tested apart)."""
+        rnd = max(self.ref.round, 1) + forward
+        items = []
+        for amount, tool, key in batch:
+            k = f"c{key}:{amount}:{tool}:{rnd}"
+            items.append(Charge(SpendKind.TOOL_CALL, amount, "calc" if tool else "", k))
+        self.led.charge("t", rnd, items)
+        for c in items:
+            if c.key in self.charged:
+                continue
+            self.charged.add(c.key)
+            self.ref.spent += c.amount
+            self.ref.by_round[rnd] = self.ref.by_round.get(rnd, 0) + c.amount
+            self.ref.calls += 1 if c.tool else 0
+        self.ref.round = max(self.ref.round, rnd)
 
     @rule(seconds=st.sampled_from([1.0, 30.0, 60.0]))
     def time_passes(self, seconds: float) -> None:

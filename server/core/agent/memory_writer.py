@@ -1,0 +1,124 @@
+"""The agent loop's memory writes, off the call: a Step chooses each memory's id and returns at
+once, and one thread writes them through the engine's write gate.
+
+Encoding and a durable write take tens of ms each, and an agent loop writes about one memory a
+round (a key event, a long tool output stored for `Get`). Written one by one, the writes fell
+behind the Steps of a loop that runs rounds back to back. So the thread takes everything queued
+(up to `BATCH`) and writes it as one batch: one encoder batch for the summaries, one durable
+write. The thread runs below the readers (`background_nice`), so a Step's Recall gets the cores
+first. A batch that fails is written again one memory at a time, so one bad memory does not
+lose the others; what still fails, or what the gate merges or refuses, is logged.
+
+Backpressure: with `max_pending` writes queued, a Step writes its own on the call.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from dataclasses import dataclass
+
+from server.core.memory.engine import MemoryEngine
+from server.core.memory.model import GateDecision, NewMemory
+from server.core.priority import run_below_readers
+
+log = logging.getLogger(__name__)
+BATCH = 32
+
+
+@dataclass
+class Pending:
+    item: NewMemory
+    gist: str  # its vector is its extractive summary's (a long tool output's gist, not filler)
+
+
+class MemoryWriter:
+    def __init__(self, engine: MemoryEngine, nice: int = 0, max_pending: int = 256) -> None:
+        self._engine = engine
+        self._nice = nice
+        self._max = max_pending
+        self._queue: queue.SimpleQueue[Pending | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._pending = 0  # queued and not yet written
+        self._closed = False
+        self._idle = threading.Condition(self._lock)
+        self._thread = threading.Thread(target=self._run, name="pocketd-agent-memory", daemon=True)
+        self._thread.start()
+
+    def submit(self, item: NewMemory, gist: str) -> None:
+        with self._lock:
+            on_call = self._closed or self._pending >= self._max
+            self._pending += 0 if on_call else 1
+            if not on_call:
+                self._queue.put(Pending(item, gist))
+        if on_call:  # the writes fall behind (or the writer closed): this one on the call
+            self._write([Pending(item, gist)])
+
+    def pending(self) -> int:
+        with self._lock:
+            return self._pending
+
+    def flush(self, timeout: float) -> bool:
+        """Wait until what was queued so far is written; whether it was, within `timeout`."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+
+    def close(self) -> None:
+        """Write what is queued, then stop (before the engine closes)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._queue.put(None)
+        self._thread.join()
+
+    def _run(self) -> None:
+        run_below_readers(self._nice)
+        stop = False
+        while not stop:
+            first = self._queue.get()
+            if first is None:
+                break
+            batch = [first]
+            while len(batch) < BATCH:
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    stop = True
+                    break
+                batch.append(nxt)
+            self._write(batch)
+            with self._idle:
+                self._pending -= len(batch)
+                self._idle.notify_all()
+
+    def _write(self, batch: list[Pending]) -> None:
+        try:
+            self._remember(batch)
+        except Exception:
+            if len(batch) == 1:
+                log.exception(
+                    "an agent memory was not written (%s)", batch[0].item.record.memory_id
+                )
+                return
+            log.warning("a batch of %d agent memories failed; writing them one by one", len(batch))
+            for p in batch:
+                self._write([p])
+
+    def _remember(self, batch: list[Pending]) -> None:
+        summarized = [p for p in batch if p.gist and p.gist != p.item.record.text]
+        if summarized:
+            vectors = self._engine.encode([p.gist for p in summarized])
+            for p, v in zip(summarized, vectors, strict=True):
+                p.item.vector = v
+        results = self._engine.remember([p.item for p in batch])
+        for p, res in zip(batch, results, strict=True):
+            mid = p.item.record.memory_id
+            if res.memory_id != mid or res.decision != GateDecision.STORED:
+                log.warning(
+                    "agent memory %s was %s (%s) as %s",
+                    mid, res.decision.name.lower(), res.reason, res.memory_id,
+                )  # fmt: skip
