@@ -138,7 +138,7 @@ def baseline(s: Session, count: TokenCounter, t: Tally) -> None:
     t.rounds.append(rounds)
 
 
-def assisted(c: Client, s: Session, count: TokenCounter, t: Tally) -> None:
+def assisted(c: Client, s: Session, count: TokenCounter, t: Tally, model_s: float = 0.0) -> None:
     budget = lpb.TaskBudget(total_micros=10**9, emergency_ratio=0.0)
     task = f"{s.user}-{s.index}-{uuid.uuid4().hex[:6]}"
     goal = f"Help {s.user} with their support request."
@@ -163,6 +163,7 @@ def assisted(c: Client, s: Session, count: TokenCounter, t: Tally) -> None:
                 tokens += k
                 cost += price(plan.model, k, OUTPUT_TOKENS)
                 act = model(plan.context, r, last, s.needed, fetched)
+                time.sleep(model_s)  # the model's own latency, if asked (0: back to back)
                 t0 = time.perf_counter()
                 checked = tk.step(n, raw_output=json.dumps(act))
                 t.step_s.append(time.perf_counter() - t0)
@@ -193,7 +194,9 @@ def assisted(c: Client, s: Session, count: TokenCounter, t: Tally) -> None:
     t.rounds.append(n)
 
 
-def run(users: int, sessions: int, rounds: int, seed: int) -> dict[str, object]:
+def run(
+    users: int, sessions: int, rounds: int, seed: int, model_ms: float = 0.0
+) -> dict[str, object]:
     data = generate(users, sessions, rounds, seed)
     count = TokenCounter(BUILTIN_MODEL_DIR / "tokenizer.json")
     base, help_ = Tally(), Tally()
@@ -204,7 +207,7 @@ def run(users: int, sessions: int, rounds: int, seed: int) -> dict[str, object]:
             with Client(p.target, timeout=30) as c:
                 for i, s in enumerate(data):
                     baseline(s, count, base)
-                    assisted(c, s, count, help_)
+                    assisted(c, s, count, help_, model_ms / 1000)
                     if (i + 1) % 20 == 0:
                         log(f"{i + 1}/{len(data)} sessions")
         finally:
@@ -213,6 +216,7 @@ def run(users: int, sessions: int, rounds: int, seed: int) -> dict[str, object]:
     return {
         "environment": environment(),
         "sessions": len(data),
+        "model_ms": model_ms,
         "baseline": b,
         "pocketd": a,
         "token_reduction": 1 - a["prompt_tokens_per_task"] / b["prompt_tokens_per_task"],
@@ -242,7 +246,7 @@ def report(r: dict[str, object]) -> str:
     rows.append(
         f"tokens −{r['token_reduction']:.1%}, cost −{r['cost_reduction']:.1%};"
         f" Step p50 {r['step_p50_ms']:.1f} ms, p99 {r['step_p99_ms']:.1f} ms"
-        f" ({r['sessions']} sessions)"
+        f" ({r['sessions']} sessions, model latency {r['model_ms']:.0f} ms)"
     )
     return "\n".join(rows)
 
@@ -254,11 +258,18 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="20 sessions")
+    ap.add_argument(
+        "--model-ms",
+        type=float,
+        default=0.0,
+        help="the stand-in model's latency per call, slept in the pocketd loop between its "
+        "Steps (0: rounds back to back, the worst case for pocketd's background work)",
+    )
     ap.add_argument("--json", type=Path)
     ns = ap.parse_args(argv)
     if ns.quick:
         ns.users, ns.sessions = 5, 4
-    r = run(ns.users, ns.sessions, ns.rounds, ns.seed)
+    r = run(ns.users, ns.sessions, ns.rounds, ns.seed, ns.model_ms)
     print(report(r))
     if ns.json:
         ns.json.parent.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,7 @@ import asyncio
 import grpc
 import pytest
 
-from pocketd import Client
+from pocketd import AsyncClient, Client
 from pocketd.v1 import ledger_service_pb2 as lpb
 from tests.conftest import RunningServer
 
@@ -54,3 +54,20 @@ class _Unavailable(grpc.RpcError):  # type: ignore[misc]
 
 async def test_a_task_in_a_few_lines(server: RunningServer) -> None:
     await asyncio.to_thread(run, server)
+
+
+async def test_the_async_task_spends_steps_and_closes(server: RunningServer) -> None:
+    budget = lpb.TaskBudget(total_micros=10_000, emergency_ratio=0.0)
+    async with AsyncClient(server.target) as c:
+        async with c.task("a1", budget, namespace="alice", goal="Where is order 5?") as t:
+            async with t.spend("model_input_tokens", 1200) as s:
+                s.actual = 700
+            with pytest.raises(RuntimeError):
+                async with t.spend("tool_call", 500, tool="search"):
+                    raise RuntimeError("the tool failed")  # the hold is released
+            plan = await t.step(1, input="Where is order 5?")
+            assert plan.tier and plan.context.startswith("Goal: Where is order 5?")
+            st = await t.status()
+            assert st.spent_micros >= 700 and st.held_micros == 0
+            assert (await t.raise_budget(5_000)).limits[0].limit_value == 15_000
+        assert t.bill is not None and t.bill.status.state == "closed"

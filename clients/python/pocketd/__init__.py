@@ -10,7 +10,7 @@ with Client("127.0.0.1:50051") as c:
 from pocketd.budgets import task_budget
 from pocketd.client import AsyncClient, Client
 from pocketd.requests import MemoryInput
-from pocketd.tasks import Task
+from pocketd.tasks import AsyncTask, Task
 from pocketd.types import (
     Hit,
     IndexStats,
@@ -26,6 +26,7 @@ from pocketd.types import (
 
 __all__ = [
     "AsyncClient",
+    "AsyncTask",
     "Client",
     "Hit",
     "IndexStats",

@@ -24,7 +24,7 @@ from pocketd.requests import (
     memory_filter,
     recall_request,
 )
-from pocketd.tasks import Task
+from pocketd.tasks import AsyncTask, Task
 from pocketd.types import Memory, Page, RecallResult, RememberResult, Stats
 from pocketd.v1 import ledger_service_pb2 as lpb
 from pocketd.v1 import memory_service_pb2 as spb
@@ -148,6 +148,19 @@ class AsyncClient:
             target, options=channel_options(max_message_bytes)
         )
         self._stub = spb_grpc.MemoryServiceStub(self._channel)
+
+    def task(
+        self,
+        task_id: str,
+        budget: lpb.TaskBudget,
+        namespace: str,
+        goal: str = "",
+        session_id: str = "",
+    ) -> AsyncTask:
+        """`Client.task` for asyncio: `async with client.task(...) as t: await t.step(...)`."""
+        return AsyncTask(
+            self._channel, task_id, budget, namespace, session_id, self.timeout, goal=goal
+        )
 
     async def remember(self, namespace: str, text: str = "", **fields: Any) -> RememberResult:
         req = MemoryInput(namespace=namespace, text=text, **fields).to_pb()
