@@ -179,6 +179,10 @@ async def start_server(
 async def server(tmp_path: Path, encoder: OnnxTextEncoder) -> AsyncIterator[RunningServer]:
     srv, executor = await start_server(tmp_path / "srv", encoder)
     yield srv
+    await stop_server(srv, executor)
+
+
+async def stop_server(srv: RunningServer, executor: WorkerPools) -> None:
     await srv.grpc.drain(1.0)
     if srv.loop is not None:
         srv.loop.close()

@@ -22,7 +22,7 @@ from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 from server.adapters.onnx_encoder import OnnxTextEncoder
 from tests.api.test_memory_api import expect, violations
-from tests.conftest import RunningServer, make_settings, start_server
+from tests.conftest import RunningServer, make_settings, start_server, stop_server
 
 SEARCH = {
     "name": "search",
@@ -299,11 +299,7 @@ async def top2(tmp_path: Path, encoder: OnnxTextEncoder) -> AsyncIterator[Runnin
     )
     srv, executor = await start_server(tmp_path / "srv", encoder, settings)
     yield srv
-    await srv.grpc.drain(1.0)
-    if srv.loop is not None:
-        srv.loop.close()
-    srv.engine.close()
-    executor.shutdown()
+    await stop_server(srv, executor)
 
 
 async def test_the_users_profile_comes_with_the_recall(top2: RunningServer) -> None:
