@@ -48,12 +48,16 @@ def parse_tools(v: Violations, tools_json: Sequence[str]) -> list[dict[str, Any]
     return out
 
 
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def _object(v: Violations, field: str, text: str, limit: int) -> dict[str, Any] | None:
     if len(text.encode()) > limit:
         v.add(field, f"is over {limit} bytes")
         return None
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError) as e:  # RecursionError: nested too deep
         v.add(field, f"is not JSON we can read: {e}")
         return None
@@ -144,6 +148,11 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
             v.add("tools_json", f"has {len(r.tools_json)} tools; at most {MAX_TOOLS}")
         else:
             tools.extend(parse_tools(v, r.tools_json))
+        if r.usage or r.tool_results or r.idempotency_key:
+            if not r.idempotency_key:
+                v.add("idempotency_key", "is required when usage or tool_results are reported")
+            elif not f.matches(f.MEMORY_ID_RE, r.idempotency_key):
+                v.add("idempotency_key", f.MEMORY_ID_RULE)
         for name, n in (("usage", len(r.usage)), ("tool_results", len(r.tool_results))):
             if n > MAX_REPORTS:
                 v.add(name, f"has {n} entries; at most {MAX_REPORTS}")
@@ -193,6 +202,7 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
                     for t, p in zip(r.tool_results, params, strict=True)
                 ),
                 raw_model_output=r.raw_model_output,
+                key=r.idempotency_key,
                 tools=tuple(tools) if r.tools_json else None,
                 active_recall=None
                 if r.recall_mode == apb.RECALL_MODE_UNSPECIFIED

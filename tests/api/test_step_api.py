@@ -68,6 +68,7 @@ async def test_a_loop_of_three_rounds(server: RunningServer) -> None:
         tool_results=[
             apb.ToolResult(tool="search", params_json='{"q": "88123"}', result="shipped")
         ],
+        idempotency_key="t1-r2",
     )  # fmt: skip
     r2 = await agent.Step(r2_req)
     assert len(r2.committed_memory_ids) == 1  # the stated preference is a key event
@@ -231,7 +232,9 @@ async def test_a_batch_of_independent_steps_answers_each(server: RunningServer) 
 async def overspend(agent: apb_grpc.AgentServiceStub, task: str, goal: str) -> apb.StepResponse:
     """Round 1 reports a model call that costs more than the task's whole budget."""
     usage = apb.ModelUsage(model="fast_small_model", input_tokens=200_000)
-    return await agent.Step(apb.StepRequest(task_id=task, round=1, goal=goal, usage=[usage]))
+    return await agent.Step(
+        apb.StepRequest(task_id=task, round=1, goal=goal, usage=[usage], idempotency_key="over")
+    )
 
 
 async def test_best_memory_answer_returns_the_best_memory_for_the_goal(
@@ -272,7 +275,7 @@ async def test_pause_stops_the_task_and_raise_budget_resumes_it(server: RunningS
     assert first.budget.state == "paused" and first.failover.action == lpb.FAILOVER_ACTION_PAUSE
     assert first.failover.stop_reason == first.budget.stop_reason != ""
     r2 = apb.StepRequest(
-        task_id="pz", round=2, input="Any news?",
+        task_id="pz", round=2, input="Any news on order 88123?",
         previous_action_json='{"type":"tool","tool":"search","params":{"q":"88123"}}',
         observation="Order 88123 is in the warehouse in Lyon.",
     )  # fmt: skip
@@ -281,6 +284,13 @@ async def test_pause_stops_the_task_and_raise_budget_resumes_it(server: RunningS
     assert not paused.context and not paused.memories  # no more work while paused
     assert "Round 1" in paused.failover.partial_result
     assert "Lyon" in paused.failover.partial_result  # what the task did so far
+    mem = spb_grpc.MemoryServiceStub(grpc.aio.insecure_channel(server.target))
+    note = pb.MemoryRecord(
+        namespace="alice",
+        kind=pb.MEMORY_KIND_FACT,
+        text="Order 88123 left the warehouse on Friday.",
+    )
+    await mem.Remember(spb.RememberRequest(record=note))
     await led.RaiseBudget(
         lpb.RaiseBudgetRequest(task_id="pz", add_total_micros=1_000_000, idempotency_key="up")
     )
@@ -288,6 +298,7 @@ async def test_pause_stops_the_task_and_raise_budget_resumes_it(server: RunningS
     assert resumed.budget.state == "open" and not resumed.HasField("failover")
     assert resumed.context.startswith("Goal: Where is my order 88123?")
     assert "Lyon" in resumed.context
+    assert any("left the warehouse" in m.text for m in resumed.memories)  # it recalls again
 
 
 @pytest.fixture
@@ -343,3 +354,53 @@ async def test_the_users_profile_comes_with_the_recall(top2: RunningServer) -> N
     assert [t for t in texts if "T-9" in t] == [h.record.text for h in top.hits]
     assert any("prefer to be contacted by SMS" in t for t in texts)  # and the profile
     assert "SMS" in r.context
+
+
+async def test_two_reports_alike_are_two_charges_and_a_key_is_required(
+    server: RunningServer,
+) -> None:
+    agent, led = stubs(server)
+    await open_task(led, "keys")
+    usage = [apb.ModelUsage(model="fast_small_model", input_tokens=1000)]
+    call = [apb.ToolResult(tool="search", params_json='{"q": "x"}', result="r")]
+    base = dict(task_id="keys", round=1, goal="Find x", usage=usage, tool_results=call)
+    first = await agent.Step(apb.StepRequest(**base, idempotency_key="a"))
+    again = await agent.Step(apb.StepRequest(**base, idempotency_key="a"))  # a retry
+    second = await agent.Step(apb.StepRequest(**base, idempotency_key="b"))  # a second call
+    own = again.step_cost_micros + second.step_cost_micros
+    assert again.budget.spent_micros - first.budget.spent_micros == again.step_cost_micros
+    assert second.budget.spent_micros - first.budget.spent_micros == own + 150 + 500
+    err = await expect(agent.Step(apb.StepRequest(**base)), grpc.StatusCode.INVALID_ARGUMENT)
+    assert "idempotency_key" in violations(err)
+    other = [apb.ModelUsage(model="fast_small_model", input_tokens=7)]
+    reused = dict(base, usage=other, idempotency_key="a")
+    await expect(agent.Step(apb.StepRequest(**reused)), grpc.StatusCode.FAILED_PRECONDITION)
+    nan = [apb.ToolResult(tool="search", params_json='{"q": NaN}', result="r")]
+    bad = dict(base, tool_results=nan, idempotency_key="c")
+    err = await expect(agent.Step(apb.StepRequest(**bad)), grpc.StatusCode.INVALID_ARGUMENT)
+    assert "tool_results[0].params_json" in violations(err)
+    bill = await led.CloseTask(lpb.CloseTaskRequest(task_id="keys", idempotency_key="close"))
+    assert bill.by_tool["search"].commits == 2  # two calls of the tool, as its cap counts them
+
+
+async def test_a_task_that_does_not_declare_a_tool_cacheable_gets_no_cached_result(
+    server: RunningServer,
+) -> None:
+    agent, led = stubs(server)
+    await open_task(led, "c1")  # search: idempotent, 600 s
+    ran = [apb.ToolResult(tool="search", params_json='{"q": "x"}', result="found x")]
+    await agent.Step(
+        apb.StepRequest(task_id="c1", round=1, goal="x", tool_results=ran, idempotency_key="k")
+    )
+    raw = '{"type":"tool","tool":"search","params":{"q":"x"}}'
+    tools = [json.dumps(SEARCH)]
+    hit = await agent.Step(
+        apb.StepRequest(task_id="c1", round=2, goal="x", tools_json=tools, raw_model_output=raw)
+    )
+    assert hit.action.cached and hit.action.cached_result == "found x"
+    plain = lpb.TaskBudget(total_micros=10**6, tools={"search": lpb.ToolBudget()})
+    await led.OpenTask(lpb.OpenTaskRequest(task_id="c2", namespace="alice", budget=plain))
+    miss = await agent.Step(
+        apb.StepRequest(task_id="c2", round=1, goal="x", tools_json=tools, raw_model_output=raw)
+    )
+    assert miss.action.tool == "search" and not miss.action.cached  # it must call the tool

@@ -134,6 +134,7 @@ class _TaskBase:
             ],
             raw_model_output=raw_output,
             tools_json=[json.dumps(t) for t in tools or []],
+            idempotency_key=_key(),
             recall_mode=apb.RECALL_MODE_UNSPECIFIED
             if active_recall is None
             else apb.RECALL_MODE_ACTIVE

@@ -110,6 +110,7 @@ class StepIn:
     usage: tuple[Usage, ...] = ()
     tool_results: tuple[ToolRun, ...] = ()
     raw_model_output: str = ""
+    key: str = ""  # the Step's idempotency key: its reported charges are keyed by it
     tools: tuple[dict[str, Any], ...] | None = None  # None: as before
     active_recall: bool | None = None  # None: as the task's earlier Steps said (auto at first)
 
@@ -208,13 +209,13 @@ class AgentLoop:
             ):
                 if tokens:
                     amount = -(-tokens * per_1k // 1000)
-                    what = f"usage:{i}:{u.model}:{u.input_tokens}:{u.output_tokens}:{int(kind)}"
-                    charges.append(self._charge(r, kind, amount, "", what))
+                    charges.append(
+                        self._charge(r, kind, amount, "", f"{r.key}:usage:{i}:{int(kind)}")
+                    )
         for i, t in enumerate(r.tool_results):
             tb = tool_budgets.get(t.tool)
             call_price = 0 if tb is None else tb.cost_per_call_micros
-            args = hashlib.blake2b(canonical(t.params).encode(), digest_size=6).hexdigest()
-            what = f"tool:{i}:{t.tool}:{args}"
+            what = f"{r.key}:tool:{i}"
             charges.append(self._charge(r, SpendKind.TOOL_CALL, call_price, t.tool, what))
             if tb is not None:
                 self._cache.put(ns, t.tool, t.params, t.result, tb.cache_ttl_seconds, tb.idempotent)
@@ -229,11 +230,15 @@ class AgentLoop:
         memories: list[Recalled] = []
         recall_cost = 0
         query = r.input or r.observation or s.goal
-        if not s.active_recall and query and not parse_only and s.state != "paused":
+        wanted = not s.active_recall and bool(query) and not parse_only
+        was_paused = s.state == "paused"
+        if wanted and not was_paused:
             memories, recall_cost = self._recall(ns, query, deadline)
         status = waiting().status
         s.state = status.state
         paused = status.state == "paused"
+        if wanted and was_paused and not paused:  # resumed by RaiseBudget since the last Step
+            memories, recall_cost = self._recall(ns, query, deadline)
         quiet = parse_only or paused
         if paused:
             memories, recall_cost = [], 0
@@ -464,6 +469,9 @@ class AgentLoop:
             if query:
                 out.memories, out.step_cost = self._recall(ns, query, deadline)
             return
-        hit = self._cache.get(ns, action.tool, action.params)
+        tb = s.tool_budgets.get(action.tool)  # this task must declare it cacheable itself
+        if tb is None or not tb.idempotent or tb.cache_ttl_seconds <= 0:
+            return
+        hit = self._cache.get(ns, action.tool, action.params, tb.cache_ttl_seconds)
         if hit is not None:
             out.cached_result = hit.result

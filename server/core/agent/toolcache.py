@@ -53,11 +53,22 @@ class ToolCache:
         self.hits = 0
         self.misses = 0
 
-    def get(self, namespace: str, tool: str, args: JsonValue) -> Cached | None:
-        key = (namespace, tool, canonical(args))
+    def get(
+        self, namespace: str, tool: str, args: JsonValue, max_age: float | None = None
+    ) -> Cached | None:
+        """The result stored for these arguments within its TTL, and no older than `max_age`
+        (the asking task's own TTL for the tool); None otherwise, or for arguments that have no
+        canonical form."""
+        try:
+            key = (namespace, tool, canonical(args))
+        except ToolArgsError:
+            return None
         now = self._clock.now()
         with self._lock:
             hit = self._entries.get(key)
+            if hit is not None and max_age is not None and now - hit.stored_at > max_age:
+                self.misses += 1
+                return None
             if hit is None or hit.expires_at <= now:
                 if hit is not None:
                     del self._entries[key]

@@ -48,3 +48,13 @@ def test_only_idempotent_small_results_are_cached_and_tenants_stay_apart(
     assert not c.put("ns", "t", {}, "ok", 0, idempotent=True)
     assert c.put("a", "t", {}, "ok", 60, idempotent=True)
     assert c.get("b", "t", {}) is None
+
+
+def test_max_age_caps_a_hit_at_the_asking_tasks_ttl() -> None:
+    clock = FakeClock()
+    c = ToolCache(clock)
+    assert c.put("ns", "t", {"a": 1}, "r", 600, True)
+    clock.advance(100)
+    assert c.get("ns", "t", {"a": 1}, max_age=200) is not None
+    assert c.get("ns", "t", {"a": 1}, max_age=50) is None  # older than this task allows
+    assert c.get("ns", "t", {"a": float("nan")}) is None  # no canonical form: no hit

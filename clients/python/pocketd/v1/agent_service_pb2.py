@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from pocketd.v1 import ledger_service_pb2 as pocketd_dot_v1_dot_ledger__service__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1epocketd/v1/agent_service.proto\x12\npocketd.v1\x1a\x1fpocketd/v1/ledger_service.proto\":\n\x10StepBatchRequest\x12&\n\x05steps\x18\x01 \x03(\x0b\x32\x17.pocketd.v1.StepRequest\">\n\tStepError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x12\n\nviolations\x18\x03 \x03(\t\"r\n\x0fStepBatchResult\x12,\n\x08response\x18\x01 \x01(\x0b\x32\x18.pocketd.v1.StepResponseH\x00\x12&\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x15.pocketd.v1.StepErrorH\x00\x42\t\n\x07outcome\"A\n\x11StepBatchResponse\x12,\n\x07results\x18\x01 \x03(\x0b\x32\x1b.pocketd.v1.StepBatchResult\"H\n\nModelUsage\x12\r\n\x05model\x18\x01 \x01(\t\x12\x14\n\x0cinput_tokens\x18\x02 \x01(\x04\x12\x15\n\routput_tokens\x18\x03 \x01(\x04\"?\n\nToolResult\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12\x13\n\x0bparams_json\x18\x02 \x01(\t\x12\x0e\n\x06result\x18\x03 \x01(\t\"\xe5\x02\n\x0bStepRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x0c\n\x04goal\x18\x03 \x01(\t\x12\r\n\x05input\x18\x04 \x01(\t\x12\x17\n\x0finput_has_image\x18\x05 \x01(\x08\x12\x1c\n\x14previous_action_json\x18\x06 \x01(\t\x12\x13\n\x0bobservation\x18\x07 \x01(\t\x12\x1d\n\x15observation_has_media\x18\x08 \x01(\x08\x12%\n\x05usage\x18\t \x03(\x0b\x32\x16.pocketd.v1.ModelUsage\x12,\n\x0ctool_results\x18\n \x03(\x0b\x32\x16.pocketd.v1.ToolResult\x12\x18\n\x10raw_model_output\x18\x0b \x01(\t\x12\x12\n\ntools_json\x18\x0c \x03(\t\x12+\n\x0brecall_mode\x18\r \x01(\x0e\x32\x16.pocketd.v1.RecallMode\"0\n\x0b\x41llowedTool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\"Q\n\nStepMemory\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\r\n\x05score\x18\x03 \x01(\x02\x12\x13\n\x0bsource_type\x18\x04 \x01(\t\"\x93\x01\n\nStepAction\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0c\n\x04tool\x18\x02 \x01(\t\x12\x13\n\x0bparams_json\x18\x03 \x01(\t\x12\x0e\n\x06\x61nswer\x18\x04 \x01(\t\x12\x1d\n\x15\x65stimated_cost_micros\x18\x05 \x01(\x04\x12\x15\n\rcached_result\x18\x06 \x01(\t\x12\x0e\n\x06\x63\x61\x63hed\x18\x07 \x01(\x08\"\x96\x04\n\x0cStepResponse\x12&\n\x06\x62udget\x18\x01 \x01(\x0b\x32\x16.pocketd.v1.TaskStatus\x12\x0c\n\x04tier\x18\x02 \x01(\t\x12\r\n\x05model\x18\x03 \x01(\t\x12\x1a\n\x12token_budget_round\x18\x04 \x01(\r\x12\x14\n\x0croute_reason\x18\x05 \x01(\t\x12\x10\n\x08\x65scalate\x18\x06 \x01(\x08\x12&\n\x05tools\x18\x07 \x03(\x0b\x32\x17.pocketd.v1.AllowedTool\x12\x0f\n\x07\x63ontext\x18\x08 \x01(\t\x12\x16\n\x0e\x63ontext_tokens\x18\t \x01(\r\x12\x17\n\x0f\x63ontext_dropped\x18\n \x03(\t\x12(\n\x08memories\x18\x0b \x03(\x0b\x32\x16.pocketd.v1.StepMemory\x12&\n\x06\x61\x63tion\x18\x0c \x01(\x0b\x32\x16.pocketd.v1.StepAction\x12\x14\n\x0c\x61\x63tion_error\x18\r \x01(\t\x12\x14\n\x0cretry_action\x18\x0e \x01(\x08\x12\x1c\n\x14\x63ommitted_memory_ids\x18\x0f \x03(\t\x12\x10\n\x08warnings\x18\x10 \x03(\t\x12\x1f\n\x17search_memory_tool_json\x18\x11 \x01(\t\x12\x18\n\x10step_cost_micros\x18\x12 \x01(\x04\x12*\n\x08\x66\x61ilover\x18\x13 \x01(\x0b\x32\x18.pocketd.v1.FailoverPlan\"\x94\x01\n\x0c\x46\x61iloverPlan\x12*\n\x06\x61\x63tion\x18\x01 \x01(\x0e\x32\x1a.pocketd.v1.FailoverAction\x12\x13\n\x0bstop_reason\x18\x02 \x01(\t\x12\x16\n\x0epartial_result\x18\x03 \x01(\t\x12+\n\x0b\x62\x65st_memory\x18\x04 \x01(\x0b\x32\x16.pocketd.v1.StepMemory\"*\n\x14\x43ompressToolsRequest\x12\x12\n\ntools_json\x18\x01 \x03(\t\"V\n\x0b\x43ompactTool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x15\n\rtokens_before\x18\x03 \x01(\r\x12\x14\n\x0ctokens_after\x18\x04 \x01(\r\"l\n\x15\x43ompressToolsResponse\x12&\n\x05tools\x18\x01 \x03(\x0b\x32\x17.pocketd.v1.CompactTool\x12\x15\n\rtokens_before\x18\x02 \x01(\r\x12\x14\n\x0ctokens_after\x18\x03 \x01(\r*W\n\nRecallMode\x12\x1b\n\x17RECALL_MODE_UNSPECIFIED\x10\x00\x12\x14\n\x10RECALL_MODE_AUTO\x10\x01\x12\x16\n\x12RECALL_MODE_ACTIVE\x10\x02\x32\xe9\x01\n\x0c\x41gentService\x12T\n\rCompressTools\x12 .pocketd.v1.CompressToolsRequest\x1a!.pocketd.v1.CompressToolsResponse\x12\x39\n\x04Step\x12\x17.pocketd.v1.StepRequest\x1a\x18.pocketd.v1.StepResponse\x12H\n\tStepBatch\x12\x1c.pocketd.v1.StepBatchRequest\x1a\x1d.pocketd.v1.StepBatchResponseB<Z:github.com/pocketd/pocketd/clients/go/pocketd/v1;pocketdv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1epocketd/v1/agent_service.proto\x12\npocketd.v1\x1a\x1fpocketd/v1/ledger_service.proto\":\n\x10StepBatchRequest\x12&\n\x05steps\x18\x01 \x03(\x0b\x32\x17.pocketd.v1.StepRequest\">\n\tStepError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x12\n\nviolations\x18\x03 \x03(\t\"r\n\x0fStepBatchResult\x12,\n\x08response\x18\x01 \x01(\x0b\x32\x18.pocketd.v1.StepResponseH\x00\x12&\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x15.pocketd.v1.StepErrorH\x00\x42\t\n\x07outcome\"A\n\x11StepBatchResponse\x12,\n\x07results\x18\x01 \x03(\x0b\x32\x1b.pocketd.v1.StepBatchResult\"H\n\nModelUsage\x12\r\n\x05model\x18\x01 \x01(\t\x12\x14\n\x0cinput_tokens\x18\x02 \x01(\x04\x12\x15\n\routput_tokens\x18\x03 \x01(\x04\"?\n\nToolResult\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12\x13\n\x0bparams_json\x18\x02 \x01(\t\x12\x0e\n\x06result\x18\x03 \x01(\t\"\xfe\x02\n\x0bStepRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x0c\n\x04goal\x18\x03 \x01(\t\x12\r\n\x05input\x18\x04 \x01(\t\x12\x17\n\x0finput_has_image\x18\x05 \x01(\x08\x12\x1c\n\x14previous_action_json\x18\x06 \x01(\t\x12\x13\n\x0bobservation\x18\x07 \x01(\t\x12\x1d\n\x15observation_has_media\x18\x08 \x01(\x08\x12%\n\x05usage\x18\t \x03(\x0b\x32\x16.pocketd.v1.ModelUsage\x12,\n\x0ctool_results\x18\n \x03(\x0b\x32\x16.pocketd.v1.ToolResult\x12\x18\n\x10raw_model_output\x18\x0b \x01(\t\x12\x12\n\ntools_json\x18\x0c \x03(\t\x12+\n\x0brecall_mode\x18\r \x01(\x0e\x32\x16.pocketd.v1.RecallMode\x12\x17\n\x0fidempotency_key\x18\x0e \x01(\t\"0\n\x0b\x41llowedTool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\"Q\n\nStepMemory\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\r\n\x05score\x18\x03 \x01(\x02\x12\x13\n\x0bsource_type\x18\x04 \x01(\t\"\x93\x01\n\nStepAction\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0c\n\x04tool\x18\x02 \x01(\t\x12\x13\n\x0bparams_json\x18\x03 \x01(\t\x12\x0e\n\x06\x61nswer\x18\x04 \x01(\t\x12\x1d\n\x15\x65stimated_cost_micros\x18\x05 \x01(\x04\x12\x15\n\rcached_result\x18\x06 \x01(\t\x12\x0e\n\x06\x63\x61\x63hed\x18\x07 \x01(\x08\"\x96\x04\n\x0cStepResponse\x12&\n\x06\x62udget\x18\x01 \x01(\x0b\x32\x16.pocketd.v1.TaskStatus\x12\x0c\n\x04tier\x18\x02 \x01(\t\x12\r\n\x05model\x18\x03 \x01(\t\x12\x1a\n\x12token_budget_round\x18\x04 \x01(\r\x12\x14\n\x0croute_reason\x18\x05 \x01(\t\x12\x10\n\x08\x65scalate\x18\x06 \x01(\x08\x12&\n\x05tools\x18\x07 \x03(\x0b\x32\x17.pocketd.v1.AllowedTool\x12\x0f\n\x07\x63ontext\x18\x08 \x01(\t\x12\x16\n\x0e\x63ontext_tokens\x18\t \x01(\r\x12\x17\n\x0f\x63ontext_dropped\x18\n \x03(\t\x12(\n\x08memories\x18\x0b \x03(\x0b\x32\x16.pocketd.v1.StepMemory\x12&\n\x06\x61\x63tion\x18\x0c \x01(\x0b\x32\x16.pocketd.v1.StepAction\x12\x14\n\x0c\x61\x63tion_error\x18\r \x01(\t\x12\x14\n\x0cretry_action\x18\x0e \x01(\x08\x12\x1c\n\x14\x63ommitted_memory_ids\x18\x0f \x03(\t\x12\x10\n\x08warnings\x18\x10 \x03(\t\x12\x1f\n\x17search_memory_tool_json\x18\x11 \x01(\t\x12\x18\n\x10step_cost_micros\x18\x12 \x01(\x04\x12*\n\x08\x66\x61ilover\x18\x13 \x01(\x0b\x32\x18.pocketd.v1.FailoverPlan\"\x94\x01\n\x0c\x46\x61iloverPlan\x12*\n\x06\x61\x63tion\x18\x01 \x01(\x0e\x32\x1a.pocketd.v1.FailoverAction\x12\x13\n\x0bstop_reason\x18\x02 \x01(\t\x12\x16\n\x0epartial_result\x18\x03 \x01(\t\x12+\n\x0b\x62\x65st_memory\x18\x04 \x01(\x0b\x32\x16.pocketd.v1.StepMemory\"*\n\x14\x43ompressToolsRequest\x12\x12\n\ntools_json\x18\x01 \x03(\t\"V\n\x0b\x43ompactTool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x15\n\rtokens_before\x18\x03 \x01(\r\x12\x14\n\x0ctokens_after\x18\x04 \x01(\r\"l\n\x15\x43ompressToolsResponse\x12&\n\x05tools\x18\x01 \x03(\x0b\x32\x17.pocketd.v1.CompactTool\x12\x15\n\rtokens_before\x18\x02 \x01(\r\x12\x14\n\x0ctokens_after\x18\x03 \x01(\r*W\n\nRecallMode\x12\x1b\n\x17RECALL_MODE_UNSPECIFIED\x10\x00\x12\x14\n\x10RECALL_MODE_AUTO\x10\x01\x12\x16\n\x12RECALL_MODE_ACTIVE\x10\x02\x32\xe9\x01\n\x0c\x41gentService\x12T\n\rCompressTools\x12 .pocketd.v1.CompressToolsRequest\x1a!.pocketd.v1.CompressToolsResponse\x12\x39\n\x04Step\x12\x17.pocketd.v1.StepRequest\x1a\x18.pocketd.v1.StepResponse\x12H\n\tStepBatch\x12\x1c.pocketd.v1.StepBatchRequest\x1a\x1d.pocketd.v1.StepBatchResponseB<Z:github.com/pocketd/pocketd/clients/go/pocketd/v1;pocketdv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,8 +33,8 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'pocketd.v1.agent_service_pb
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z:github.com/pocketd/pocketd/clients/go/pocketd/v1;pocketdv1'
-  _globals['_RECALLMODE']._serialized_start=2098
-  _globals['_RECALLMODE']._serialized_end=2185
+  _globals['_RECALLMODE']._serialized_start=2123
+  _globals['_RECALLMODE']._serialized_end=2210
   _globals['_STEPBATCHREQUEST']._serialized_start=79
   _globals['_STEPBATCHREQUEST']._serialized_end=137
   _globals['_STEPERROR']._serialized_start=139
@@ -48,23 +48,23 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TOOLRESULT']._serialized_start=460
   _globals['_TOOLRESULT']._serialized_end=523
   _globals['_STEPREQUEST']._serialized_start=526
-  _globals['_STEPREQUEST']._serialized_end=883
-  _globals['_ALLOWEDTOOL']._serialized_start=885
-  _globals['_ALLOWEDTOOL']._serialized_end=933
-  _globals['_STEPMEMORY']._serialized_start=935
-  _globals['_STEPMEMORY']._serialized_end=1016
-  _globals['_STEPACTION']._serialized_start=1019
-  _globals['_STEPACTION']._serialized_end=1166
-  _globals['_STEPRESPONSE']._serialized_start=1169
-  _globals['_STEPRESPONSE']._serialized_end=1703
-  _globals['_FAILOVERPLAN']._serialized_start=1706
-  _globals['_FAILOVERPLAN']._serialized_end=1854
-  _globals['_COMPRESSTOOLSREQUEST']._serialized_start=1856
-  _globals['_COMPRESSTOOLSREQUEST']._serialized_end=1898
-  _globals['_COMPACTTOOL']._serialized_start=1900
-  _globals['_COMPACTTOOL']._serialized_end=1986
-  _globals['_COMPRESSTOOLSRESPONSE']._serialized_start=1988
-  _globals['_COMPRESSTOOLSRESPONSE']._serialized_end=2096
-  _globals['_AGENTSERVICE']._serialized_start=2188
-  _globals['_AGENTSERVICE']._serialized_end=2421
+  _globals['_STEPREQUEST']._serialized_end=908
+  _globals['_ALLOWEDTOOL']._serialized_start=910
+  _globals['_ALLOWEDTOOL']._serialized_end=958
+  _globals['_STEPMEMORY']._serialized_start=960
+  _globals['_STEPMEMORY']._serialized_end=1041
+  _globals['_STEPACTION']._serialized_start=1044
+  _globals['_STEPACTION']._serialized_end=1191
+  _globals['_STEPRESPONSE']._serialized_start=1194
+  _globals['_STEPRESPONSE']._serialized_end=1728
+  _globals['_FAILOVERPLAN']._serialized_start=1731
+  _globals['_FAILOVERPLAN']._serialized_end=1879
+  _globals['_COMPRESSTOOLSREQUEST']._serialized_start=1881
+  _globals['_COMPRESSTOOLSREQUEST']._serialized_end=1923
+  _globals['_COMPACTTOOL']._serialized_start=1925
+  _globals['_COMPACTTOOL']._serialized_end=2011
+  _globals['_COMPRESSTOOLSRESPONSE']._serialized_start=2013
+  _globals['_COMPRESSTOOLSRESPONSE']._serialized_end=2121
+  _globals['_AGENTSERVICE']._serialized_start=2213
+  _globals['_AGENTSERVICE']._serialized_end=2446
 # @@protoc_insertion_point(module_scope)

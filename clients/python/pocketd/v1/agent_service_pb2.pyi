@@ -68,7 +68,7 @@ class ToolResult(_message.Message):
     def __init__(self, tool: _Optional[str] = ..., params_json: _Optional[str] = ..., result: _Optional[str] = ...) -> None: ...
 
 class StepRequest(_message.Message):
-    __slots__ = ("task_id", "round", "goal", "input", "input_has_image", "previous_action_json", "observation", "observation_has_media", "usage", "tool_results", "raw_model_output", "tools_json", "recall_mode")
+    __slots__ = ("task_id", "round", "goal", "input", "input_has_image", "previous_action_json", "observation", "observation_has_media", "usage", "tool_results", "raw_model_output", "tools_json", "recall_mode", "idempotency_key")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     ROUND_FIELD_NUMBER: _ClassVar[int]
     GOAL_FIELD_NUMBER: _ClassVar[int]
@@ -82,6 +82,7 @@ class StepRequest(_message.Message):
     RAW_MODEL_OUTPUT_FIELD_NUMBER: _ClassVar[int]
     TOOLS_JSON_FIELD_NUMBER: _ClassVar[int]
     RECALL_MODE_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     round: int
     goal: str
@@ -95,7 +96,8 @@ class StepRequest(_message.Message):
     raw_model_output: str
     tools_json: _containers.RepeatedScalarFieldContainer[str]
     recall_mode: RecallMode
-    def __init__(self, task_id: _Optional[str] = ..., round: _Optional[int] = ..., goal: _Optional[str] = ..., input: _Optional[str] = ..., input_has_image: _Optional[bool] = ..., previous_action_json: _Optional[str] = ..., observation: _Optional[str] = ..., observation_has_media: _Optional[bool] = ..., usage: _Optional[_Iterable[_Union[ModelUsage, _Mapping]]] = ..., tool_results: _Optional[_Iterable[_Union[ToolResult, _Mapping]]] = ..., raw_model_output: _Optional[str] = ..., tools_json: _Optional[_Iterable[str]] = ..., recall_mode: _Optional[_Union[RecallMode, str]] = ...) -> None: ...
+    idempotency_key: str
+    def __init__(self, task_id: _Optional[str] = ..., round: _Optional[int] = ..., goal: _Optional[str] = ..., input: _Optional[str] = ..., input_has_image: _Optional[bool] = ..., previous_action_json: _Optional[str] = ..., observation: _Optional[str] = ..., observation_has_media: _Optional[bool] = ..., usage: _Optional[_Iterable[_Union[ModelUsage, _Mapping]]] = ..., tool_results: _Optional[_Iterable[_Union[ToolResult, _Mapping]]] = ..., raw_model_output: _Optional[str] = ..., tools_json: _Optional[_Iterable[str]] = ..., recall_mode: _Optional[_Union[RecallMode, str]] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class AllowedTool(_message.Message):
     __slots__ = ("name", "description")
