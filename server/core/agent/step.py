@@ -29,7 +29,6 @@ with what its next Steps report.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -49,7 +48,7 @@ from server.core.agent.ledger import Ledger
 from server.core.agent.memory_writer import MemoryWriter
 from server.core.agent.model import Charge, Failover, SpendKind, Status, ToolBudget
 from server.core.agent.tiers import Route, Routed, TierRouter, TierSettings
-from server.core.agent.toolcache import ToolCache, canonical
+from server.core.agent.toolcache import ToolCache
 from server.core.agent.tools import ToolSchemaError, compact
 from server.core.deadline import Deadline
 from server.core.errors import (
