@@ -42,6 +42,8 @@ from server.api.calls import WorkerPools
 from server.api.server import GrpcServer, ListenError
 from server.config import BUILTIN_MODEL_DIR, model_dir
 from server.core.agent.ledger import Ledger
+from server.core.agent.memory_writer import PendingWrites
+from server.core.agent.ports import LedgerStore
 from server.core.agent.step import AgentLoop, tier_settings
 from server.core.agent.tiers import TierRouter
 from server.core.agent.toolcache import ToolCache
@@ -121,15 +123,21 @@ def agent_loop(
     engine: MemoryEngine,
     encoder: OnnxTextEncoder | None,
     count_tokens: Callable[[str], int],
+    store: LedgerStore,
 ) -> AgentLoop:
     """The agent loop over the ledger and the engine, with the installed difficulty model if
-    there is one (`pocketd models train-difficulty`)."""
+    there is one (`pocketd models train-difficulty`); the memories a crash left acknowledged
+    and unwritten (kept in the ledger's `store`) are written again."""
     clock = SystemClock()
     a = settings.agent
     tiers = TierRouter(tier_settings(a), clock, load_difficulty(settings, encoder))
     cache = ToolCache(clock, a.tool_cache_size)
     nice = settings.server.background_nice
-    return AgentLoop(a, ledger, engine, tiers, cache, count_tokens, nice)
+    loop = AgentLoop(a, ledger, engine, tiers, cache, count_tokens, nice, PendingWrites(store))
+    kept = loop.replay()
+    if kept:
+        log.info("writing %d agent memories acknowledged before the last stop", kept)
+    return loop
 
 
 def build_engine(
@@ -259,7 +267,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
             engine = opening.result()
             await _catch_up(engine, settings, stop)
             if counter is not None and ledger_store is not None:
-                loop_ = agent_loop(settings, ledger, engine, encoder, counter.count)
+                loop_ = agent_loop(settings, ledger, engine, encoder, counter.count, ledger_store)
                 grpc_server.agent_ready(loop_)
             if not stop.is_set():
                 await grpc_server.mark_serving(engine)

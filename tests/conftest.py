@@ -165,9 +165,10 @@ async def start_server(
     srv = GrpcServer(settings, executor, count)
     port = await srv.start("127.0.0.1:0")
     eng = open_engine(tmp, encoder, SystemClock(), settings.memory)  # type: ignore[arg-type]
-    ledger = Ledger(SqliteLedgerStore(tmp / "ledger.sqlite3"), SystemClock(), settings.ledger)
+    store = SqliteLedgerStore(tmp / "ledger.sqlite3")
+    ledger = Ledger(store, SystemClock(), settings.ledger)
     srv.ledger_ready(ledger)
-    loop = agent_loop(settings, ledger, eng, encoder, count)
+    loop = agent_loop(settings, ledger, eng, encoder, count, store)
     srv.agent_ready(loop)
     await srv.mark_serving(eng)
     running = RunningServer(f"127.0.0.1:{port}", eng, srv)

@@ -15,7 +15,7 @@ import contextlib
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS holds (
 );
 CREATE INDEX IF NOT EXISTS holds_live ON holds (task_id, state, expires_at);
 CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, fingerprint TEXT, answer BLOB);
+CREATE TABLE IF NOT EXISTS pending_memories (memory_id TEXT PRIMARY KEY, body BLOB NOT NULL);
 """
 _enc = msgspec.msgpack.Encoder()
 _task = msgspec.msgpack.Decoder(Task)
@@ -117,6 +118,18 @@ class _Tx:
 
     def put_reply(self, key: str, fingerprint: str, answer: bytes) -> None:
         self._c.execute("INSERT INTO replies VALUES (?, ?, ?)", (key, fingerprint, answer))
+
+    def put_pending(self, memory_id: str, body: bytes) -> None:
+        self._c.execute("INSERT OR REPLACE INTO pending_memories VALUES (?, ?)", (memory_id, body))
+
+    def drop_pending(self, memory_ids: Sequence[str]) -> None:
+        self._c.executemany(
+            "DELETE FROM pending_memories WHERE memory_id=?", [(m,) for m in memory_ids]
+        )
+
+    def pending(self) -> list[bytes]:
+        rows = self._c.execute("SELECT body FROM pending_memories ORDER BY rowid").fetchall()
+        return [r[0] for r in rows]
 
 
 class SqliteLedgerStore:

@@ -171,7 +171,11 @@ class Ledger:
         return self.charge_soon(task_id, round_, charges)()
 
     def charge_soon(
-        self, task_id: str, round_: int, charges: Sequence[Charge]
+        self,
+        task_id: str,
+        round_: int,
+        charges: Sequence[Charge],
+        also: Callable[[LedgerTx], None] | None = None,
     ) -> Callable[[], Charged]:
         """Record spends that already happened (a model call's reported usage, a tool the agent
         ran, pocketd's own work), all in one transaction: no limit can refuse them, but they move
@@ -179,7 +183,9 @@ class Ledger:
         skipped). Without charges it reads the task (its expired holds dropped). Returns the
         task's namespace, session, budget and status after them. NOT_FOUND for a task never
         opened, FAILED_PRECONDITION for a closed one. `charge_soon` queues the transaction at
-        once and returns its wait, so a caller may do other work meanwhile."""
+        once and returns its wait, so a caller may do other work meanwhile. `also`: the caller's
+        own work in the same transaction (the agent loop's acknowledged memories), done once the
+        task is found open."""
         now = self._clock.now()
 
         def work(tx: LedgerTx) -> Charged:
@@ -191,6 +197,8 @@ class Ledger:
                     f"task {task_id!r} is closed", "TASK_CLOSED", Location("task_id")
                 )
             changed = self._expire(tx, task, now)
+            if also is not None:
+                also(tx)
             for c in charges:
                 request = ("charge", task_id, round_, int(c.kind), c.amount, c.tool)
                 if self._replayed(tx, task_id, c.key, request, object) is not None:

@@ -1,13 +1,18 @@
 """The agent loop's memory writes, off the call: a Step chooses each memory's id and returns at
 once, and one thread writes them through the engine's write gate.
 
+What a Step acknowledges is durable first: its memories are kept in the ledger's file
+(`PendingWrites.keep`) in the same transaction as the Step's last charge, and dropped once
+written. At start-up the loop writes what a crash left there (`PendingWrites.load`). A memory
+whose write fails stays kept, and is tried again at the next start.
+
 Encoding and a durable write take tens of ms each, and an agent loop writes about one memory a
 round (a key event, a long tool output stored for `Get`). Written one by one, the writes fell
 behind the Steps of a loop that runs rounds back to back. So the thread takes everything queued
 (up to `BATCH`) and writes it as one batch: one encoder batch for the summaries, one durable
 write. The thread runs below the readers (`background_nice`), so a Step's Recall gets the cores
 first. A batch that fails is written again one memory at a time, so one bad memory does not
-lose the others; what still fails, or what the gate merges or refuses, is logged.
+hold back the others; what still fails, or what the gate merges or refuses, is logged.
 
 Backpressure: with `max_pending` writes queued, a Step writes its own on the call.
 """
@@ -17,25 +22,59 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 
+import msgspec
+
+from server.core.agent.ports import LedgerStore, LedgerTx
 from server.core.memory.engine import MemoryEngine
-from server.core.memory.model import GateDecision, NewMemory
+from server.core.memory.model import GateDecision, NewMemory, Record, WriteHints
 from server.core.priority import run_below_readers
 
 log = logging.getLogger(__name__)
 BATCH = 32
 
 
-@dataclass
-class Pending:
-    item: NewMemory
+class Pending(msgspec.Struct):
+    record: Record
     gist: str  # its vector is its extractive summary's (a long tool output's gist, not filler)
+
+    def item(self) -> NewMemory:
+        return NewMemory(self.record, None, hints=WriteHints(remember=True), client_memory_id=True)
+
+
+class PendingWrites:
+    """The acknowledged memories not yet written, kept in the ledger's file."""
+
+    def __init__(self, store: LedgerStore) -> None:
+        self._store = store
+
+    @staticmethod
+    def keep(tx: LedgerTx, batch: Sequence[Pending]) -> None:
+        for p in batch:
+            tx.put_pending(p.record.memory_id, msgspec.msgpack.encode(p))
+
+    def done(self, memory_ids: list[str]) -> None:
+        if memory_ids:
+            self._store.run(lambda tx: tx.drop_pending(memory_ids))
+
+    def load(self) -> list[Pending]:
+        bodies = self._store.run(lambda tx: tx.pending())
+        return [msgspec.msgpack.decode(b, type=Pending) for b in bodies]
 
 
 class MemoryWriter:
-    def __init__(self, engine: MemoryEngine, nice: int = 0, max_pending: int = 256) -> None:
+    def __init__(
+        self,
+        engine: MemoryEngine,
+        nice: int = 0,
+        max_pending: int = 256,
+        written: Callable[[list[str]], None] | None = None,
+    ) -> None:
+        """`written`: told the ids of each batch written (or merged, or refused by the gate),
+        so that their kept copies can go."""
         self._engine = engine
+        self._written = written
         self._nice = nice
         self._max = max_pending
         self._queue: queue.SimpleQueue[Pending | None] = queue.SimpleQueue()
@@ -46,14 +85,14 @@ class MemoryWriter:
         self._thread = threading.Thread(target=self._run, name="pocketd-agent-memory", daemon=True)
         self._thread.start()
 
-    def submit(self, item: NewMemory, gist: str) -> None:
+    def submit(self, p: Pending) -> None:
         with self._lock:
             on_call = self._closed or self._pending >= self._max
             self._pending += 0 if on_call else 1
             if not on_call:
-                self._queue.put(Pending(item, gist))
+                self._queue.put(p)
         if on_call:  # the writes fall behind (or the writer closed): this one on the call
-            self._write([Pending(item, gist)])
+            self._write([p])
 
     def pending(self) -> int:
         with self._lock:
@@ -100,23 +139,33 @@ class MemoryWriter:
             self._remember(batch)
         except Exception:
             if len(batch) == 1:
-                log.exception(
-                    "an agent memory was not written (%s)", batch[0].item.record.memory_id
-                )
+                mid = batch[0].record.memory_id
+                log.exception("an agent memory was not written (%s); kept for the next start", mid)
                 return
             log.warning("a batch of %d agent memories failed; writing them one by one", len(batch))
             for p in batch:
                 self._write([p])
+            return
+        if self._written is not None:
+            try:
+                self._written([p.record.memory_id for p in batch])
+            except Exception:  # written again at the next start: the same id, the same text
+                log.exception("the kept copies of %d written memories stay", len(batch))
 
     def _remember(self, batch: list[Pending]) -> None:
-        summarized = [p for p in batch if p.gist and p.gist != p.item.record.text]
+        items = [p.item() for p in batch]
+        summarized = [
+            (p.gist, it)
+            for p, it in zip(batch, items, strict=True)
+            if p.gist not in ("", p.record.text)
+        ]
         if summarized:
-            vectors = self._engine.encode([p.gist for p in summarized])
-            for p, v in zip(summarized, vectors, strict=True):
-                p.item.vector = v
-        results = self._engine.remember([p.item for p in batch])
+            vectors = self._engine.encode([gist for gist, _ in summarized])
+            for (_, it), v in zip(summarized, vectors, strict=True):
+                it.vector = v
+        results = self._engine.remember(items)
         for p, res in zip(batch, results, strict=True):
-            mid = p.item.record.memory_id
+            mid = p.record.memory_id
             if res.memory_id != mid or res.decision != GateDecision.STORED:
                 log.warning(
                     "agent memory %s was %s (%s) as %s",

@@ -36,8 +36,9 @@ import secrets
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from server.core.agent.action import Action, ActionError, looping, parse
@@ -45,7 +46,7 @@ from server.core.agent.context import ContextBuilder, ContextSettings, Recalled,
 from server.core.agent.failover import FailoverPlan, best, partial_result
 from server.core.agent.keyevents import events, failed, should_commit
 from server.core.agent.ledger import Ledger
-from server.core.agent.memory_writer import MemoryWriter
+from server.core.agent.memory_writer import MemoryWriter, Pending, PendingWrites
 from server.core.agent.model import Charge, Failover, SpendKind, Status, ToolBudget
 from server.core.agent.tiers import Route, Routed, TierRouter, TierSettings
 from server.core.agent.toolcache import ToolCache
@@ -61,10 +62,8 @@ from server.core.memory.engine import MemoryEngine
 from server.core.memory.model import (
     Kind,
     MemoryFilter,
-    NewMemory,
     RecallQuery,
     Record,
-    WriteHints,
 )
 from server.core.settings import AgentSettings
 
@@ -169,9 +168,12 @@ class AgentLoop:
         cache: ToolCache,
         count_tokens: Callable[[str], int],
         background_nice: int = 0,
+        pending: PendingWrites | None = None,
     ) -> None:
         """`background_nice`: the niceness of the thread that writes the loop's memories (so a
-        Step's Recall gets the cores first)."""
+        Step's Recall gets the cores first). `pending`: where acknowledged memories are kept
+        until written (None: they are not, and a crash may lose them)."""
+        self._pending = pending
         self._s = settings
         self._ledger = ledger
         self._engine = engine
@@ -181,7 +183,9 @@ class AgentLoop:
         self._summaries = Summaries(count_tokens)
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._lock = threading.Lock()
-        self._writer = MemoryWriter(engine, background_nice, MAX_PENDING_WRITES)
+        self._writer = MemoryWriter(
+            engine, background_nice, MAX_PENDING_WRITES, None if pending is None else pending.done
+        )
         self._s_context = ContextSettings()
 
     def step(self, r: StepIn, deadline: Deadline) -> StepOut:
@@ -194,6 +198,7 @@ class AgentLoop:
     def _step(self, r: StepIn, s: _Session, deadline: Deadline) -> StepOut:
         out_cost = 0
         warnings: list[str] = []
+        writes: list[Pending] = []  # this Step's memories: kept with its last charge, then written
         ns, tool_budgets = s.namespace, s.tool_budgets
         # 1. what the agent reports, charged in one ledger transaction
         charges: list[Charge] = []
@@ -250,7 +255,7 @@ class AgentLoop:
             s.turns.append(Turn(r.round - 1, r.previous_action, r.observation, user))
             found = events(r.observation, r.observation_has_media, s.previous_failed)
             if should_commit(found, self._s.commit_threshold):
-                mid = self._remember(s, r, r.observation, [e.kind for e in found], deadline)
+                mid = self._remember(s, r, r.observation, [e.kind for e in found], writes)
                 committed.append(mid)
                 s.stored[r.round - 1] = mid  # its full text, if the context shortens it
                 out_cost += self._s.remember_micros
@@ -261,7 +266,7 @@ class AgentLoop:
             s.inputs[r.round] = r.input
             stated = events(r.input, r.input_has_image, False)
             if should_commit(stated, self._s.commit_threshold):
-                mid = self._remember(s, r, r.input, [e.kind for e in stated], deadline)
+                mid = self._remember(s, r, r.input, [e.kind for e in stated], writes)
                 committed.append(mid)
                 out_cost += self._s.remember_micros
         # 4. the tier
@@ -291,7 +296,7 @@ class AgentLoop:
         if not quiet:
             built = ContextBuilder(
                 self._count,
-                lambda t: self._remember(s, r, t.observation, ["long"], deadline),
+                lambda t: self._remember(s, r, t.observation, ["long"], writes),
                 self._s_context,
                 self._summaries,
             ).build(
@@ -309,8 +314,10 @@ class AgentLoop:
                     out_cost += self._s.remember_micros
             out.context, out.context_tokens = built.text(), built.tokens
             out.context_dropped = built.dropped
-        if out_cost:  # new work each time it runs, so a fresh key (a retry did it again)
-            out.status = self._charge_memory(r, out_cost)
+        if out_cost or writes:
+            out.status = self._charge_memory(r, out_cost, writes)
+            for p in writes:  # durable now: written off the call
+                self._writer.submit(p)
         out.warnings = warnings + out.warnings
         out.step_cost = out_cost
         s.state = out.status.state
@@ -378,16 +385,27 @@ class AgentLoop:
     def _charge(self, r: StepIn, kind: SpendKind, amount: int, tool: str, what: str) -> Charge:
         return Charge(kind, amount, tool, f"step:{r.round}:{what}")
 
-    def _charge_memory(self, r: StepIn, amount: int) -> Status:
-        """pocketd's own work: new work each time it runs, so a fresh key."""
+    def _charge_memory(self, r: StepIn, amount: int, writes: Sequence[Pending] = ()) -> Status:
+        """pocketd's own work (new work each time it runs, so a fresh key), with the Step's
+        memories kept in the same transaction."""
         c = self._charge(r, SpendKind.MEMORY, amount, "", f"memory:{uuid.uuid4().hex}")
-        return self._ledger.charge(r.task_id, r.round, [c]).status
+        keep = None
+        if writes and self._pending is not None:
+            keep = partial(PendingWrites.keep, batch=writes)
+        return self._ledger.charge_soon(r.task_id, r.round, [c] if amount else [], keep)().status
+
+    def replay(self) -> int:
+        """Write the memories a crash left acknowledged and unwritten; how many."""
+        kept = [] if self._pending is None else self._pending.load()
+        for p in kept:
+            self._writer.submit(p)
+        return len(kept)
 
     def _remember(
-        self, s: _Session, r: StepIn, text: str, why: list[str], deadline: Deadline
+        self, s: _Session, r: StepIn, text: str, why: list[str], writes: list[Pending]
     ) -> str:
-        """Write a memory off the call (`MemoryWriter`), under an id chosen here, which the Step
-        returns at once."""
+        """A memory to write off the call (`MemoryWriter`) once the Step's last transaction
+        keeps it, under an id chosen here, which the Step returns."""
         mid = f"m-{secrets.token_hex(8)}"  # 64 random bits: in a prompt, 128 cost 12 tokens more
         rec = Record(
             memory_id=mid,
@@ -398,8 +416,7 @@ class AgentLoop:
             tags=tuple(f"key:{w}" for w in why),
             importance=4,
         )
-        item = NewMemory(rec, None, hints=WriteHints(remember=True), client_memory_id=True)
-        self._writer.submit(item, self._summaries(text, self._s_context.memory_tokens))
+        writes.append(Pending(rec, self._summaries(text, self._s_context.memory_tokens)))
         return mid
 
     def close(self) -> None:

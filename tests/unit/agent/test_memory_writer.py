@@ -1,18 +1,22 @@
-"""The agent loop's memory writer on a real engine: queued writes land in batches under their
-chosen ids, a bad memory does not lose the others, backpressure writes on the call, and close
+"""The agent loop's memory writer on a real engine and a real ledger file: queued writes land in
+batches under their chosen ids, a bad memory does not hold back the others and stays kept,
+what was kept is written again after a restart, backpressure writes on the call, and close
 writes what is queued."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from server.core.agent.memory_writer import MemoryWriter
+from server.adapters.sqlite_ledger import SqliteLedgerStore
+from server.core.agent.memory_writer import MemoryWriter, Pending, PendingWrites
 from server.core.errors import NotFoundError
 from server.core.memory.engine import MemoryEngine
-from server.core.memory.model import Kind, NewMemory, Record, WriteHints
+from server.core.memory.model import Blob, Kind, Record
 
 
-def item(n: int, text: str | None = None, blob: bytes | None = None) -> NewMemory:
+def pending(n: int, text: str | None = None, blob: Blob | None = None) -> Pending:
     rec = Record(
         memory_id=f"m-{n}",
         namespace="ns",
@@ -21,39 +25,58 @@ def item(n: int, text: str | None = None, blob: bytes | None = None) -> NewMemor
         importance=4,
         blob=blob,
     )
-    return NewMemory(rec, None, hints=WriteHints(remember=True), client_memory_id=True)
+    return Pending(rec, f"gist {n}." if n % 2 else "")
 
 
 def stored(engine: MemoryEngine, n: int) -> str:
     return engine.get("ns", f"m-{n}", False)[0].text
 
 
-def test_queued_writes_land_under_their_ids(engine: MemoryEngine) -> None:
-    w = MemoryWriter(engine)
-    for n in range(40):
-        w.submit(item(n), f"gist {n}." if n % 2 else "")
+def kept(tmp: Path, batch: list[Pending]) -> tuple[SqliteLedgerStore, PendingWrites]:
+    store = SqliteLedgerStore(tmp / "ledger.sqlite3")
+    pw = PendingWrites(store)
+    store.run(lambda tx: PendingWrites.keep(tx, batch))
+    return store, pw
+
+
+def test_kept_writes_land_under_their_ids_and_are_dropped(
+    engine: MemoryEngine, tmp_path: Path
+) -> None:
+    batch = [pending(n) for n in range(40)]
+    store, pw = kept(tmp_path, batch)
+    assert [p.record.memory_id for p in pw.load()] == [f"m-{n}" for n in range(40)]
+    w = MemoryWriter(engine, written=pw.done)
+    for p in batch:
+        w.submit(p)
     assert w.flush(timeout=120)
-    assert w.pending() == 0
     assert all(stored(engine, n).startswith(f"Ticket T-{n} ") for n in range(40))
     w.close()
+    assert pw.load() == []  # written: their kept copies are gone
+    store.close()
 
 
-def test_a_bad_memory_does_not_lose_the_rest_of_its_batch(engine: MemoryEngine) -> None:
-    w = MemoryWriter(engine)
-    w.submit(item(1), "")
-    w.submit(item(2, text="", blob=b"\x89PNG"), "")  # nothing to encode: refused by the engine
-    w.submit(item(3), "")
+def test_a_bad_memory_does_not_hold_back_its_batch_and_stays_kept_for_the_next_start(
+    engine: MemoryEngine, tmp_path: Path
+) -> None:
+    bad = pending(2, text="", blob=Blob("file:///shot.png", "image/png"))  # nothing to encode
+    store, pw = kept(tmp_path, [pending(1), bad, pending(3)])
+    w = MemoryWriter(engine, written=pw.done)
+    for p in pw.load():
+        w.submit(p)
     assert w.flush(timeout=120)
+    w.close()
     assert stored(engine, 1) and stored(engine, 3)
     with pytest.raises(NotFoundError):
         stored(engine, 2)
-    w.close()
+    store.close()
+    again = PendingWrites(SqliteLedgerStore(tmp_path / "ledger.sqlite3"))  # a restart
+    assert [p.record.memory_id for p in again.load()] == ["m-2"]
 
 
 def test_backpressure_and_close_write_on_the_call(engine: MemoryEngine) -> None:
     w = MemoryWriter(engine, max_pending=0)
-    w.submit(item(7), "")  # nothing may queue: written before submit returns
+    w.submit(pending(7))  # nothing may queue: written before submit returns
     assert stored(engine, 7)
     w.close()
-    w.submit(item(8), "")  # after close: on the call too
+    w.submit(pending(8))  # after close: on the call too
     assert stored(engine, 8)
