@@ -399,15 +399,23 @@ class Ledger:
             return ResourceExhaustedError(
                 f"round {round_} is beyond the task's {b.max_rounds} rounds", "rounds"
             )
-        cap = b.total_micros if final else b.ordinary_micros
-        if task.spent + held + amount > cap:
-            what = "total budget" if final else "ordinary budget (the emergency share is kept"
-            what += "" if final else " for the final answer)"
-            return ResourceExhaustedError(
-                f"{amount} micros would bring spent {task.spent} + held {held} past the "
-                f"{what} of {cap}",
-                "total",
-            )
+        # Every reservation fits the total; an ordinary one also fits the ordinary budget with
+        # the other ordinary holds (a final answer's hold uses the emergency share, not this).
+        ordinary_held = sum(h.amount for h in live if not h.final)
+        for cap, in_use, what in (
+            (b.total_micros, held, "total budget"),
+            (
+                b.ordinary_micros if not final else b.total_micros,
+                ordinary_held if not final else held,
+                "ordinary budget (the emergency share is kept for the final answer)",
+            ),
+        ):
+            if task.spent + in_use + amount > cap:
+                return ResourceExhaustedError(
+                    f"{amount} micros would bring spent {task.spent} + held {in_use} past the "
+                    f"{what} of {cap}",
+                    "total",
+                )
         if b.round_micros:
             in_round = task.spent_by_round.get(round_, 0)
             in_round += sum(h.amount for h in live if h.round == round_)
@@ -431,9 +439,13 @@ class Ledger:
         b = task.budget
         used = task.spent + sum(h.amount for h in task.live() if not h.final)
         share = 100.0 * used / b.ordinary_micros if b.ordinary_micros else 100.0
-        steps = (b.warn_at_percent, self._s.cheaper_tier_at_percent, self._s.tools_off_at_percent)
-        level = sum(1 for s in steps if share >= s)
-        if share >= 100.0:
+        # The steps in order, whatever the task's warn_at_percent: a task that warns at 95 % goes
+        # to the cheaper tier at 95 % too, never to "warned" from a later step's threshold.
+        warn = b.warn_at_percent
+        cheaper = max(self._s.cheaper_tier_at_percent, warn)
+        tools_off = max(self._s.tools_off_at_percent, cheaper)
+        level = next((n for n, at in ((3, tools_off), (2, cheaper), (1, warn)) if share >= at), 0)
+        if task.spent >= b.ordinary_micros:  # spent, not held: a hold may still be released
             level = 4
         while task.level < level:
             task.level += 1

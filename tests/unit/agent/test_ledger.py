@@ -103,12 +103,13 @@ def test_a_retried_call_changes_nothing_and_a_reused_key_is_refused(led: Ledger)
 def test_the_degrade_ladder_climbs_and_pause_waits_for_a_raise(led: Ledger) -> None:
     led.open_task("t", "ns", "s", budget(failover=Failover.PAUSE))  # ordinary: 800
     levels = []
-    for i, amount in enumerate((640, 80, 40, 40)):  # 80 %, 90 %, 95 %, 100 %
+    for i, amount in enumerate((640, 80, 40, 40)):  # 80 %, 90 %, 95 %, 100 % (held)
         r = led.reserve("t", 1, M, amount, "", False, 60, f"r{i}")
         levels.append(r.status.level)
-    assert levels == [1, 2, 3, 4]
+    assert levels == [1, 2, 3, 3]  # held, not spent: the hold may yet be released
+    assert refused(led, "t", 1, M, 1, "", False, 60, "over") == "total"  # nothing left: failover
     s = led.status("t")
-    assert s.state == "paused" and s.stop_reason and len(s.warnings) == 4
+    assert s.level == 4 and s.state == "paused" and s.stop_reason and len(s.warnings) == 4
     with pytest.raises(FailedPreconditionError, match="paused"):
         led.reserve("t", 1, M, 1, "", False, 60, "x")
     led.reserve("t", 1, M, 100, "", True, 60, "fin")  # the final answer still may
@@ -214,3 +215,16 @@ def test_charges_book_in_one_transaction_once_per_key(led: Ledger, clock: FakeCl
         led.charge("t", 3, ())
     with pytest.raises(NotFoundError):
         led.charge("nope", 1, ())
+
+
+def test_a_final_hold_uses_the_emergency_share_not_the_ordinary_budget(led: Ledger) -> None:
+    led.open_task("t", "ns", "s", budget())  # total 1000, ordinary 800
+    led.reserve("t", 1, M, 200, "", True, 60, "fin")
+    led.reserve("t", 1, M, 800, "", False, 60, "ord")  # still fits: 200 + 800 ≤ 1000
+    assert refused(led, "t", 1, M, 1, "", True, 60, "more") == "total"
+
+
+def test_the_ladder_keeps_its_order_whatever_the_warning_threshold(led: Ledger) -> None:
+    led.open_task("t", "ns", "s", budget(warn_at_percent=95))  # cheaper tier from 90 by default
+    assert led.reserve("t", 1, M, 736, "", False, 60, "a").status.level == 0  # 92 %
+    assert led.reserve("t", 1, M, 24, "", False, 60, "b").status.level == 3  # 95 %: all three

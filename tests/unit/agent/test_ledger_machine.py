@@ -50,8 +50,10 @@ class Ref:
         held = sum(h.amount for h in live)
         if rnd > ROUNDS:
             return "rounds"
-        cap = self.total if final else self.total - int(self.total * 0.2)
-        if self.spent + held + amount > cap:
+        if self.spent + held + amount > self.total:
+            return "total"
+        ordinary_held = sum(h.amount for h in live if not h.final)
+        if not final and self.spent + ordinary_held + amount > self.total - int(self.total * 0.2):
             return "total"
         if (
             self.by_round.get(rnd, 0) + sum(h.amount for h in live if h.round == rnd) + amount
