@@ -574,6 +574,16 @@ class AgentSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The agent loop's Step: model tiers, prices, memory commits."""
 
     routes: dict[str, RouteSettings] = msgspec.field(default_factory=_routes)
+    # Round rules (seed 001 §5.3): the complex tier only for a task's first `complex_rounds`
+    # rounds (then medium), and Step says to escalate from round `escalate_round`.
+    complex_rounds: Annotated[int, between(1, 10_000)] = 5
+    escalate_round: Annotated[int, between(1, 10_000)] = 10
+    # The intent cache's TTL (seed 000 §4.4), and the classifier's confidences: below
+    # `min_confidence` a prompt goes to medium; a later round moves the task up a tier only
+    # at `jump_confidence`.
+    intent_ttl_seconds: Annotated[float, Meta(gt=0.0, le=86_400.0)] = 1800.0
+    min_confidence: Annotated[float, between(0.0, 1.0)] = 0.6
+    jump_confidence: Annotated[float, between(0.0, 1.0)] = 0.75
     prices: dict[str, PriceSettings] = msgspec.field(default_factory=_prices)
     # A model not in `prices`: charged at this, with a warning.
     default_price: PriceSettings = PriceSettings(1000, 3000)

@@ -56,6 +56,7 @@ async def test_a_loop_of_three_rounds(server: RunningServer) -> None:
         )
     )  # fmt: skip
     assert r1.tier == "simple" and r1.model == "fast_small_model"
+    assert r1.route_max_rounds == 3 and not r1.route_sticky and r1.route_micros < 1_000_000
     assert r1.context.startswith("Goal: Where is my order 88123?")
     assert r1.context_tokens <= r1.token_budget_round == 2000
     assert [t.name for t in r1.tools] == ["search", "web"]
@@ -71,6 +72,7 @@ async def test_a_loop_of_three_rounds(server: RunningServer) -> None:
         idempotency_key="t1-r2",
     )  # fmt: skip
     r2 = await agent.Step(r2_req)
+    assert r2.route_sticky  # the tier chosen in round one holds
     assert len(r2.committed_memory_ids) == 1  # the stated preference is a key event
     spent = r2.budget.spent_micros
     assert spent >= 150 + 120 + 500  # input 1000 tokens, output 200, one search

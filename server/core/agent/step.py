@@ -34,6 +34,7 @@ import logging
 import math
 import secrets
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -131,6 +132,7 @@ class StepOut:
     search_memory_tool: str = ""
     step_cost: int = 0
     failover: FailoverPlan | None = None  # at degrade level 4
+    route_micros: int = 0  # the tier router's own time
 
 
 @dataclass
@@ -154,7 +156,12 @@ class _Session:
 
 def tier_settings(s: AgentSettings) -> TierSettings:
     return TierSettings(
-        {n: Route(n, r.model, r.max_rounds, r.token_budget_round) for n, r in s.routes.items()}
+        {n: Route(n, r.model, r.max_rounds, r.token_budget_round) for n, r in s.routes.items()},
+        min_confidence=s.min_confidence,
+        jump_confidence=s.jump_confidence,
+        complex_rounds=s.complex_rounds,
+        escalate_round=s.escalate_round,
+        intent_ttl_s=s.intent_ttl_seconds,
     )
 
 
@@ -270,9 +277,11 @@ class AgentLoop:
                 committed.append(mid)
                 out_cost += self._s.remember_micros
         # 4. the tier
+        t0 = time.perf_counter()
         routed = self._tiers.route(
             r.task_id, r.round, s.goal, r.input or r.observation, r.input_has_image, status.level
         )
+        route_micros = int((time.perf_counter() - t0) * 1e6)
         # 5. the tools allowed
         capped = {
             x.limit[5:] for x in status.limits if x.limit.startswith("tool:") and not x.remaining
@@ -290,6 +299,7 @@ class AgentLoop:
         names = {n for n, _ in tools} | ({SEARCH_MEMORY} if s.active_recall else set())
         # 6./7. the action, then the context (an active recall's results go into it)
         out = StepOut(status, routed, tools, "", 0, [], memories, committed=committed)
+        out.route_micros = route_micros
         if r.raw_model_output and not paused:
             self._act(r, s, ns, names, out, deadline)
             out_cost += out.step_cost

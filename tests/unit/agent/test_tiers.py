@@ -3,7 +3,9 @@ routing and its exceptions, the round rules and the degrade ladder."""
 
 from __future__ import annotations
 
+from server.core.agent.step import tier_settings
 from server.core.agent.tiers import Route, TierRouter, TierSettings, classify, intent_key
+from server.core.settings import AgentSettings
 from tests.conftest import FakeClock
 
 ROUTES = {
@@ -74,3 +76,13 @@ def test_an_image_neither_reads_nor_fills_the_intent_cache(clock: FakeClock) -> 
     assert b.route.name != "vision" and not b.cached
     c = r.route("c", 1, "Help with my order 9", "", True, 0)
     assert c.route.name == "vision" and not c.cached
+
+
+def test_the_round_rules_and_the_intent_ttl_come_from_the_agent_settings() -> None:
+    s = tier_settings(
+        AgentSettings(complex_rounds=2, escalate_round=4, intent_ttl_seconds=60, min_confidence=0.5)
+    )
+    assert (s.complex_rounds, s.escalate_round, s.intent_ttl_s, s.min_confidence) == (
+        2, 4, 60, 0.5,
+    )  # fmt: skip
+    assert s.routes["simple"].max_rounds == 3

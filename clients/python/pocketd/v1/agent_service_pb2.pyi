@@ -138,7 +138,7 @@ class StepAction(_message.Message):
     def __init__(self, type: _Optional[str] = ..., tool: _Optional[str] = ..., params_json: _Optional[str] = ..., answer: _Optional[str] = ..., estimated_cost_micros: _Optional[int] = ..., cached_result: _Optional[str] = ..., cached: _Optional[bool] = ...) -> None: ...
 
 class StepResponse(_message.Message):
-    __slots__ = ("budget", "tier", "model", "token_budget_round", "route_reason", "escalate", "tools", "context", "context_tokens", "context_dropped", "memories", "action", "action_error", "retry_action", "committed_memory_ids", "warnings", "search_memory_tool_json", "step_cost_micros", "failover")
+    __slots__ = ("budget", "tier", "model", "token_budget_round", "route_reason", "escalate", "tools", "context", "context_tokens", "context_dropped", "memories", "action", "action_error", "retry_action", "committed_memory_ids", "warnings", "search_memory_tool_json", "step_cost_micros", "route_cached", "route_sticky", "route_micros", "route_max_rounds", "failover")
     BUDGET_FIELD_NUMBER: _ClassVar[int]
     TIER_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -157,6 +157,10 @@ class StepResponse(_message.Message):
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
     SEARCH_MEMORY_TOOL_JSON_FIELD_NUMBER: _ClassVar[int]
     STEP_COST_MICROS_FIELD_NUMBER: _ClassVar[int]
+    ROUTE_CACHED_FIELD_NUMBER: _ClassVar[int]
+    ROUTE_STICKY_FIELD_NUMBER: _ClassVar[int]
+    ROUTE_MICROS_FIELD_NUMBER: _ClassVar[int]
+    ROUTE_MAX_ROUNDS_FIELD_NUMBER: _ClassVar[int]
     FAILOVER_FIELD_NUMBER: _ClassVar[int]
     budget: _ledger_service_pb2.TaskStatus
     tier: str
@@ -176,8 +180,12 @@ class StepResponse(_message.Message):
     warnings: _containers.RepeatedScalarFieldContainer[str]
     search_memory_tool_json: str
     step_cost_micros: int
+    route_cached: bool
+    route_sticky: bool
+    route_micros: int
+    route_max_rounds: int
     failover: FailoverPlan
-    def __init__(self, budget: _Optional[_Union[_ledger_service_pb2.TaskStatus, _Mapping]] = ..., tier: _Optional[str] = ..., model: _Optional[str] = ..., token_budget_round: _Optional[int] = ..., route_reason: _Optional[str] = ..., escalate: _Optional[bool] = ..., tools: _Optional[_Iterable[_Union[AllowedTool, _Mapping]]] = ..., context: _Optional[str] = ..., context_tokens: _Optional[int] = ..., context_dropped: _Optional[_Iterable[str]] = ..., memories: _Optional[_Iterable[_Union[StepMemory, _Mapping]]] = ..., action: _Optional[_Union[StepAction, _Mapping]] = ..., action_error: _Optional[str] = ..., retry_action: _Optional[bool] = ..., committed_memory_ids: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[str]] = ..., search_memory_tool_json: _Optional[str] = ..., step_cost_micros: _Optional[int] = ..., failover: _Optional[_Union[FailoverPlan, _Mapping]] = ...) -> None: ...
+    def __init__(self, budget: _Optional[_Union[_ledger_service_pb2.TaskStatus, _Mapping]] = ..., tier: _Optional[str] = ..., model: _Optional[str] = ..., token_budget_round: _Optional[int] = ..., route_reason: _Optional[str] = ..., escalate: _Optional[bool] = ..., tools: _Optional[_Iterable[_Union[AllowedTool, _Mapping]]] = ..., context: _Optional[str] = ..., context_tokens: _Optional[int] = ..., context_dropped: _Optional[_Iterable[str]] = ..., memories: _Optional[_Iterable[_Union[StepMemory, _Mapping]]] = ..., action: _Optional[_Union[StepAction, _Mapping]] = ..., action_error: _Optional[str] = ..., retry_action: _Optional[bool] = ..., committed_memory_ids: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[str]] = ..., search_memory_tool_json: _Optional[str] = ..., step_cost_micros: _Optional[int] = ..., route_cached: _Optional[bool] = ..., route_sticky: _Optional[bool] = ..., route_micros: _Optional[int] = ..., route_max_rounds: _Optional[int] = ..., failover: _Optional[_Union[FailoverPlan, _Mapping]] = ...) -> None: ...
 
 class FailoverPlan(_message.Message):
     __slots__ = ("action", "stop_reason", "partial_result", "best_memory")
