@@ -208,6 +208,8 @@ class Ledger:
                 self._climb(task)
                 self._record(tx, task_id, c.key, request, True)
                 changed = True
+            if charges:
+                changed |= self._past_limits(task, round_)
             if changed:
                 tx.put_task(task)
             return Charged(task.namespace, task.session_id, task.budget, self._status(task))
@@ -454,6 +456,22 @@ class Ledger:
             )
             if task.level == 4:
                 self._fail_over(task, f"the ordinary budget is used up ({share:.0f}%)")
+
+    def _past_limits(self, task: Task, round_: int) -> bool:
+        """Spend that happened cannot be refused, but a loop driven by Step alone must still
+        meet the task's limits: a round beyond `max_rounds` is the failover, a round past
+        `round_micros` a warning (once). Whether the task changed."""
+        b = task.budget
+        if b.max_rounds and round_ > b.max_rounds and task.level < 4:
+            self._fail_over(task, f"round {round_} is beyond the task's {b.max_rounds} rounds")
+            return True
+        spent = task.spent_by_round.get(round_, 0)
+        said = f"round {round_} spent "
+        if b.round_micros and spent > b.round_micros:
+            if not any(w.startswith(said) for w in task.warnings):
+                task.warnings.append(f"{said}{spent} of its {b.round_micros} micros")
+                return True
+        return False
 
     def _fail_over(self, task: Task, why: str) -> None:
         if task.level < 4:

@@ -228,3 +228,13 @@ def test_the_ladder_keeps_its_order_whatever_the_warning_threshold(led: Ledger) 
     led.open_task("t", "ns", "s", budget(warn_at_percent=95))  # cheaper tier from 90 by default
     assert led.reserve("t", 1, M, 736, "", False, 60, "a").status.level == 0  # 92 %
     assert led.reserve("t", 1, M, 24, "", False, 60, "b").status.level == 3  # 95 %: all three
+
+
+def test_charges_past_the_round_limits_warn_and_fail_over(led: Ledger) -> None:
+    led.open_task("t", "ns", "s", budget(max_rounds=3, round_micros=100, total_micros=10_000))
+    s = led.charge("t", 2, [Charge(M, 150, "", "a")]).status
+    assert s.level < 4 and any(w.startswith("round 2 spent 150 of its 100") for w in s.warnings)
+    s = led.charge("t", 2, [Charge(M, 10, "", "b")]).status
+    assert sum(w.startswith("round 2 spent") for w in s.warnings) == 1  # once per round
+    s = led.charge("t", 4, [Charge(M, 10, "", "c")]).status
+    assert s.level == 4 and "beyond the task's 3 rounds" in s.warnings[-1]
