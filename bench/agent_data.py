@@ -21,6 +21,21 @@ import random
 from dataclasses import dataclass, field
 
 CHANNELS = ("email", "sms", "phone", "chat")
+# How a user states the preference, and how the last round refers to it: varied, so that the
+# key-event rules are not measured on one sentence.
+STATED = (
+    "Hi. For the record, I prefer to be contacted by {ch} only, my preference code is {pref}.",
+    "Please only reach me by {ch} from now on (preference code {pref}).",
+    "Quick note: {ch} is the best way to contact me. Reference {pref}.",
+    "I'd rather you used {ch} when you get back to me, code {pref}.",
+    "Contact me via {ch}, please. My contact code: {pref}.",
+)
+REFERRED = (
+    "Please summarise the resolution and contact me the way I prefer.",
+    "Sum up what was done and reach me through my usual channel.",
+    "Wrap this up and get back to me how I asked before.",
+    "Write the resolution summary and use my preferred contact method.",
+)
 PRODUCTS = ("printer", "router", "laptop", "camera", "tablet", "scanner")
 FILLER = (
     "The device was restarted twice and the firmware version was read from the settings page. "
@@ -66,13 +81,8 @@ def generate(users: int, sessions: int, rounds: int, seed: int) -> list[Session]
             fix = f"FIX-{rng.randrange(1000, 9999)}"
             rs: list[Round] = []
             if s == 0:
-                rs.append(
-                    Round(
-                        "Hi. For the record, I prefer to be contacted by "
-                        f"{pref.split('-')[1].lower()} only, my preference code is {pref}.",
-                        facts=(pref,),
-                    )
-                )
+                said = rng.choice(STATED).format(ch=pref.split("-")[1].lower(), pref=pref)
+                rs.append(Round(said, facts=(pref,)))
             rs.append(
                 Round(f"My {product} stopped working. The order number is {order}.", facts=(order,))
             )
@@ -114,7 +124,7 @@ def generate(users: int, sessions: int, rounds: int, seed: int) -> list[Session]
             needed = (order, previous_fix, pref) if previous_fix else (order, pref)
             rs.append(
                 Round(
-                    "Please summarise the resolution and contact me the way I prefer."
+                    rng.choice(REFERRED)
                     + (f" Mention what fixed ticket {previous_ticket}." if previous_ticket else "")
                 )
             )

@@ -16,11 +16,21 @@ import re
 from dataclasses import dataclass
 
 WEIGHTS = {"need": 0.8, "medium": 0.9, "stage": 0.75, "fixed": 0.9}
-_NEED = re.compile(  # a statement ("I prefer email"), not a reference ("the way I prefer")
+# A statement of a need or a standing preference ("I prefer email", "reach me by SMS only",
+# "from now on ..."), not a reference to one ("the way I prefer", "my preferred channel",
+# "reach me through my usual channel").
+_CHANNEL = r"(?:contact|reach|call|email|e-mail|text|message|ring|ping|notify|write to)"
+_NEED = re.compile(
     r"(?<!way )(?<!how )(?<!what )"
-    r"\b(?:i (?:prefer|like|love|want|need|always|never|only use|hate)|please (?:use|always|never)"
-    r"|my preference|don't (?:call|email|send))\b"
-    r"|我(?:喜欢|想要|需要|只用|不要|希望)|请(?:用|不要)|偏好",
+    r"\b(?:i (?:prefer|like|love|want|need|always|never|only use|hate)"
+    r"|i(?:'d| would) (?:rather|prefer|like)"
+    r"|please (?:only )?(?:use|always|never|" + _CHANNEL + r")"
+    r"|"
+    + _CHANNEL
+    + r" me (?:only )?(?:by|via|on|over|at|through)\b(?!\s+(?:my|the|how|whatever)\b)"
+    r"|best way to (?:contact|reach) me|from now on"
+    r"|my preference|don't (?:call|email|send|text))\b"
+    r"|我(?:喜欢|更喜欢|想要|需要|只用|不要|希望)|请(?:用|只用|不要)|以后(?:请|都)|偏好",
     re.I,
 )
 _STAGE = re.compile(

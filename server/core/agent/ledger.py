@@ -467,10 +467,10 @@ class Ledger:
             return True
         spent = task.spent_by_round.get(round_, 0)
         said = f"round {round_} spent "
-        if b.round_micros and spent > b.round_micros:
-            if not any(w.startswith(said) for w in task.warnings):
-                task.warnings.append(f"{said}{spent} of its {b.round_micros} micros")
-                return True
+        over = bool(b.round_micros) and spent > b.round_micros
+        if over and not any(w.startswith(said) for w in task.warnings):
+            task.warnings.append(f"{said}{spent} of its {b.round_micros} micros")
+            return True
         return False
 
     def _fail_over(self, task: Task, why: str) -> None:

@@ -435,9 +435,11 @@ class AgentLoop:
 
     def _recall(self, ns: str, query: str, deadline: Deadline) -> tuple[list[Recalled], int]:
         """The top `recall_top_k` memories for `query`, then the user's profile: the
-        `profile_top_k` most relevant preferences and needs (kind PREFERENCE) not among them. A
-        stated preference is needed sessions later, when a round's own facts (tickets, tool
-        outputs) outrank it; its second search reuses the query's cached vector."""
+        `profile_top_k` most relevant preferences and needs (kind PREFERENCE) not among them,
+        with no relevance floor ("reach me the usual way" shares few words with "I'd rather you
+        used chat"). A stated preference is needed sessions later, when a round's own facts
+        (tickets, tool outputs) outrank it; its second search reuses the query's cached
+        vector."""
         hits = self._engine.recall(
             RecallQuery(namespace=ns, text=query, top_k=self._s.recall_top_k), deadline
         )
@@ -450,6 +452,7 @@ class AgentLoop:
                     text=query,
                     top_k=self._s.profile_top_k,
                     filter=MemoryFilter(kinds=(Kind.PREFERENCE,)),
+                    min_score=0.0,  # a profile, not a search: the closest, however far
                 ),
                 deadline,
             )

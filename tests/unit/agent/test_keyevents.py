@@ -26,3 +26,23 @@ def test_the_threshold_decides() -> None:
     assert should_commit(stage, 0.7) and not should_commit(stage, 0.8)
     assert not should_commit([], 0.0 + 1e-9)
     assert failed("Error 502 from the API") and not failed("All good")
+
+
+def test_standing_preferences_in_other_words_are_needs_and_references_are_not() -> None:
+    stated = [
+        "Please only reach me by SMS from now on.",
+        "Email is the best way to contact me.",
+        "I'd rather you called me on my mobile.",
+        "Contact me via chat, please.",
+        "以后请只用短信联系我。",
+    ]
+    referred = [
+        "Reach me through my usual channel.",
+        "Contact me the way I prefer.",
+        "Use my preferred contact method.",
+        "Get back to me how I asked before.",
+    ]
+    for text in stated:
+        assert any(e.kind == "need" for e in events(text, False, False)), text
+    for text in referred:
+        assert not any(e.kind == "need" for e in events(text, False, False)), text
