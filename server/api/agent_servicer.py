@@ -35,6 +35,8 @@ MAX_OBSERVATION = 1_048_576
 MAX_TOKENS = 10_000_000
 MAX_REPORTS = 64
 MAX_BATCH = 64
+MAX_NAME = 128
+NAME_RULE = f"must be at most {MAX_NAME} printable characters"
 _RECALL_MODES = {v.number for v in apb.RecallMode.DESCRIPTOR.values}
 
 
@@ -46,6 +48,10 @@ def parse_tools(v: Violations, tools_json: Sequence[str]) -> list[dict[str, Any]
         if tool is not None:
             out.append(tool)
     return out
+
+
+def _name_ok(name: str) -> bool:
+    return len(name) <= MAX_NAME and name.isprintable()
 
 
 def _no_constant(name: str) -> None:
@@ -164,11 +170,15 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
         for i, u in enumerate(r.usage):
             if not u.model:
                 v.add(f"usage[{i}].model", "is required")
+            elif not _name_ok(u.model):
+                v.add(f"usage[{i}].model", NAME_RULE)
             if u.input_tokens > MAX_TOKENS or u.output_tokens > MAX_TOKENS:
                 v.add(f"usage[{i}]", f"more than {MAX_TOKENS} tokens in one call")
         for i, t in enumerate(r.tool_results):
             if not t.tool:
                 v.add(f"tool_results[{i}].tool", "is required")
+            elif not _name_ok(t.tool):
+                v.add(f"tool_results[{i}].tool", NAME_RULE)
             p = _object(v, f"tool_results[{i}].params_json", t.params_json or "{}", MAX_TOOL_BYTES)
             params.append(p or {})
 

@@ -591,6 +591,8 @@ class AgentSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # memory each.
     recall_micros_per_kilounit: Annotated[int, between(0, 10**9)] = 1
     remember_micros: Annotated[int, between(0, 10**9)] = 20
+    # A lookup in the tool-result cache (seed 001 §3.2: a hit charges the lookup, not the call).
+    cache_lookup_micros: Annotated[int, between(0, 10**9)] = 1
     commit_threshold: Annotated[float, between(0.0, 1.0)] = 0.7
     loop_repeat: Annotated[int, between(2, 100)] = 3
     recall_top_k: Annotated[int, between(1, 100)] = 5

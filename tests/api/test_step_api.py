@@ -166,6 +166,7 @@ async def test_step_errors_name_the_field(server: RunningServer) -> None:
                 task_id="e", round=0, tools_json=["[1]"],
                 tool_results=[apb.ToolResult(tool="search", params_json="nope")],
                 usage=[apb.ModelUsage(input_tokens=5)],
+                idempotency_key="e",
             )
         ),
         grpc.StatusCode.INVALID_ARGUMENT,
@@ -173,6 +174,17 @@ async def test_step_errors_name_the_field(server: RunningServer) -> None:
     assert {"round", "tools_json[0]", "tool_results[0].params_json", "usage[0].model"} <= set(
         violations(err)
     )
+    odd = [apb.ToolResult(tool="x" * 200, params_json="{}", result="r")]
+    err = await expect(
+        agent.Step(
+            apb.StepRequest(
+                task_id="e", round=1, goal="x", tool_results=odd, idempotency_key="k",
+                usage=[apb.ModelUsage(model="m\n", input_tokens=1)],
+            )
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+    )  # fmt: skip
+    assert {"tool_results[0].tool", "usage[0].model"} <= set(violations(err))
 
 
 async def test_active_recall_supplies_search_memory_and_runs_it(server: RunningServer) -> None:
@@ -204,7 +216,7 @@ async def test_active_recall_supplies_search_memory_and_runs_it(server: RunningS
         )
     )  # fmt: skip
     assert any("prefers SMS" in m.text for m in asked.memories)
-    assert asked.step_cost_micros >= 0
+    assert asked.step_cost_micros > 0  # the search it ran is charged
 
 
 async def test_a_batch_of_independent_steps_answers_each(server: RunningServer) -> None:
@@ -400,6 +412,7 @@ async def test_a_task_that_does_not_declare_a_tool_cacheable_gets_no_cached_resu
         apb.StepRequest(task_id="c1", round=2, goal="x", tools_json=tools, raw_model_output=raw)
     )
     assert hit.action.cached and hit.action.cached_result == "found x"
+    assert hit.step_cost_micros >= 1  # the lookup is charged, the tool's call is not
     plain = lpb.TaskBudget(total_micros=10**6, tools={"search": lpb.ToolBudget()})
     await led.OpenTask(lpb.OpenTaskRequest(task_id="c2", namespace="alice", budget=plain))
     miss = await agent.Step(

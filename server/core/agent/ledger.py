@@ -201,12 +201,13 @@ class Ledger:
                 also(tx)
             for c in charges:
                 request = ("charge", task_id, round_, int(c.kind), c.amount, c.tool)
-                if self._replayed(tx, task_id, c.key, request, object) is not None:
+                if c.keyed and self._replayed(tx, task_id, c.key, request, object) is not None:
                     continue
                 _book(task, c.kind, round_, c.tool, c.amount)
                 task.round = max(task.round, round_)
                 self._climb(task)
-                self._record(tx, task_id, c.key, request, True)
+                if c.keyed:
+                    self._record(tx, task_id, c.key, request, True)
                 changed = True
             if charges:
                 changed |= self._past_limits(task, round_)

@@ -103,14 +103,17 @@ class MemoryWriter:
         with self._idle:
             return self._idle.wait_for(lambda: self._pending == 0, timeout)
 
-    def close(self) -> None:
-        """Write what is queued, then stop (before the engine closes)."""
+    def close(self, timeout: float | None = None) -> None:
+        """Write what is queued, then stop (before the engine closes). With `timeout` (the
+        queued memories are kept, so the next start writes what is left), it waits no longer."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             self._queue.put(None)
-        self._thread.join()
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            log.warning("%d agent memories left to the next start", self.pending())
 
     def _run(self) -> None:
         run_below_readers(self._nice)

@@ -42,8 +42,10 @@ class Budget(msgspec.Struct, frozen=True):
 
     @property
     def ordinary_micros(self) -> int:
-        """What ordinary reservations may use: the total less the emergency share."""
-        return self.total_micros - int(self.total_micros * self.emergency_ratio)
+        """What ordinary reservations may use: the total less the emergency share, in integer
+        arithmetic (the ratio in parts per million, which is all the API keeps)."""
+        ppm = round(self.emergency_ratio * 1_000_000)
+        return self.total_micros - self.total_micros * ppm // 1_000_000
 
 
 class Hold(msgspec.Struct):
@@ -146,6 +148,9 @@ class Charge(msgspec.Struct, frozen=True):
     amount: int
     tool: str
     key: str
+    # Booked once per key (a retry skips it). False: new work each time it is charged
+    # (pocketd's own), so nothing is recorded under the key.
+    keyed: bool = True
 
 
 class Charged(msgspec.Struct, frozen=True):

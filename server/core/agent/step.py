@@ -35,7 +35,6 @@ import math
 import secrets
 import threading
 import time
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -69,6 +68,7 @@ from server.core.memory.model import (
 from server.core.settings import AgentSettings
 
 log = logging.getLogger(__name__)
+CLOSE_SECONDS = 30.0
 MAX_PENDING_WRITES = 256  # beyond this many queued memory writes, a Step writes its own
 SEARCH_MEMORY = "search_memory"
 SEARCH_MEMORY_TOOL = {
@@ -200,6 +200,10 @@ class AgentLoop:
         first attempt still runs)."""
         s = self._session(r)
         with s.lock:
+            if r.tools is not None:
+                s.tools = list(r.tools)
+            if r.active_recall is not None:
+                s.active_recall = r.active_recall
             return self._step(r, s, deadline)
 
     def _step(self, r: StepIn, s: _Session, deadline: Deadline) -> StepOut:
@@ -228,8 +232,6 @@ class AgentLoop:
             call_price = 0 if tb is None else tb.cost_per_call_micros
             what = f"{r.key}:tool:{i}"
             charges.append(self._charge(r, SpendKind.TOOL_CALL, call_price, t.tool, what))
-            if tb is not None:
-                self._cache.put(ns, t.tool, t.params, t.result, tb.cache_ttl_seconds, tb.idempotent)
         waiting = self._ledger.charge_soon(r.task_id, r.round, charges)  # committed meanwhile
         # A Step that brings only the model's output is the round's second call (the action,
         # parsed): no recall and no context again. A paused task does no more work until its
@@ -247,6 +249,10 @@ class AgentLoop:
             memories, recall_cost = self._recall(ns, query, deadline)
         status = waiting().status
         s.state = status.state
+        for t in r.tool_results:  # charged: the results of idempotent tools are cached
+            tb = tool_budgets.get(t.tool)
+            if tb is not None:
+                self._cache.put(ns, t.tool, t.params, t.result, tb.cache_ttl_seconds, tb.idempotent)
         paused = status.state == "paused"
         if wanted and was_paused and not paused:  # resumed by RaiseBudget since the last Step
             memories, recall_cost = self._recall(ns, query, deadline)
@@ -386,10 +392,6 @@ class AgentLoop:
             self._sessions.move_to_end(r.task_id)
             while len(self._sessions) > max(self._s.sessions, 1):
                 self._sessions.popitem(last=False)
-            if r.tools is not None:
-                s.tools = list(r.tools)
-            if r.active_recall is not None:
-                s.active_recall = r.active_recall
             return s
 
     def _charge(self, r: StepIn, kind: SpendKind, amount: int, tool: str, what: str) -> Charge:
@@ -398,7 +400,7 @@ class AgentLoop:
     def _charge_memory(self, r: StepIn, amount: int, writes: Sequence[Pending] = ()) -> Status:
         """pocketd's own work (new work each time it runs, so a fresh key), with the Step's
         memories kept in the same transaction."""
-        c = self._charge(r, SpendKind.MEMORY, amount, "", f"memory:{uuid.uuid4().hex}")
+        c = Charge(SpendKind.MEMORY, amount, "", f"step:{r.round}:memory", keyed=False)
         keep = None
         if writes and self._pending is not None:
             keep = partial(PendingWrites.keep, batch=writes)
@@ -430,8 +432,9 @@ class AgentLoop:
         return mid
 
     def close(self) -> None:
-        """Finish the memory writes queued so far (before the engine closes)."""
-        self._writer.close()
+        """Finish the memory writes queued so far (before the engine closes); kept ones wait at
+        most `CLOSE_SECONDS` (the next start writes the rest)."""
+        self._writer.close(None if self._pending is None else CLOSE_SECONDS)
 
     def _recall(self, ns: str, query: str, deadline: Deadline) -> tuple[list[Recalled], int]:
         """The top `recall_top_k` memories for `query`, then the user's profile: the
@@ -502,5 +505,6 @@ class AgentLoop:
         if tb is None or not tb.idempotent or tb.cache_ttl_seconds <= 0:
             return
         hit = self._cache.get(ns, action.tool, action.params, tb.cache_ttl_seconds)
+        out.step_cost += self._s.cache_lookup_micros  # a hit costs the lookup, not the call
         if hit is not None:
             out.cached_result = hit.result

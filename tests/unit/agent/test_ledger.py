@@ -238,3 +238,11 @@ def test_charges_past_the_round_limits_warn_and_fail_over(led: Ledger) -> None:
     assert sum(w.startswith("round 2 spent") for w in s.warnings) == 1  # once per round
     s = led.charge("t", 4, [Charge(M, 10, "", "c")]).status
     assert s.level == 4 and "beyond the task's 3 rounds" in s.warnings[-1]
+
+
+def test_unkeyed_charges_are_new_work_each_time_and_money_is_integer(led: Ledger) -> None:
+    led.open_task("t", "ns", "s", budget())
+    led.charge("t", 1, [Charge(M, 10, "", "own", keyed=False)])
+    assert led.charge("t", 1, [Charge(M, 10, "", "own", keyed=False)]).status.spent == 20
+    big = Budget(total_micros=10**15 - 1, emergency_ratio=0.1)
+    assert big.ordinary_micros == 10**15 - 1 - (10**15 - 1) // 10  # no float rounding

@@ -53,7 +53,10 @@ class Ref:
         if self.spent + held + amount > self.total:
             return "total"
         ordinary_held = sum(h.amount for h in live if not h.final)
-        if not final and self.spent + ordinary_held + amount > self.total - int(self.total * 0.2):
+        if (
+            not final
+            and self.spent + ordinary_held + amount > self.total - self.total * 200_000 // 1_000_000
+        ):
             return "total"
         if (
             self.by_round.get(rnd, 0) + sum(h.amount for h in live if h.round == rnd) + amount
