@@ -44,19 +44,34 @@ class Pending(msgspec.Struct):
 
 
 class PendingWrites:
-    """The acknowledged memories not yet written, kept in the ledger's file."""
+    """The acknowledged memories not yet written, kept in the ledger's file.
+
+    Dropping a written memory's copy needs no fsync of its own (after a crash, one still kept
+    is written again: the same id and text), so the drops ride along with the next Step's
+    transaction (`keep`), and `flush` commits what is left at shutdown."""
 
     def __init__(self, store: LedgerStore) -> None:
         self._store = store
+        self._lock = threading.Lock()
+        self._written: list[str] = []
 
-    @staticmethod
-    def keep(tx: LedgerTx, batch: Sequence[Pending]) -> None:
+    def keep(self, tx: LedgerTx, batch: Sequence[Pending]) -> None:
         for p in batch:
             tx.put_pending(p.record.memory_id, msgspec.msgpack.encode(p))
+        with self._lock:
+            written, self._written = self._written, []
+        if written:
+            tx.drop_pending(written)
 
     def done(self, memory_ids: list[str]) -> None:
-        if memory_ids:
-            self._store.run(lambda tx: tx.drop_pending(memory_ids))
+        with self._lock:
+            self._written.extend(memory_ids)
+
+    def flush(self) -> None:
+        with self._lock:
+            written, self._written = self._written, []
+        if written:
+            self._store.run(lambda tx: tx.drop_pending(written))
 
     def load(self) -> list[Pending]:
         bodies = self._store.run(lambda tx: tx.pending())

@@ -401,9 +401,7 @@ class AgentLoop:
         """pocketd's own work (new work each time it runs, so a fresh key), with the Step's
         memories kept in the same transaction."""
         c = Charge(SpendKind.MEMORY, amount, "", f"step:{r.round}:memory", keyed=False)
-        keep = None
-        if writes and self._pending is not None:
-            keep = partial(PendingWrites.keep, batch=writes)
+        keep = None if self._pending is None else partial(self._pending.keep, batch=writes)
         return self._ledger.charge_soon(r.task_id, r.round, [c] if amount else [], keep)().status
 
     def replay(self) -> int:
@@ -435,6 +433,8 @@ class AgentLoop:
         """Finish the memory writes queued so far (before the engine closes); kept ones wait at
         most `CLOSE_SECONDS` (the next start writes the rest)."""
         self._writer.close(None if self._pending is None else CLOSE_SECONDS)
+        if self._pending is not None:
+            self._pending.flush()  # the copies of what was written since the last Step
 
     def _recall(self, ns: str, query: str, deadline: Deadline) -> tuple[list[Recalled], int]:
         """The top `recall_top_k` memories for `query`, then the user's profile: the

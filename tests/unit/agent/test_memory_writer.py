@@ -35,7 +35,7 @@ def stored(engine: MemoryEngine, n: int) -> str:
 def kept(tmp: Path, batch: list[Pending]) -> tuple[SqliteLedgerStore, PendingWrites]:
     store = SqliteLedgerStore(tmp / "ledger.sqlite3")
     pw = PendingWrites(store)
-    store.run(lambda tx: PendingWrites.keep(tx, batch))
+    store.run(lambda tx: pw.keep(tx, batch))
     return store, pw
 
 
@@ -51,6 +51,8 @@ def test_kept_writes_land_under_their_ids_and_are_dropped(
     assert w.flush(timeout=120)
     assert all(stored(engine, n).startswith(f"Ticket T-{n} ") for n in range(40))
     w.close()
+    assert len(pw.load()) == 40  # the drops wait for the next transaction, or the flush
+    pw.flush()
     assert pw.load() == []  # written: their kept copies are gone
     store.close()
 
@@ -65,6 +67,7 @@ def test_a_bad_memory_does_not_hold_back_its_batch_and_stays_kept_for_the_next_s
         w.submit(p)
     assert w.flush(timeout=120)
     w.close()
+    pw.flush()
     assert stored(engine, 1) and stored(engine, 3)
     with pytest.raises(NotFoundError):
         stored(engine, 2)
