@@ -211,9 +211,14 @@ def assisted(c: Client, s: Session, count: TokenCounter, t: Tally, model_s: floa
 
 
 def run(
-    users: int, sessions: int, rounds: int, seed: int, model_ms: float = 0.0
+    users: int,
+    sessions: int,
+    rounds: int,
+    seed: int,
+    model_ms: float = 0.0,
+    held_out: bool = False,
 ) -> dict[str, object]:
-    data = generate(users, sessions, rounds, seed)
+    data = generate(users, sessions, rounds, seed, held_out)
     count = TokenCounter(BUILTIN_MODEL_DIR / "tokenizer.json")
     base, help_ = Tally(), Tally()
     with tempfile.TemporaryDirectory(prefix="pocketd-agent-") as tmp:
@@ -233,6 +238,7 @@ def run(
         "environment": environment(),
         "sessions": len(data),
         "model_ms": model_ms,
+        "wording": "held-out" if held_out else "seen",
         "baseline": b,
         "pocketd": a,
         "token_reduction": 1 - a["prompt_tokens_per_task"] / b["prompt_tokens_per_task"],
@@ -270,7 +276,8 @@ def report(r: dict[str, object]) -> str:
         f" Step per round p50 {r['step_p50_ms']:.1f} ms, p99 {r['step_p99_ms']:.1f} ms"
         f" (per call {r['call_p50_ms']:.1f} / {r['call_p99_ms']:.1f};"
         f" the context call {r['context_call_p50_ms']:.1f} / {r['context_call_p99_ms']:.1f})"
-        f" ({r['sessions']} sessions, model latency {r['model_ms']:.0f} ms)"
+        f" ({r['sessions']} sessions, model latency {r['model_ms']:.0f} ms,"
+        f" {r['wording']} wording)"
     )
     return "\n".join(rows)
 
@@ -289,11 +296,18 @@ def main(argv: list[str]) -> int:
         help="the stand-in model's latency per call, slept in the pocketd loop between its "
         "Steps (0: rounds back to back, the worst case for pocketd's background work)",
     )
+    ap.add_argument(
+        "--wording",
+        choices=("seen", "held-out"),
+        default="seen",
+        help="how preferences are stated: the wordings the key-event rules were extended on, "
+        "or ones written after them (bench.agent_data.HELD_OUT_*)",
+    )
     ap.add_argument("--json", type=Path)
     ns = ap.parse_args(argv)
     if ns.quick:
         ns.users, ns.sessions = 5, 4
-    r = run(ns.users, ns.sessions, ns.rounds, ns.seed, ns.model_ms)
+    r = run(ns.users, ns.sessions, ns.rounds, ns.seed, ns.model_ms, ns.wording == "held-out")
     print(report(r))
     if ns.json:
         ns.json.parent.mkdir(parents=True, exist_ok=True)

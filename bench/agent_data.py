@@ -36,6 +36,17 @@ REFERRED = (
     "Wrap this up and get back to me how I asked before.",
     "Write the resolution summary and use my preferred contact method.",
 )
+# Written after the key-event rules were last changed, and never used to change them
+# (`--wording held-out`): how the rules do on wordings they were not extended on.
+HELD_OUT_STATED = (
+    "Going forward, only use {ch} to reach me. My reference is {pref}.",
+    "Text is fine, but {ch} works better for me, ref {pref}.",
+    "I want all updates by {ch}, code {pref}.",
+)
+HELD_OUT_REFERRED = (
+    "Close it out and reply through my preferred channel.",
+    "Finish up and let me know the usual way.",
+)
 PRODUCTS = ("printer", "router", "laptop", "camera", "tablet", "scanner")
 FILLER = (
     "The device was restarted twice and the firmware version was read from the settings page. "
@@ -67,7 +78,11 @@ class Users:
     sessions: list[Session] = field(default_factory=list)
 
 
-def generate(users: int, sessions: int, rounds: int, seed: int) -> list[Session]:
+def generate(
+    users: int, sessions: int, rounds: int, seed: int, held_out: bool = False
+) -> list[Session]:
+    """`held_out`: preferences stated and referred to in the held-out wordings only."""
+    stated, referred = (HELD_OUT_STATED, HELD_OUT_REFERRED) if held_out else (STATED, REFERRED)
     rng = random.Random(seed)
     out: list[Session] = []
     for u in range(users):
@@ -81,7 +96,7 @@ def generate(users: int, sessions: int, rounds: int, seed: int) -> list[Session]
             fix = f"FIX-{rng.randrange(1000, 9999)}"
             rs: list[Round] = []
             if s == 0:
-                said = rng.choice(STATED).format(ch=pref.split("-")[1].lower(), pref=pref)
+                said = rng.choice(stated).format(ch=pref.split("-")[1].lower(), pref=pref)
                 rs.append(Round(said, facts=(pref,)))
             rs.append(
                 Round(f"My {product} stopped working. The order number is {order}.", facts=(order,))
@@ -124,7 +139,7 @@ def generate(users: int, sessions: int, rounds: int, seed: int) -> list[Session]
             needed = (order, previous_fix, pref) if previous_fix else (order, pref)
             rs.append(
                 Round(
-                    rng.choice(REFERRED)
+                    rng.choice(referred)
                     + (f" Mention what fixed ticket {previous_ticket}." if previous_ticket else "")
                 )
             )

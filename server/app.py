@@ -43,6 +43,7 @@ from server.api.server import GrpcServer, ListenError
 from server.config import BUILTIN_MODEL_DIR, model_dir
 from server.core.agent.ledger import Ledger
 from server.core.agent.memory_writer import PendingWrites
+from server.core.agent.needs import NeedDetector
 from server.core.agent.ports import LedgerStore
 from server.core.agent.step import AgentLoop, tier_settings
 from server.core.agent.tiers import TierRouter
@@ -133,7 +134,10 @@ def agent_loop(
     tiers = TierRouter(tier_settings(a), clock, load_difficulty(settings, encoder))
     cache = ToolCache(clock, a.tool_cache_size)
     nice = settings.server.background_nice
-    loop = AgentLoop(a, ledger, engine, tiers, cache, count_tokens, nice, PendingWrites(store))
+    needs = None if encoder is None else NeedDetector.build(engine.encode)
+    loop = AgentLoop(
+        a, ledger, engine, tiers, cache, count_tokens, nice, PendingWrites(store), needs
+    )
     kept = loop.replay()
     if kept:
         log.info("writing %d agent memories acknowledged before the last stop", kept)

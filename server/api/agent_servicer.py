@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -58,12 +59,19 @@ def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _finite(text: str) -> float:
+    x = float(text)
+    if not math.isfinite(x):
+        raise ValueError(f"{text} is out of a float's range")
+    return x
+
+
 def _object(v: Violations, field: str, text: str, limit: int) -> dict[str, Any] | None:
     if len(text.encode()) > limit:
         v.add(field, f"is over {limit} bytes")
         return None
     try:
-        doc = json.loads(text, parse_constant=_no_constant)
+        doc = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except (ValueError, RecursionError) as e:  # RecursionError: nested too deep
         v.add(field, f"is not JSON we can read: {e}")
         return None

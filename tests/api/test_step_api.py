@@ -21,6 +21,7 @@ from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 from server.adapters.onnx_encoder import OnnxTextEncoder
+from server.core.errors import UnavailableError
 from tests.api.test_memory_api import expect, violations
 from tests.conftest import RunningServer, make_settings, start_server, stop_server
 
@@ -389,10 +390,11 @@ async def test_two_reports_alike_are_two_charges_and_a_key_is_required(
     other = [apb.ModelUsage(model="fast_small_model", input_tokens=7)]
     reused = dict(base, usage=other, idempotency_key="a")
     await expect(agent.Step(apb.StepRequest(**reused)), grpc.StatusCode.FAILED_PRECONDITION)
-    nan = [apb.ToolResult(tool="search", params_json='{"q": NaN}', result="r")]
-    bad = dict(base, tool_results=nan, idempotency_key="c")
-    err = await expect(agent.Step(apb.StepRequest(**bad)), grpc.StatusCode.INVALID_ARGUMENT)
-    assert "tool_results[0].params_json" in violations(err)
+    for odd in ('{"q": NaN}', '{"q": 1e999}'):
+        nan = [apb.ToolResult(tool="search", params_json=odd, result="r")]
+        bad = dict(base, tool_results=nan, idempotency_key="c")
+        err = await expect(agent.Step(apb.StepRequest(**bad)), grpc.StatusCode.INVALID_ARGUMENT)
+        assert "tool_results[0].params_json" in violations(err)
     bill = await led.CloseTask(lpb.CloseTaskRequest(task_id="keys", idempotency_key="close"))
     assert bill.by_tool["search"].commits == 2  # two calls of the tool, as its cap counts them
 
@@ -419,3 +421,29 @@ async def test_a_task_that_does_not_declare_a_tool_cacheable_gets_no_cached_resu
         apb.StepRequest(task_id="c2", round=1, goal="x", tools_json=tools, raw_model_output=raw)
     )
     assert miss.action.tool == "search" and not miss.action.cached  # it must call the tool
+
+
+async def test_a_step_that_fails_late_commits_its_key_events_on_the_retry(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent, led = stubs(server)
+    await open_task(led, "late")
+    loop = server.loop
+    assert loop is not None
+    real = loop._charge_memory
+    calls = 0
+
+    def once(*args: object) -> object:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise UnavailableError("the ledger did not answer")
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(loop, "_charge_memory", once)
+    req = apb.StepRequest(
+        task_id="late", round=1, goal="Help", input="For the record, I prefer email only."
+    )
+    await expect(agent.Step(req), grpc.StatusCode.UNAVAILABLE)
+    again = await agent.Step(req)  # the retry: the stated preference is committed this time
+    assert len(again.committed_memory_ids) == 1

@@ -23,12 +23,12 @@ _CHANNEL = r"(?:contact|reach|call|email|e-mail|text|message|ring|ping|notify|wr
 _NEED = re.compile(
     r"(?<!way )(?<!how )(?<!what )"
     r"\b(?:i (?:prefer|like|love|want|need|always|never|only use|hate)"
-    r"|i(?:'d| would) (?:rather|prefer|like)"
-    r"|please (?:only )?(?:use|always|never|" + _CHANNEL + r")"
-    r"|"
-    + _CHANNEL
-    + r" me (?:only )?(?:by|via|on|over|at|through)\b(?!\s+(?:my|the|how|whatever)\b)"
-    r"|best way to (?:contact|reach) me|from now on"
+    r"|i(?:'d| would) (?:rather|prefer)"
+    r"|please (?:only )?(?:use|always|never)"
+    r"|" + _CHANNEL + r" me (?:only )?(?:by|via|on|over|at|through)\b"
+    r"(?!\s+(?:my|the|how|whatever|usual|your)\b)"
+    r"|best way to (?:contact|reach) me"
+    r"|from now on,? (?:please|only|always|never|don't|use|i)\b"
     r"|my preference|don't (?:call|email|send|text))\b"
     r"|我(?:喜欢|更喜欢|想要|需要|只用|不要|希望)|请(?:用|只用|不要)|以后(?:请|都)|偏好",
     re.I,

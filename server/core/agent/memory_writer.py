@@ -38,6 +38,7 @@ BATCH = 32
 class Pending(msgspec.Struct):
     record: Record
     gist: str  # its vector is its extractive summary's (a long tool output's gist, not filler)
+    replays: int = 0  # start-ups that tried to write it again
 
     def item(self) -> NewMemory:
         return NewMemory(self.record, None, hints=WriteHints(remember=True), client_memory_id=True)
@@ -61,7 +62,36 @@ class PendingWrites:
         with self._lock:
             written, self._written = self._written, []
         if written:
-            tx.drop_pending(written)
+            tx.drop_pending(written)  # (lost with the transaction if it fails: written again)
+
+    def sort_out(
+        self, known: Callable[[Pending], bool], max_replays: int
+    ) -> tuple[list[Pending], int, int]:
+        """At start-up: the kept memories to write again (each with one replay more, kept so),
+        after dropping those the store already has (written before the crash, and perhaps
+        forgotten or updated since: never written again) and those tried `max_replays` times.
+        Returns them, how many were already there, and how many were given up."""
+        again, drop, given_up = [], [], 0
+        for p in self.load():
+            if known(p):
+                drop.append(p.record.memory_id)
+            elif p.replays >= max_replays:
+                log.error(
+                    "agent memory %s failed %d start-ups: given up", p.record.memory_id, p.replays
+                )
+                drop.append(p.record.memory_id)
+                given_up += 1
+            else:
+                p.replays += 1
+                again.append(p)
+
+        def work(tx: LedgerTx) -> None:
+            tx.drop_pending(drop)
+            for p in again:
+                tx.put_pending(p.record.memory_id, msgspec.msgpack.encode(p))
+
+        self._store.run(work)
+        return again, len(drop) - given_up, given_up
 
     def done(self, memory_ids: list[str]) -> None:
         with self._lock:
@@ -100,9 +130,10 @@ class MemoryWriter:
         self._thread = threading.Thread(target=self._run, name="pocketd-agent-memory", daemon=True)
         self._thread.start()
 
-    def submit(self, p: Pending) -> None:
+    def submit(self, p: Pending, behind: bool = True) -> None:
+        """Queue `p`; `behind` False: queue it even past `max_pending` (start-up's replay)."""
         with self._lock:
-            on_call = self._closed or self._pending >= self._max
+            on_call = self._closed or (behind and self._pending >= self._max)
             self._pending += 0 if on_call else 1
             if not on_call:
                 self._queue.put(p)

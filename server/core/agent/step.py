@@ -44,10 +44,11 @@ from typing import Any
 from server.core.agent.action import Action, ActionError, looping, parse
 from server.core.agent.context import ContextBuilder, ContextSettings, Recalled, Summaries, Turn
 from server.core.agent.failover import FailoverPlan, best, partial_result
-from server.core.agent.keyevents import events, failed, should_commit
+from server.core.agent.keyevents import WEIGHTS, Event, events, failed, should_commit
 from server.core.agent.ledger import Ledger
 from server.core.agent.memory_writer import MemoryWriter, Pending, PendingWrites
 from server.core.agent.model import Charge, Failover, SpendKind, Status, ToolBudget
+from server.core.agent.needs import NeedDetector
 from server.core.agent.tiers import Route, Routed, TierRouter, TierSettings
 from server.core.agent.toolcache import ToolCache
 from server.core.agent.tools import ToolSchemaError, compact
@@ -69,6 +70,7 @@ from server.core.settings import AgentSettings
 
 log = logging.getLogger(__name__)
 CLOSE_SECONDS = 30.0
+MAX_REPLAYS = 3  # start-ups that try a kept memory again before it is given up (logged)
 MAX_PENDING_WRITES = 256  # beyond this many queued memory writes, a Step writes its own
 SEARCH_MEMORY = "search_memory"
 SEARCH_MEMORY_TOOL = {
@@ -153,6 +155,18 @@ class _Session:
     inputs: dict[int, str] = field(default_factory=dict)  # round → what the user said
     state: str = "open"  # the task's state at the last Step ("paused": no recall is started)
 
+    def mark(self) -> tuple[Any, ...]:
+        """What a Step changes, to put back if it fails (so its retry notes the round again,
+        and commits its key events again)."""
+        return (
+            len(self.turns), set(self.noted), dict(self.inputs), dict(self.stored),
+            dict(self.actions), self.previous_failed,
+        )  # fmt: skip
+
+    def restore(self, m: tuple[Any, ...]) -> None:
+        n, self.noted, self.inputs, self.stored, self.actions, self.previous_failed = m
+        del self.turns[n:]
+
 
 def tier_settings(s: AgentSettings) -> TierSettings:
     return TierSettings(
@@ -176,11 +190,13 @@ class AgentLoop:
         count_tokens: Callable[[str], int],
         background_nice: int = 0,
         pending: PendingWrites | None = None,
+        needs: NeedDetector | None = None,
     ) -> None:
         """`background_nice`: the niceness of the thread that writes the loop's memories (so a
         Step's Recall gets the cores first). `pending`: where acknowledged memories are kept
         until written (None: they are not, and a crash may lose them)."""
         self._pending = pending
+        self._needs = needs  # a stated need by meaning, beside the rules (None: the rules)
         self._s = settings
         self._ledger = ledger
         self._engine = engine
@@ -204,7 +220,12 @@ class AgentLoop:
                 s.tools = list(r.tools)
             if r.active_recall is not None:
                 s.active_recall = r.active_recall
-            return self._step(r, s, deadline)
+            mark = s.mark()
+            try:
+                return self._step(r, s, deadline)
+            except BaseException:
+                s.restore(mark)
+                raise
 
     def _step(self, r: StepIn, s: _Session, deadline: Deadline) -> StepOut:
         out_cost = 0
@@ -278,6 +299,14 @@ class AgentLoop:
         if r.input and r.round not in s.inputs:
             s.inputs[r.round] = r.input
             stated = events(r.input, r.input_has_image, False)
+            if self._needs is not None and not any(e.kind == "need" for e in stated):
+                # This round's Recall encoded it, unless it had nothing to search (a new
+                # namespace) or ran in active mode: then it is encoded here.
+                v = self._engine.cached_vector(ns, r.input)
+                if v is None:
+                    v = self._engine.encode([r.input], deadline)[0]
+                if self._needs.stated(v):
+                    stated.append(Event("need", WEIGHTS["need"]))
             if should_commit(stated, self._s.commit_threshold):
                 mid = self._remember(s, r, r.input, [e.kind for e in stated], writes)
                 committed.append(mid)
@@ -405,11 +434,18 @@ class AgentLoop:
         return self._ledger.charge_soon(r.task_id, r.round, [c] if amount else [], keep)().status
 
     def replay(self) -> int:
-        """Write the memories a crash left acknowledged and unwritten; how many."""
-        kept = [] if self._pending is None else self._pending.load()
-        for p in kept:
-            self._writer.submit(p)
-        return len(kept)
+        """Write the memories a crash left acknowledged and unwritten; how many. One the store
+        already has is not written again (a Forget or an Update since stays)."""
+        if self._pending is None:
+            return 0
+        again, there, given_up = self._pending.sort_out(
+            lambda p: self._engine.known(p.record.namespace, p.record.memory_id), MAX_REPLAYS
+        )
+        for p in again:
+            self._writer.submit(p, behind=False)
+        if there or given_up:
+            log.info("kept agent memories: %d already written, %d given up", there, given_up)
+        return len(again)
 
     def _remember(
         self, s: _Session, r: StepIn, text: str, why: list[str], writes: list[Pending]

@@ -83,8 +83,11 @@ class ToolCache:
     ) -> bool:
         """Store a reported result; False when it is not cacheable (a tool not declared
         idempotent, a TTL of 0, or a result too large)."""
-        key = (namespace, tool, canonical(args))
         if not idempotent or ttl <= 0 or len(result.encode()) > self._max_bytes:
+            return False
+        try:
+            key = (namespace, tool, canonical(args))
+        except ToolArgsError:
             return False
         now = self._clock.now()
         with self._lock:

@@ -280,6 +280,10 @@ class MemoryEngine:
             return unit(q.vector)
         return self._cached_query(q.namespace, q.text) if q.text else None
 
+    def cached_vector(self, namespace: str, text: str) -> Vector | None:
+        """The vector a Recall just encoded for `text` in `namespace`, if it is still cached."""
+        return self._cached_query(namespace, text)
+
     def _cached_query(self, namespace: str, text: str) -> Vector | None:
         key = (namespace, text)
         with self._query_lock:
@@ -343,6 +347,10 @@ class MemoryEngine:
         if not shadow:
             self.access.hit((h.record.key for h in res.hits), self._clock.now())
         return res
+
+    def known(self, namespace: str, memory_id: str) -> bool:
+        """Whether the store has ever held `memory_id` (a forgotten one too)."""
+        return self._store.key_of(namespace, memory_id, include_deleted=True) is not None
 
     def get(
         self, namespace: str, memory_id: str, include_vector: bool

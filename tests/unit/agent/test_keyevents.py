@@ -38,9 +38,14 @@ def test_standing_preferences_in_other_words_are_needs_and_references_are_not() 
     ]
     referred = [
         "Reach me through my usual channel.",
+        "Please reach me through my usual channel.",
         "Contact me the way I prefer.",
+        "Please contact me the way I prefer.",
         "Use my preferred contact method.",
         "Get back to me how I asked before.",
+        "Please email the invoice to accounting.",  # a request, not a standing preference
+        "I'd like an update on my order.",
+        "From now on it works fine.",
     ]
     for text in stated:
         assert any(e.kind == "need" for e in events(text, False, False)), text

@@ -83,3 +83,22 @@ def test_backpressure_and_close_write_on_the_call(engine: MemoryEngine) -> None:
     w.close()
     w.submit(pending(8))  # after close: on the call too
     assert stored(engine, 8)
+
+
+def test_start_up_writes_again_only_what_the_store_never_had(
+    engine: MemoryEngine, tmp_path: Path
+) -> None:
+    gone = pending(1)
+    (res,) = engine.remember([gone.item()])  # written before the crash, forgotten since
+    assert engine.forget("ns", res.memory_id, None) == 1
+    store, pw = kept(tmp_path, [gone, pending(2)])
+    known = lambda p: engine.known(p.record.namespace, p.record.memory_id)  # noqa: E731
+    again, there, given_up = pw.sort_out(known, max_replays=2)
+    assert [p.record.memory_id for p in again] == ["m-2"] and (there, given_up) == (1, 0)
+    assert [(p.record.memory_id, p.replays) for p in pw.load()] == [("m-2", 1)]
+    pw.sort_out(known, max_replays=2)  # m-2 fails to be written, start after start
+    assert pw.sort_out(known, max_replays=2)[2] == 1  # then it is given up (and logged)
+    assert pw.load() == []
+    with pytest.raises(NotFoundError):
+        stored(engine, 1)  # the Forget stays
+    store.close()
