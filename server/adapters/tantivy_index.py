@@ -337,6 +337,7 @@ class TantivyKeywordIndex:
                 # A long tool output has thousands of words, a query a few terms: keep the
                 # query's words first (a comprehension, in C), then count those.
                 tf = Counter([w for w in words if w in weights_b])
+                # (in the order the words first occur, as the loop this replaced summed them)
                 part = sum(weights_b[t] * n * (K1 + 1.0) / (n + norm) for t, n in tf.items())
                 score += weights[bag] * part
             hits.append((key, score))

@@ -154,7 +154,7 @@ class Ledger:
                 self._record(tx, task_id, key, request, out)
                 return out
             used = task.spent + sum(h.amount for h in live if not h.final)
-            nearly_spent = used * 100 >= b.ordinary_micros * self._s.tools_off_at_percent
+            nearly_spent = used * 100 >= b.ordinary_micros * self._steps(b)[2]
             if refused.limit == "total" and not final and nearly_spent:
                 # The budget is as good as spent: the failover. (One estimate too large for a
                 # task with room left is only refused.)
@@ -442,11 +442,7 @@ class Ledger:
         b = task.budget
         used = task.spent + sum(h.amount for h in task.live() if not h.final)
         share = 100.0 * used / b.ordinary_micros if b.ordinary_micros else 100.0
-        # The steps in order, whatever the task's warn_at_percent: a task that warns at 95 % goes
-        # to the cheaper tier at 95 % too, never to "warned" from a later step's threshold.
-        warn = b.warn_at_percent
-        cheaper = max(self._s.cheaper_tier_at_percent, warn)
-        tools_off = max(self._s.tools_off_at_percent, cheaper)
+        warn, cheaper, tools_off = self._steps(b)
         level = next((n for n, at in ((3, tools_off), (2, cheaper), (1, warn)) if share >= at), 0)
         if task.spent >= b.ordinary_micros:  # spent, not held: a hold may still be released
             level = 4
@@ -457,6 +453,14 @@ class Ledger:
             )
             if task.level == 4:
                 self._fail_over(task, f"the ordinary budget is used up ({share:.0f}%)")
+
+    def _steps(self, b: Budget) -> tuple[int, int, int]:
+        """The ladder's thresholds in order, whatever the task's warn_at_percent: a task that
+        warns at 95 % goes to the cheaper tier at 95 % too, never to "warned" from a later
+        step's threshold, and fails over on a refusal only from its own tools-off step."""
+        warn = b.warn_at_percent
+        cheaper = max(self._s.cheaper_tier_at_percent, warn)
+        return warn, cheaper, max(self._s.tools_off_at_percent, cheaper)
 
     def _past_limits(self, task: Task, round_: int) -> bool:
         """Spend that happened cannot be refused, but a loop driven by Step alone must still

@@ -246,3 +246,10 @@ def test_unkeyed_charges_are_new_work_each_time_and_money_is_integer(led: Ledger
     assert led.charge("t", 1, [Charge(M, 10, "", "own", keyed=False)]).status.spent == 20
     big = Budget(total_micros=10**15 - 1, emergency_ratio=0.1)
     assert big.ordinary_micros == 10**15 - 1 - (10**15 - 1) // 10  # no float rounding
+
+
+def test_a_refusal_fails_over_only_from_the_tasks_own_tools_off_step(led: Ledger) -> None:
+    led.open_task("t", "ns", "s", budget(warn_at_percent=99))  # ordinary 800: steps at 99 %
+    led.reserve("t", 1, M, 768, "", False, 60, "a")  # 96 %
+    assert refused(led, "t", 1, M, 100, "", False, 60, "b") == "total"
+    assert led.status("t").level == 0  # refused, not failed over: 96 % is below its steps

@@ -126,28 +126,34 @@ class LedgerMachine(RuleBasedStateMachine):
 
     @rule(
         batch=st.lists(
-            st.tuples(st.integers(0, 200), st.booleans(), st.integers(0, 12)), max_size=3
+            st.tuples(st.integers(0, 200), st.booleans(), st.integers(0, 12), st.booleans()),
+            max_size=3,
         ),
         forward=st.sampled_from([0, 0, 1]),
     )
-    def charge(self, batch: list[tuple[int, bool, int]], forward: int) -> None:
+    def charge(self, batch: list[tuple[int, bool, int, bool]], forward: int) -> None:
         """Spends that happened, booked once per key: a key seen before (a retried Step) is
-        skipped. A key is one amount and tool here (the same key for another request is a
-        refusal, tested apart)."""
+        skipped; an unkeyed charge (pocketd's own work) is booked each time. A key is one
+        amount and tool here (the same key for another request is a refusal, tested apart)."""
         rnd = max(self.ref.round, 1) + forward
         items = []
-        for amount, tool, key in batch:
+        for amount, tool, key, keyed in batch:
             k = f"c{key}:{amount}:{tool}:{rnd}"
-            items.append(Charge(SpendKind.TOOL_CALL, amount, "calc" if tool else "", k))
+            kind = SpendKind.TOOL_CALL
+            items.append(Charge(kind, amount, "calc" if tool else "", k, keyed=keyed))
         self.led.charge("t", rnd, items)
+        booked = False
         for c in items:
-            if c.key in self.charged:
+            if c.keyed and c.key in self.charged:
                 continue
-            self.charged.add(c.key)
+            if c.keyed:
+                self.charged.add(c.key)
+            booked = True
             self.ref.spent += c.amount
             self.ref.by_round[rnd] = self.ref.by_round.get(rnd, 0) + c.amount
             self.ref.calls += 1 if c.tool else 0
-        self.ref.round = max(self.ref.round, rnd)
+        if booked:  # the task's round moves with what is booked
+            self.ref.round = max(self.ref.round, rnd)
 
     @rule(seconds=st.sampled_from([1.0, 30.0, 60.0]))
     def time_passes(self, seconds: float) -> None:
@@ -169,6 +175,7 @@ class LedgerMachine(RuleBasedStateMachine):
         s = self.led.status("t")
         now = self.clock.now()
         assert s.spent == self.ref.spent
+        assert s.round == self.ref.round
         assert s.held == sum(h.amount for h in self.ref.live(now))
         ordinary = next(x for x in s.limits if x.limit == "ordinary")
         held_ordinary = sum(h.amount for h in self.ref.live(now) if not h.final)
