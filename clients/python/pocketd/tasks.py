@@ -21,7 +21,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 import grpc
 
@@ -46,6 +46,25 @@ class Spend:
     def __init__(self, reservation: lpb.Reservation) -> None:
         self.reservation = reservation
         self.actual: int = reservation.amount_micros
+
+
+class StepFields(TypedDict, total=False):
+    """`Task.step`'s keywords: this round's input (and whether it carries an image), the last
+    action and its observation (and whether that brought a new medium), the model calls'
+    usage as (model, input tokens, output tokens), the tool calls run as (tool, params,
+    result), the model's raw output to parse, the tool schemas when new, and the recall mode
+    (True: active, False: auto, None: as before)."""
+
+    input: str
+    image: bool
+    action: str
+    observation: str
+    media: bool
+    usage: tuple[tuple[str, int, int], ...]
+    tool_results: tuple[tuple[str, dict[str, Any], str], ...]
+    raw_output: str
+    tools: list[dict[str, Any]] | None
+    active_recall: bool | None
 
 
 class _TaskBase:
@@ -108,37 +127,29 @@ class _TaskBase:
             task_id=self.task_id, add_total_micros=add_micros, idempotency_key=_key()
         )
 
-    def _step_request(
-        self,
-        round: int,
-        input: str,
-        image: bool,
-        action: str,
-        observation: str,
-        media: bool,
-        usage: tuple[tuple[str, int, int], ...],
-        tool_results: tuple[tuple[str, dict[str, Any], str], ...],
-        raw_output: str,
-        tools: list[dict[str, Any]] | None,
-        active_recall: bool | None,
-    ) -> apb.StepRequest:
+    def _step_request(self, round: int, f: StepFields) -> apb.StepRequest:
         self.round = max(self.round, round)
+        active = f.get("active_recall")
         return apb.StepRequest(
             task_id=self.task_id, round=round, goal=self.goal,
-            input=input, input_has_image=image, previous_action_json=action,
-            observation=observation, observation_has_media=media,
-            usage=[apb.ModelUsage(model=m, input_tokens=i, output_tokens=o) for m, i, o in usage],
+            input=f.get("input", ""), input_has_image=f.get("image", False),
+            previous_action_json=f.get("action", ""), observation=f.get("observation", ""),
+            observation_has_media=f.get("media", False),
+            usage=[
+                apb.ModelUsage(model=m, input_tokens=i, output_tokens=o)
+                for m, i, o in f.get("usage", ())
+            ],
             tool_results=[
                 apb.ToolResult(tool=t, params_json=json.dumps(p), result=r)
-                for t, p, r in tool_results
+                for t, p, r in f.get("tool_results", ())
             ],
-            raw_model_output=raw_output,
-            tools_json=[json.dumps(t) for t in tools or []],
+            raw_model_output=f.get("raw_output", ""),
+            tools_json=[json.dumps(t) for t in f.get("tools") or []],
             idempotency_key=_key(),
             recall_mode=apb.RECALL_MODE_UNSPECIFIED
-            if active_recall is None
+            if active is None
             else apb.RECALL_MODE_ACTIVE
-            if active_recall
+            if active
             else apb.RECALL_MODE_AUTO,
         )  # fmt: skip
 
@@ -213,29 +224,12 @@ class Task(_TaskBase):
         )
         return out
 
-    def step(
-        self,
-        round: int,
-        *,
-        input: str = "",
-        image: bool = False,
-        action: str = "",
-        observation: str = "",
-        media: bool = False,
-        usage: tuple[tuple[str, int, int], ...] = (),
-        tool_results: tuple[tuple[str, dict[str, Any], str], ...] = (),
-        raw_output: str = "",
-        tools: list[dict[str, Any]] | None = None,
-        active_recall: bool | None = None,
-    ) -> apb.StepResponse:
+    def step(self, round: int, **fields: Unpack[StepFields]) -> apb.StepResponse:
         """`AgentService.Step` for `round`. `usage` is (model, input tokens, output tokens) per
         model call, `tool_results` (tool, params, result). A round's second call, with only
         `raw_output`, parses the model's answer into the action. At degrade level 4 the answer
         carries `failover` (the partial result; under best_memory_answer the best memory)."""
-        req = self._step_request(
-            round, input, image, action, observation, media, usage, tool_results, raw_output,
-            tools, active_recall,
-        )  # fmt: skip
+        req = self._step_request(round, fields)
         out: apb.StepResponse = self._retry(lambda: self._agent.Step(req, timeout=self._timeout))
         return out
 
@@ -329,26 +323,9 @@ class AsyncTask(_TaskBase):
         )
         return out
 
-    async def step(
-        self,
-        round: int,
-        *,
-        input: str = "",
-        image: bool = False,
-        action: str = "",
-        observation: str = "",
-        media: bool = False,
-        usage: tuple[tuple[str, int, int], ...] = (),
-        tool_results: tuple[tuple[str, dict[str, Any], str], ...] = (),
-        raw_output: str = "",
-        tools: list[dict[str, Any]] | None = None,
-        active_recall: bool | None = None,
-    ) -> apb.StepResponse:
+    async def step(self, round: int, **fields: Unpack[StepFields]) -> apb.StepResponse:
         """`Task.step`, awaited."""
-        req = self._step_request(
-            round, input, image, action, observation, media, usage, tool_results, raw_output,
-            tools, active_recall,
-        )  # fmt: skip
+        req = self._step_request(round, fields)
         out: apb.StepResponse = await self._retry(
             lambda: self._agent.Step(req, timeout=self._timeout)
         )
