@@ -390,6 +390,8 @@ async def test_two_reports_alike_are_two_charges_and_a_key_is_required(
     other = [apb.ModelUsage(model="fast_small_model", input_tokens=7)]
     reused = dict(base, usage=other, idempotency_key="a")
     await expect(agent.Step(apb.StepRequest(**reused)), grpc.StatusCode.FAILED_PRECONDITION)
+    more = dict(base, usage=[*usage, *usage], idempotency_key="a")  # more reports, same key
+    await expect(agent.Step(apb.StepRequest(**more)), grpc.StatusCode.FAILED_PRECONDITION)
     for odd in ('{"q": NaN}', '{"q": 1e999}'):
         nan = [apb.ToolResult(tool="search", params_json=odd, result="r")]
         bad = dict(base, tool_results=nan, idempotency_key="c")

@@ -167,8 +167,14 @@ class Ledger:
             raise out
         return out
 
-    def charge(self, task_id: str, round_: int, charges: Sequence[Charge]) -> Charged:
-        return self.charge_soon(task_id, round_, charges)()
+    def charge(
+        self,
+        task_id: str,
+        round_: int,
+        charges: Sequence[Charge],
+        whole: tuple[str, object] | None = None,
+    ) -> Charged:
+        return self.charge_soon(task_id, round_, charges, whole=whole)()
 
     def charge_soon(
         self,
@@ -176,6 +182,7 @@ class Ledger:
         round_: int,
         charges: Sequence[Charge],
         also: Callable[[LedgerTx], None] | None = None,
+        whole: tuple[str, object] | None = None,
     ) -> Callable[[], Charged]:
         """Record spends that already happened (a model call's reported usage, a tool the agent
         ran, pocketd's own work), all in one transaction: no limit can refuse them, but they move
@@ -185,7 +192,9 @@ class Ledger:
         opened, FAILED_PRECONDITION for a closed one. `charge_soon` queues the transaction at
         once and returns its wait, so a caller may do other work meanwhile. `also`: the caller's
         own work in the same transaction (the agent loop's acknowledged memories), done once the
-        task is found open."""
+        task is found open. `whole`: (key, request) of the batch as one request (a Step's
+        reports): a retry of it books nothing again, even at other prices, and the same key
+        with another request is FAILED_PRECONDITION naming `idempotency_key`."""
         now = self._clock.now()
 
         def work(tx: LedgerTx) -> Charged:
@@ -199,7 +208,12 @@ class Ledger:
             changed = self._expire(tx, task, now)
             if also is not None:
                 also(tx)
-            for c in charges:
+            retried = False
+            if whole is not None:
+                retried = self._replayed(tx, task_id, whole[0], whole[1], object) is not None
+                if not retried:
+                    self._record(tx, task_id, whole[0], whole[1], True)
+            for c in () if retried else charges:
                 request = ("charge", task_id, round_, int(c.kind), c.amount, c.tool)
                 if c.keyed and self._replayed(tx, task_id, c.key, request, object) is not None:
                     continue

@@ -50,7 +50,7 @@ from server.core.agent.memory_writer import MemoryWriter, Pending, PendingWrites
 from server.core.agent.model import Charge, Failover, SpendKind, Status, ToolBudget
 from server.core.agent.needs import NeedDetector
 from server.core.agent.tiers import Route, Routed, TierRouter, TierSettings
-from server.core.agent.toolcache import ToolCache
+from server.core.agent.toolcache import ToolCache, canonical
 from server.core.agent.tools import ToolSchemaError, compact
 from server.core.deadline import Deadline
 from server.core.errors import (
@@ -253,7 +253,14 @@ class AgentLoop:
             call_price = 0 if tb is None else tb.cost_per_call_micros
             what = f"{r.key}:tool:{i}"
             charges.append(self._charge(r, SpendKind.TOOL_CALL, call_price, t.tool, what))
-        waiting = self._ledger.charge_soon(r.task_id, r.round, charges)  # committed meanwhile
+        whole = None  # the Step's reports as one request, under its key
+        if r.key and charges:
+            reports = (
+                tuple((u.model, u.input_tokens, u.output_tokens) for u in r.usage),
+                tuple((t.tool, canonical(t.params)) for t in r.tool_results),
+            )
+            whole = (f"step:{r.round}:{r.key}", ("step", r.round, reports))
+        waiting = self._ledger.charge_soon(r.task_id, r.round, charges, whole=whole)
         # A Step that brings only the model's output is the round's second call (the action,
         # parsed): no recall and no context again. A paused task does no more work until its
         # budget is raised: what was spent is charged, and the failover says where it stopped.

@@ -253,3 +253,14 @@ def test_a_refusal_fails_over_only_from_the_tasks_own_tools_off_step(led: Ledger
     led.reserve("t", 1, M, 768, "", False, 60, "a")  # 96 %
     assert refused(led, "t", 1, M, 100, "", False, 60, "b") == "total"
     assert led.status("t").level == 0  # refused, not failed over: 96 % is below its steps
+
+
+def test_a_batch_retried_as_a_whole_books_nothing_again_even_at_other_prices(led: Ledger) -> None:
+    led.open_task("t", "ns", "s", budget())
+    whole = ("step:1:k", ("step", 1, (("m", 1000, 0),)))
+    led.charge("t", 1, [Charge(M, 100, "", "k:0")], whole=whole)
+    again = led.charge("t", 1, [Charge(M, 120, "", "k:0")], whole=whole)  # prices changed since
+    assert again.status.spent == 100
+    other = ("step:1:k", ("step", 1, (("m", 2000, 0),)))
+    with pytest.raises(FailedPreconditionError, match="another request"):
+        led.charge("t", 1, [Charge(M, 200, "", "k:0")], whole=other)
