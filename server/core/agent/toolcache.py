@@ -91,6 +91,9 @@ class ToolCache:
             return False
         now = self._clock.now()
         with self._lock:
+            same = self._entries.get(key)
+            if same is not None and same.result == result and same.expires_at > now:
+                return True  # the same result reported again (a retried Step): as old as it was
             self._entries[key] = Cached(result, now, now + ttl)
             self._entries.move_to_end(key)
             while len(self._entries) > self._capacity:

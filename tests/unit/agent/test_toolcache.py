@@ -58,3 +58,15 @@ def test_max_age_caps_a_hit_at_the_asking_tasks_ttl() -> None:
     assert c.get("ns", "t", {"a": 1}, max_age=200) is not None
     assert c.get("ns", "t", {"a": 1}, max_age=50) is None  # older than this task allows
     assert c.get("ns", "t", {"a": float("nan")}) is None  # no canonical form: no hit
+
+
+def test_the_same_result_reported_again_keeps_its_age() -> None:
+    clock = FakeClock()
+    c = ToolCache(clock)
+    c.put("ns", "t", {"a": 1}, "r", 600, True)
+    clock.advance(500)
+    c.put("ns", "t", {"a": 1}, "r", 600, True)  # a retried Step reports it again
+    clock.advance(200)
+    assert c.get("ns", "t", {"a": 1}) is None  # 700 s old: expired
+    c.put("ns", "t", {"a": 1}, "new", 600, True)  # a new result restarts the clock
+    assert c.get("ns", "t", {"a": 1}) is not None
