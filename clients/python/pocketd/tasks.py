@@ -72,14 +72,18 @@ class _TaskBase:
 
     def __init__(
         self,
+        channel: grpc.Channel | grpc.aio.Channel,
         task_id: str,
         budget: lpb.TaskBudget,
         namespace: str,
-        session_id: str,
-        timeout: float,
-        attempts: int,
-        goal: str,
+        session_id: str = "",
+        timeout: float = 5.0,
+        attempts: int = 3,
+        goal: str = "",
     ) -> None:
+        """`channel`: a sync channel for `Task`, an asyncio one for `AsyncTask`."""
+        self._stub = lpb_grpc.LedgerServiceStub(channel)  # type: ignore[no-untyped-call]
+        self._agent = apb_grpc.AgentServiceStub(channel)  # type: ignore[no-untyped-call]
         self.task_id = task_id
         self.goal = goal
         self.round = 1
@@ -158,21 +162,6 @@ class _TaskBase:
 
 
 class Task(_TaskBase):
-    def __init__(
-        self,
-        channel: grpc.Channel,
-        task_id: str,
-        budget: lpb.TaskBudget,
-        namespace: str,
-        session_id: str = "",
-        timeout: float = 5.0,
-        attempts: int = 3,
-        goal: str = "",
-    ) -> None:
-        super().__init__(task_id, budget, namespace, session_id, timeout, attempts, goal)
-        self._stub = lpb_grpc.LedgerServiceStub(channel)  # type: ignore[no-untyped-call]
-        self._agent = apb_grpc.AgentServiceStub(channel)  # type: ignore[no-untyped-call]
-
     def __enter__(self) -> Task:
         self._retry(lambda: self._stub.OpenTask(self._open, timeout=self._timeout))
         return self
@@ -248,21 +237,6 @@ class Task(_TaskBase):
 
 class AsyncTask(_TaskBase):
     """`Task` for `AsyncClient`: the same calls, awaited; `async with client.task(...) as t`."""
-
-    def __init__(
-        self,
-        channel: grpc.aio.Channel,
-        task_id: str,
-        budget: lpb.TaskBudget,
-        namespace: str,
-        session_id: str = "",
-        timeout: float = 5.0,
-        attempts: int = 3,
-        goal: str = "",
-    ) -> None:
-        super().__init__(task_id, budget, namespace, session_id, timeout, attempts, goal)
-        self._stub = lpb_grpc.LedgerServiceStub(channel)  # type: ignore[no-untyped-call]
-        self._agent = apb_grpc.AgentServiceStub(channel)  # type: ignore[no-untyped-call]
 
     async def __aenter__(self) -> AsyncTask:
         await self._retry(lambda: self._stub.OpenTask(self._open, timeout=self._timeout))
