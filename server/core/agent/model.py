@@ -148,8 +148,9 @@ class Charge(msgspec.Struct, frozen=True):
     amount: int
     tool: str
     key: str
-    # Booked once per key (a retry skips it). False: new work each time it is charged
-    # (pocketd's own), so nothing is recorded under the key.
+    # Booked once per key (a retry skips it). False: nothing is recorded under the key: new
+    # work each time it is charged (pocketd's own), or one entry of a batch keyed as a whole
+    # (a Step's reports, `Ledger.charge_soon(whole=...)`).
     keyed: bool = True
 
 

@@ -4,8 +4,9 @@ router, the tool-result cache, memory and the context builder.
 A round, in order:
 1. charge what the agent reports: each model call's usage at its model's price, each tool call
    at its budget's price (and cache the result of an idempotent tool), in one ledger
-   transaction; keys are derived from the task and the round, so a retried Step never charges
-   them twice (pocketd's own work, a Recall run again, is charged each time it runs);
+   transaction, recorded as one request under the Step's idempotency key, so a retried Step
+   never charges them twice (pocketd's own work, a Recall run again, is charged each time it
+   runs);
 2. recall (RECALL_MODE_AUTO) for this round's input, or the observation, or the goal, while
    that transaction commits; in RECALL_MODE_ACTIVE only when the action calls search_memory;
 3. note the previous action and observation; commit the observation to memory when it is a key
@@ -234,7 +235,7 @@ class AgentLoop:
         ns, tool_budgets = s.namespace, s.tool_budgets
         # 1. what the agent reports, charged in one ledger transaction
         charges: list[Charge] = []
-        for i, u in enumerate(r.usage):
+        for u in r.usage:
             price = self._s.prices.get(u.model)
             if price is None:
                 price = self._s.default_price
@@ -245,16 +246,18 @@ class AgentLoop:
             ):
                 if tokens:
                     amount = -(-tokens * per_1k // 1000)
-                    charges.append(
-                        self._charge(r, kind, amount, "", f"{r.key}:usage:{i}:{int(kind)}")
-                    )
-        for i, t in enumerate(r.tool_results):
+                    charges.append(Charge(kind, amount, "", "", keyed=False))
+        for t in r.tool_results:
             tb = tool_budgets.get(t.tool)
             call_price = 0 if tb is None else tb.cost_per_call_micros
-            what = f"{r.key}:tool:{i}"
-            charges.append(self._charge(r, SpendKind.TOOL_CALL, call_price, t.tool, what))
-        whole = None  # the Step's reports as one request, under its key
-        if r.key and charges:
+            charges.append(Charge(SpendKind.TOOL_CALL, call_price, t.tool, "", keyed=False))
+        # The reports are one request under the Step's key: a retry books none of them again.
+        whole = None
+        if charges:
+            if not r.key:
+                raise InvalidArgumentError(
+                    [FieldViolation("idempotency_key", "is required with usage or tool_results")]
+                )
             reports = (
                 tuple((u.model, u.input_tokens, u.output_tokens) for u in r.usage),
                 tuple((t.tool, canonical(t.params)) for t in r.tool_results),
@@ -430,13 +433,10 @@ class AgentLoop:
                 self._sessions.popitem(last=False)
             return s
 
-    def _charge(self, r: StepIn, kind: SpendKind, amount: int, tool: str, what: str) -> Charge:
-        return Charge(kind, amount, tool, f"step:{r.round}:{what}")
-
     def _charge_memory(self, r: StepIn, amount: int, writes: Sequence[Pending] = ()) -> Status:
         """pocketd's own work (new work each time it runs, so a fresh key), with the Step's
         memories kept in the same transaction."""
-        c = Charge(SpendKind.MEMORY, amount, "", f"step:{r.round}:memory", keyed=False)
+        c = Charge(SpendKind.MEMORY, amount, "", "", keyed=False)
         keep = None if self._pending is None else partial(self._pending.keep, batch=writes)
         return self._ledger.charge_soon(r.task_id, r.round, [c] if amount else [], keep)().status
 
