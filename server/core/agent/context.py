@@ -19,12 +19,11 @@ carry an identifier or a number (error codes, order ids, amounts), while they fi
 
 from __future__ import annotations
 
-import hashlib
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from server.core.memo import TextMemo
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")
 _SIGNAL = re.compile(r"\d|[A-Z]{2,}|#\w+|[A-Za-z]+-\d+")
@@ -103,35 +102,14 @@ def summarize(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
 
 
 class Summaries:
-    """`summarize` with its answers kept in an LRU: the context builder summarizes a task's
-    turns and memories again each round, and a summary is a pure function of the text and the
-    size. A text longer than `KEY_CHARS` is keyed by its digest, so the cache holds summaries,
-    not observations."""
-
-    KEY_CHARS = 2048
+    """`summarize` remembered (`TextMemo`): the context builder summarizes a task's turns and
+    memories again each round, and a summary is a pure function of the text and the size."""
 
     def __init__(self, count: Callable[[str], int], size: int = 4096) -> None:
-        self.count = count
-        self._size = size
-        self._kept: OrderedDict[tuple[str | bytes, int], str] = OrderedDict()
-        self._lock = threading.Lock()
+        self._memo: TextMemo[str] = TextMemo(lambda t, n: summarize(t, n, count), size)
 
     def __call__(self, text: str, max_tokens: int) -> str:
-        name: str | bytes = text
-        if len(text) > self.KEY_CHARS:
-            name = hashlib.blake2b(text.encode(), digest_size=16).digest()
-        key = (name, max_tokens)
-        with self._lock:
-            got = self._kept.get(key)
-            if got is not None:
-                self._kept.move_to_end(key)
-                return got
-        got = summarize(text, max_tokens, self.count)
-        with self._lock:
-            self._kept[key] = got
-            if len(self._kept) > self._size:
-                self._kept.popitem(last=False)
-        return got
+        return self._memo(text, max_tokens)
 
 
 def _cut(text: str, max_tokens: int, count: Callable[[str], int]) -> str:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from server.adapters.token_counter import KEY_CHARS, TokenCounter
+from server.adapters.token_counter import TokenCounter
+from server.core.memo import KEY_CHARS
 from tests.conftest import MODEL_DIR
 
 
