@@ -59,9 +59,8 @@ class ToolCache:
         """The result stored for these arguments within its TTL, and no older than `max_age`
         (the asking task's own TTL for the tool); None otherwise, or for arguments that have no
         canonical form."""
-        try:
-            key = (namespace, tool, canonical(args))
-        except ToolArgsError:
+        key = _key(namespace, tool, args)
+        if key is None:
             return None
         now = self._clock.now()
         with self._lock:
@@ -85,9 +84,8 @@ class ToolCache:
         idempotent, a TTL of 0, or a result too large)."""
         if not idempotent or ttl <= 0 or len(result.encode()) > self._max_bytes:
             return False
-        try:
-            key = (namespace, tool, canonical(args))
-        except ToolArgsError:
+        key = _key(namespace, tool, args)
+        if key is None:
             return False
         now = self._clock.now()
         with self._lock:
@@ -102,3 +100,11 @@ class ToolCache:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+def _key(namespace: str, tool: str, args: JsonValue) -> tuple[str, str, str] | None:
+    """The cache key; None for arguments with no canonical JSON form (never cached)."""
+    try:
+        return (namespace, tool, canonical(args))
+    except ToolArgsError:
+        return None
