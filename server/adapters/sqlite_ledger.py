@@ -24,6 +24,7 @@ from typing import TypeVar
 import msgspec
 
 from server.core.agent.model import Hold, SpendKind, Task
+from server.core.batching import batches
 from server.core.errors import UnavailableError
 
 T = TypeVar("T")
@@ -185,24 +186,8 @@ class SqliteLedgerStore:
         self._conn.close()
 
     def _write(self) -> None:
-        while True:
-            first = self._queue.get()
-            if first is None:
-                break
-            batch = [first]
-            stop = False
-            while len(batch) < self.BATCH:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    stop = True
-                    break
-                batch.append(item)
+        for batch in batches(self._queue, self.BATCH):
             self._commit(batch)
-            if stop:
-                break
         while True:  # nothing is queued after the stop (the gate), but be sure
             try:
                 left = self._queue.get_nowait()

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 import msgspec
 
 from server.core.agent.ports import LedgerStore, LedgerTx
+from server.core.batching import batches
 from server.core.memory.engine import MemoryEngine
 from server.core.memory.model import GateDecision, NewMemory, Record, WriteHints
 from server.core.priority import run_below_readers
@@ -163,21 +164,7 @@ class MemoryWriter:
 
     def _run(self) -> None:
         run_below_readers(self._nice)
-        stop = False
-        while not stop:
-            first = self._queue.get()
-            if first is None:
-                break
-            batch = [first]
-            while len(batch) < BATCH:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    stop = True
-                    break
-                batch.append(nxt)
+        for batch in batches(self._queue, BATCH):
             self._write(batch)
             with self._idle:
                 self._pending -= len(batch)
