@@ -146,7 +146,7 @@ class _Session:
     tool_budgets: dict[str, ToolBudget]
     turns: list[Turn] = field(default_factory=list)
     stored: dict[int, str] = field(default_factory=dict)
-    tools: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[tuple[str, str]] = field(default_factory=list)  # (name, compact description)
     actions: dict[int, Action] = field(default_factory=dict)  # round → its action
     noted: set[int] = field(default_factory=set)  # rounds whose observation is noted
     refused: dict[int, list[str]] = field(default_factory=dict)  # round → refused raw outputs
@@ -167,6 +167,16 @@ class _Session:
     def restore(self, m: tuple[Any, ...]) -> None:
         n, self.noted, self.inputs, self.stored, self.actions, self.previous_failed = m
         del self.turns[n:]
+
+
+def _compacted(schemas: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+    out = []
+    for i, schema in enumerate(schemas):
+        try:
+            out.append((str(schema.get("name", "")), compact(schema, i)))
+        except ToolSchemaError as e:
+            raise InvalidArgumentError([FieldViolation(f"tools_json[{i}]", str(e))]) from e
+    return out
 
 
 def tier_settings(s: AgentSettings) -> TierSettings:
@@ -218,7 +228,7 @@ class AgentLoop:
         s = self._session(r)
         with s.lock:
             if r.tools is not None:
-                s.tools = list(r.tools)
+                s.tools = _compacted(r.tools)  # once, not every round
             if r.active_recall is not None:
                 s.active_recall = r.active_recall
             mark = s.mark()
@@ -332,15 +342,11 @@ class AgentLoop:
             x.limit[5:] for x in status.limits if x.limit.startswith("tool:") and not x.remaining
         }
         tools = []
-        for i, schema in enumerate(s.tools):
-            name = str(schema.get("name", ""))
+        for name, line in s.tools:
             tb = tool_budgets.get(name)
             if name in capped or (status.level >= 3 and tb is not None and tb.optional):
                 continue
-            try:
-                tools.append((name, compact(schema, i)))
-            except ToolSchemaError as e:
-                raise InvalidArgumentError([FieldViolation(f"tools_json[{i}]", str(e))]) from e
+            tools.append((name, line))
         names = {n for n, _ in tools} | ({SEARCH_MEMORY} if s.active_recall else set())
         # 6./7. the action, then the context (an active recall's results go into it)
         out = StepOut(status, routed, tools, "", 0, [], memories, committed=committed)
