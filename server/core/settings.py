@@ -24,6 +24,23 @@ def between(lo: float, hi: float) -> Meta:
     return Meta(ge=lo, le=hi)
 
 
+class EncoderThresholds(msgspec.Struct, frozen=True):
+    """The values that depend on a text encoder's cosine spread, measured per encoder and kept
+    in its manifest: a setting left unset takes its encoder's value."""
+
+    vector_floor: float
+    dedup_cosine: float
+    need_floor: float
+    need_margin: float
+
+
+# When no encoder is configured (clients send their own vectors): MiniLM's values, a unit
+# normalised sentence embedding's usual spread.
+GENERIC_THRESHOLDS = EncoderThresholds(
+    vector_floor=0.1, dedup_cosine=0.95, need_floor=0.35, need_margin=0.03
+)
+
+
 class ServerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Transport settings."""
 
@@ -94,10 +111,9 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     # Multiplier for a hit found by both channels (a vector hit is above `vector_floor`).
     both_boost: Annotated[float, between(1.0, 10.0)] = 1.2
     # The cosine at or below which a memory is no vector hit; above it the vector score is
-    # (cos − floor) / (1 − floor). MiniLM puts unrelated texts around 0, and a related turn
-    # that shares few words with the question at 0.1 to 0.3 (0.2 lost 5 points of overall R@5
-    # in `bench quality --seed 1`, bench/RESULTS.md).
-    vector_floor: Annotated[float, between(-1.0, 0.99)] = 0.1
+    # (cos − floor) / (1 − floor). Unset: the encoder's own (its manifest's `thresholds`):
+    # it depends on where the encoder puts unrelated texts (MiniLM about 0, USE-m3 about 0.1).
+    vector_floor: Annotated[float, between(-1.0, 0.99)] | None = None
     # Added to the fused score of a memory that holds every exact identifier of the query
     # (an error code, an order id): at 1 or more such a holder is never outranked by a memory
     # that merely shares topic words.
@@ -108,11 +124,14 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     # Added, for a question about time ("when did …", "什么时候"), to the fused score of a
     # memory whose text says when ("last Saturday", "on 3 May", "上周六"): the answer type.
     temporal_answer_boost: Annotated[float, between(0.0, 10.0)] = 0.15
-    # Weights of the keyword channel's secondary fields against the memory's own text: the
-    # speaker's name (a question names whom it is about), and the context built from the
-    # neighbouring turns of the same session (low: a neighbour is often unrelated small talk).
+    # The weight of a match in a memory's speaker's name and its event date (the keyword
+    # channel's `meta` field) against one in its text: a question names whom it is about and
+    # which day.
     speaker_weight: Ratio = 1.0
-    context_weight: Ratio = 0.1
+    # BM25's saturation and length normalisation. Dialog turns are short, so a second
+    # occurrence of a word says little more than the first: k1 below the textbook 1.2.
+    bm25_k1: Annotated[float, between(0.0, 10.0)] = 0.5
+    bm25_b: Ratio = 0.75
     top_k: Annotated[int, between(1, 10_000)] = 5
     # Candidates taken from each channel before fusion; deep enough that a strong hit of one
     # channel is not lost.
@@ -135,6 +154,38 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     # returned. A request's `min_score` overrides it.
     min_score: Annotated[float, between(0.0, 10.0)] = 0.1
 
+    @property
+    def floor(self) -> float:
+        """`vector_floor`, or the generic one until the composition root resolved it."""
+        return GENERIC_THRESHOLDS.vector_floor if self.vector_floor is None else self.vector_floor
+
+
+class ContextSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A dialog turn's session neighbours, mixed into its keyword document and its vector: a
+    turn alone ("yes, the blue one") often lacks the words and the meaning its neighbours
+    carry. A neighbour `d` turns away weighs `weight · decay^(d−1)` before the turn, and
+    `after` times that after it (what led to a turn explains it more than what follows)."""
+
+    # Neighbours each side (at most 3: the keyword index keeps that many).
+    turns: Annotated[int, between(0, 3)] = 2
+    # The nearest earlier neighbour's weight in the keyword document: its term counts (and
+    # length) are added to the turn's own at this weight (BM25F), at query time.
+    keyword_weight: Ratio = 0.5
+    # The nearest earlier neighbour's weight in the stored vector: the turn's own vector plus
+    # the weighted neighbours' vectors, normalised (no extra encoder call). Applied when a
+    # turn is indexed; a turn arriving later re-indexes its neighbours.
+    vector_weight: Ratio = 0.5
+    decay: Ratio = 0.5
+    after: Ratio = 0.5
+
+    def weight(self, distance: int, base: float) -> float:
+        """The weight of the neighbour at signed `distance` (−1: the turn just before)."""
+        d = abs(distance)
+        if d == 0 or d > self.turns:
+            return 0.0
+        w = base * self.decay ** (d - 1)
+        return w * self.after if distance > 0 else w
+
 
 class DecaySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Step time decay of fact-like kinds (seed 000 §4.3)."""
@@ -146,6 +197,9 @@ class DecaySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         "when was",
         "what time",
         "what date",
+        "which date",
+        "what day",
+        "which day",
         "how long ago",
         "before",
         "after",
@@ -156,6 +210,8 @@ class DecaySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         "什么时候",
         "哪天",
         "几号",
+        "哪一天",
+        "几月",
         "之前",
         "以前",
         "上周",
@@ -183,7 +239,8 @@ class WritePolicySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
     min_importance: Importance = 3
     # Counted from when pocketd stores the memory, so imported history is not expired on arrival.
     expire_after_days: Annotated[float, Meta(gt=0.0, le=36_500.0)] = 90.0
-    dedup_cosine: Annotated[float, Meta(gt=0.0, le=1.0)] = 0.95
+    # Unset: the encoder's own (its manifest's `thresholds`).
+    dedup_cosine: Annotated[float, Meta(gt=0.0, le=1.0)] | None = None
     # A `similar` merge also needs this Jaccard similarity of the indexed terms (and the same
     # identifiers: tokens holding a digit). See server/core/memory/dedup.py.
     dedup_lexical: Ratio = 0.5
@@ -280,8 +337,10 @@ class WritePolicySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
     )
     # Importance of text that is small talk and nothing else.
     small_talk_importance: Importance = 1
-    # Text at most this long that matches small talk counts as small talk.
-    small_talk_max_chars: Annotated[int, between(0, 10_000)] = 40
+    # Text that holds small talk counts as small talk when what is left besides it is at most
+    # this many letters and digits, a CJK character counting as two ("hi there!", "好的，谢谢你"):
+    # "你好，今天我去了公园散步" is a greeting, then a real report.
+    small_talk_max_rest: Annotated[int, between(0, 10_000)] = 12
     error_keywords: tuple[str, ...] = (
         "error",
         "exception",
@@ -292,6 +351,12 @@ class WritePolicySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
         "失败",
     )
     fix_keywords: tuple[str, ...] = ("fixed", "resolved", "solved", "workaround", "修复", "解决")
+
+    @property
+    def dedup_floor(self) -> float:
+        """`dedup_cosine`, or the generic one until the composition root resolved it."""
+        c = self.dedup_cosine
+        return GENERIC_THRESHOLDS.dedup_cosine if c is None else c
 
 
 class HotSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -372,12 +437,16 @@ class IndexSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class EncoderSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """The built-in text encoder (all-MiniLM-L6-v2 as ONNX)."""
+    """The built-in text encoder, run as ONNX by onnxruntime."""
 
-    # "minilm" or "none" (clients then always send vectors).
-    text: str = "minilm"
-    # Empty: the built-in location, models/minilm in the checkout (`make models` writes it).
+    # "use-m3" (Universal Sentence Encoder multilingual v3: Chinese, English and across them;
+    # `make models`), "minilm" (all-MiniLM-L6-v2, English only; `make models-minilm`) or
+    # "none" (clients then always send vectors).
+    text: str = "use-m3"
+    # Empty: the built-in location, models/<text> in the checkout.
     model_dir: str = ""
+    # An encoder that takes raw strings (use-m3) reads at most this many characters of a text.
+    max_chars: Annotated[int, between(16, 1 << 20)] = 2048
     batch_size: Annotated[int, between(1, 4096)] = 32
     # Intra-op threads of the queries' session.
     threads: Threads = 2
@@ -392,12 +461,15 @@ class EncoderSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class MemorySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Memory settings (seed 000 §4.5)."""
 
-    embedding_dim: Annotated[int, between(1, 8192)] = 384
+    # The vectors' dimension: the encoder's (use-m3: 512, minilm: 384), or your own with
+    # encoder.text: none.
+    embedding_dim: Annotated[int, between(1, 8192)] = 512
     # Recall hits and Get are counted in memory and folded into the records this often.
     access_flush_seconds: Annotated[float, Meta(gt=0.0, le=3600.0)] = 1.0
     hybrid_search: HybridSearchSettings = msgspec.field(default_factory=HybridSearchSettings)
     write_policy: WritePolicySettings = msgspec.field(default_factory=WritePolicySettings)
     retrieval: DecaySettings = msgspec.field(default_factory=DecaySettings)
+    context: ContextSettings = msgspec.field(default_factory=ContextSettings)
     hot: HotSettings = msgspec.field(default_factory=HotSettings)
     pockets: PocketSettings = msgspec.field(default_factory=PocketSettings)
     index: IndexSettings = msgspec.field(default_factory=IndexSettings)
@@ -603,6 +675,9 @@ class AgentSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     tool_cache_size: Annotated[int, between(1, 1_000_000)] = 512
     # Tasks whose loop state (goal, rounds, tools) is held in memory; the least recent goes.
     sessions: Annotated[int, between(1, 10_000_000)] = 10_000
+    # The tokenizer.json that prompt tokens are counted with. Empty: the built-in one,
+    # models/tokenizer/tokenizer.json (all-MiniLM-L6-v2's WordPiece; `make models`).
+    tokenizer_file: str = ""
 
 
 class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -615,3 +690,14 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     router: RouterSettings = msgspec.field(default_factory=RouterSettings)
     ledger: LedgerSettings = msgspec.field(default_factory=LedgerSettings)
     agent: AgentSettings = msgspec.field(default_factory=AgentSettings)
+
+
+def resolve_thresholds(mem: MemorySettings, t: EncoderThresholds) -> MemorySettings:
+    """The memory settings with each encoder-dependent key left unset taken from `t` (the
+    encoder's manifest)."""
+    hs, wp = mem.hybrid_search, mem.write_policy
+    if hs.vector_floor is None:
+        hs = msgspec.structs.replace(hs, vector_floor=t.vector_floor)
+    if wp.dedup_cosine is None:
+        wp = msgspec.structs.replace(wp, dedup_cosine=t.dedup_cosine)
+    return msgspec.structs.replace(mem, hybrid_search=hs, write_policy=wp)

@@ -72,7 +72,7 @@ def test_sigkill_mid_stream_loses_no_acknowledged_record(tmp_path: Path, procs: 
         with Client(p.target, timeout=10) as c:
             i = 0
             while not stop.is_set():
-                vecs = rng.normal(size=(32, 384)).astype(np.float32)
+                vecs = rng.normal(size=(32, 512)).astype(np.float32)
                 items = [
                     MemoryInput(
                         "crash",

@@ -22,7 +22,7 @@ from tests.e2e.conftest import Proc, spawn
 
 pytestmark = pytest.mark.e2e
 TAIL_RE = re.compile(r"loaded (\d+) records, (\d+) awaiting the indexer")
-DIM = 384
+DIM = 512
 
 
 def tail_of(p: Proc) -> int:

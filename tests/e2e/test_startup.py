@@ -90,8 +90,8 @@ def test_a_missing_model_exits_2_naming_the_path(tmp_path: Path) -> None:
 
 
 def test_a_dimension_the_encoder_cannot_make_exits_2(tmp_path: Path) -> None:
-    out = serve(tmp_path, env={"POCKETD__MEMORY__EMBEDDING_DIM": "512"})
-    one_line_exit_2(out, "memory.embedding_dim is 512", "384")
+    out = serve(tmp_path, env={"POCKETD__MEMORY__EMBEDDING_DIM": "384"})
+    one_line_exit_2(out, "memory.embedding_dim is 384", "512")
 
 
 def test_started_from_another_directory_it_finds_the_built_in_model(tmp_path: Path) -> None:
@@ -117,7 +117,7 @@ def test_started_from_another_directory_it_finds_the_built_in_model(tmp_path: Pa
         if p.stderr is not None:
             p.stderr.close()
     assert (tmp_path / "d" / "records.sqlite3").exists()
-    assert MODEL_DIR == ROOT / "models" / "minilm"
+    assert MODEL_DIR == ROOT / "models" / "use-m3"
 
 
 def test_make_run_passes_only_the_overrides_it_is_given() -> None:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
 
-DIM = 384
+DIM = 512
 NAMESPACES = ("fz1", "fz2", "fz.team/a")  # never the canary's namespace
 INT32 = (-(2**31), 2**31 - 1)
 UINT32 = (0, 2**32 - 1)

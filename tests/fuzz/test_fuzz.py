@@ -41,7 +41,7 @@ class Target:
         self.channel = grpc.insecure_channel(
             self.proc.target, options=[("grpc.max_send_message_length", 64 << 20)]
         )
-        self.vector = np.random.default_rng(0).normal(size=384).astype(np.float32)
+        self.vector = np.random.default_rng(0).normal(size=512).astype(np.float32)
         with Client(self.proc.target, timeout=30) as c:
             r = c.remember(CANARY_NS, CANARY_TEXT, kind="fact", vector=self.vector.tolist())
             self.canary = r.memory_id

@@ -19,7 +19,7 @@ def test_defaults_follow_the_design_documents() -> None:
     assert hs.candidates_per_channel >= 50
     assert s.memory.write_policy.min_importance == 3
     assert s.memory.write_policy.expire_after_days == 90
-    assert s.memory.write_policy.dedup_cosine == 0.95
+    assert s.memory.write_policy.dedup_cosine is None  # the encoder's manifest decides
     assert s.memory.retrieval.after_days == (7.0, 30.0) and s.memory.retrieval.factors == (0.6, 0.4)
     assert s.memory.hot.ttl_seconds == 1800
     assert s.server.listen == "127.0.0.1:50051"
@@ -131,8 +131,8 @@ def test_relative_paths_in_a_config_file_are_relative_to_that_file(tmp_path: Pat
 
 
 def test_unset_model_dir_means_the_built_in_location() -> None:
-    from server.config import BUILTIN_MODEL_DIR, model_dir
+    from server.config import MODELS_DIR, model_dir
 
     s = load_settings()
-    assert s.encoder.model_dir == "" and model_dir(s) == BUILTIN_MODEL_DIR
-    assert BUILTIN_MODEL_DIR == ROOT / "models" / "minilm"
+    assert s.encoder.model_dir == "" and model_dir(s) == MODELS_DIR / "use-m3"
+    assert MODELS_DIR == ROOT / "models"

@@ -4,12 +4,14 @@ The fusion scales depend only on the query and the namespace (see `retrieval`), 
 fused score has a ceiling that can be computed without searching its pocket:
 - its cosine is at most `best_cosine(query, cap)`: every vector of the pocket lies in the cap
   (anchor, floor) that its index keeps, and no unit vector in that cap is closer to the query;
-- the keyword channel has already run over the whole plan, so a memory of the pocket is a
-  keyword hit only if it is listed there: its keyword score is at most the best listed one of
-  the pocket (0, and no both-channels boost, when none is listed);
+- the keyword channel has already run over the whole plan, so a memory of the pocket scores at
+  most the best listed one of the pocket, or, when the channel's list was full, the lowest
+  listed score (an unlisted memory ranks below the whole list);
 - each additive boost counts if it could apply at all (an exact identifier only if a listed
   holder is in the pocket; a time cue only if the pocket's time bucket meets its window).
-Decay only lowers a score (its factors are at most 1), so the ceiling bounds the final score too.
+The formula is non-decreasing in each of these, so the ceiling is the formula itself
+(`scoring.fused`) over them. Decay only lowers a score (its factors are at most 1), so the
+ceiling bounds the final score too.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from server.core.memory.scoring import fused
 from server.core.settings import HybridSearchSettings
 
 ROUNDING = 1e-4
@@ -49,21 +52,25 @@ class Possible:
 
     cosine: float  # -1 when the pocket has no vectors
     keyword: float  # on the keyword channel's [0, 1] scale
-    keyword_hit: bool  # it could be a keyword hit (even one scoring 0)
     exact: bool  # it could hold every exact identifier of the query
     in_window: bool  # its event time could lie in the query's time-cue window
     says_when: bool  # the query asks "when", and it could say when
 
 
-def ceiling(s: HybridSearchSettings, w_vec: float, w_kw: float, p: Possible) -> float:
-    """The highest fused score (hence final score) that a memory with at most `p` reaches."""
-    v = min(max((p.cosine - s.vector_floor) / (1.0 - s.vector_floor), 0.0), 1.0)
-    fused = w_vec * v + w_kw * p.keyword
-    if v > 0 and p.keyword_hit:
-        fused = max(fused, fused * s.both_boost)
-    return (
-        fused
-        + s.exact_boost * p.exact
-        + s.time_cue_boost * p.in_window
-        + s.temporal_answer_boost * p.says_when
+def ceilings(
+    s: HybridSearchSettings, weights: tuple[float, float], ps: list[Possible]
+) -> list[float]:
+    """The highest fused score (hence final score) that a memory with at most `p` reaches, for
+    each `p`: the scoring formula over those bounds."""
+    if not ps:
+        return []
+    out = fused(
+        s,
+        weights,
+        np.array([p.cosine for p in ps], dtype=np.float32),
+        np.array([p.keyword for p in ps], dtype=np.float32),
+        np.array([p.exact for p in ps], dtype=np.bool_),
+        np.array([p.in_window for p in ps], dtype=np.bool_),
+        np.array([p.says_when for p in ps], dtype=np.bool_),
     )
+    return [float(x) for x in out]

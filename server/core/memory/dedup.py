@@ -170,7 +170,7 @@ class MergePolicy:
             if same_session and normalised(new.text) == normalised(old.text):
                 return "the same text in the same session"
             return None
-        if mode != "similar" or cosine < self._s.dedup_cosine:
+        if mode != "similar" or cosine < self._s.dedup_floor:
             return None
         if identifiers(new.text) != identifiers(old.text):
             return None

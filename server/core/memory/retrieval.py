@@ -32,11 +32,10 @@ import numpy as np
 import numpy.typing as npt
 
 from kernels.decay import step_decay
-from kernels.fusion import fuse, scale_channels
 from kernels.rank import rank_final
 from kernels.scan import exact_topk
 from server.core.deadline import Deadline
-from server.core.memory.bounds import COSINE_SLACK, Possible, best_cosine, ceiling
+from server.core.memory.bounds import COSINE_SLACK, Possible, best_cosine, ceilings
 from server.core.memory.costs import CostModel
 from server.core.memory.model import (
     Hit,
@@ -59,6 +58,7 @@ from server.core.memory.ports import (
     RecordStore,
     VectorIndexSet,
 )
+from server.core.memory.scoring import fused
 from server.core.memory.timecues import cue_pattern, window
 from server.core.settings import MemorySettings
 
@@ -98,6 +98,11 @@ class _Run:
     hnsw_vectors: int = 0  # in the plan's pockets searched by HNSW
     hot: set[int] = field(default_factory=set)  # keys the hot tier scored: exact, newest
     weights: tuple[float, float] = (0.5, 0.5)
+    # The keyword query, its reference (Σ idf: the keyword scale), and the least score an
+    # unlisted memory could have had on that scale (the lowest listed one if the list was full).
+    kq: KeywordQuery | None = None
+    reference: float = 0.0
+    kw_tail: float = 0.0
     # Of the query, read once: its time cue's event-time window, and whether it asks "when".
     window: tuple[float, float] | None = None
     temporal: bool = False
@@ -155,6 +160,12 @@ class Retriever:
         self._factors = np.array(d.factors, dtype=np.float32)
         self._cues = tuple(c.lower() for c in self._s.image_cues)
         self._temporal = cue_pattern(d.temporal_cues)
+        c = settings.context
+        self._context_weights = tuple(
+            (dist, c.weight(dist, c.keyword_weight))
+            for dist in range(-c.turns, c.turns + 1)
+            if c.weight(dist, c.keyword_weight) > 0
+        )
 
     def weights(self, q: RecallQuery) -> tuple[float, float]:
         """(vector, keyword) weights: the image pair when the query has an image or an image cue."""
@@ -233,6 +244,7 @@ class Retriever:
             if q.vector is not None:
                 self._vector_channel(run, q.vector, deadline)
         deadline.check("ranking")
+        self._complete(run, q.vector)
         hits = self._rank(run, top_k)
         vector_cost = sum(r.cost_units for r in run.reports)
         return RecallResult(
@@ -425,7 +437,9 @@ class Retriever:
             pockets=pockets,
             identifiers=ident,
             speaker_weight=self._s.speaker_weight,
-            context_weight=self._s.context_weight,
+            context_weights=self._context_weights,
+            k1=self._s.bm25_k1,
+            b=self._s.bm25_b,
         )
         for _ in range(DEEPER):
             # The filter is inside the tantivy query, so only the index's lag behind a
@@ -438,13 +452,15 @@ class Retriever:
                 break
             deadline.check("a deeper keyword search")
             kq = dataclasses.replace(kq, count=kq.count * 4)
-        reference = sum(res.idf.values())
+        run.kq = kq
+        run.reference = sum(res.idf.values())
         if res.hits:
-            raw = np.array([s for _, s in res.hits], dtype=np.float32)
-            _, norm = scale_channels(np.zeros(len(raw), np.float32), raw, 0.0, reference)
+            norm = self._keyword_scale(run, np.array([s for _, s in res.hits], np.float64))
             run.kw.update(
                 zip(keys[keep][:depth].tolist(), norm[keep][:depth].tolist(), strict=True)
             )
+            if len(res.hits) >= kq.count:
+                run.kw_tail = float(norm.min())
         # Unindexed memories: the weighted share of the query's terms, on the same scale. A
         # term the index has not seen yet is as rare as its rarest.
         unseen = max(res.idf.values(), default=1.0)
@@ -466,26 +482,70 @@ class Retriever:
     def _floor(self, q: RecallQuery) -> float:
         return self._s.min_score if q.min_score is None else q.min_score
 
+    @staticmethod
+    def _keyword_scale(run: _Run, raw: npt.NDArray[np.float64]) -> npt.NDArray[np.float32]:
+        """BM25 on the keyword channel's [0, 1] scale: over the query's reference, clipped."""
+        if run.reference <= 0:
+            return np.zeros(len(raw), np.float32)
+        out: npt.NDArray[np.float32] = np.clip(raw / run.reference, 0.0, 1.0).astype(np.float32)
+        return out
+
+    def _complete(self, run: _Run, query: Vector | None) -> None:
+        """Give every candidate both channels' scores, whichever channel found it: the cosine
+        of a keyword candidate (from the hot tier or its pocket's index) and the BM25 of a
+        vector candidate. A memory's score then depends on the query, the namespace and the
+        memory, never on the plan or on how deep its pocket was searched."""
+        q = run.q
+        if query is not None:
+            missing = [k for k in run.kw if k not in run.vec]
+            if missing:
+                held = self._hot.vectors(q.namespace, missing)
+                for k, v in held.items():
+                    run.vec[k] = float(np.dot(v, query))
+                by_pocket: dict[int, list[int]] = {}
+                of = self._cols.pocket
+                for k in missing:
+                    if k not in held and k < len(of) and of[k] >= 0:
+                        by_pocket.setdefault(int(of[k]), []).append(k)
+                cat = self._cols.catalog
+                for pid, keys in by_pocket.items():
+                    part = self._vectors.partition(q.namespace, cat.key(pid).name, False)
+                    if part is None:
+                        continue
+                    arr = np.array(keys, dtype=np.int64)
+                    mat = part.get(arr)
+                    present = np.any(mat != 0, axis=1)
+                    sims = mat @ np.asarray(query, np.float32)
+                    for k, ok, sim in zip(keys, present.tolist(), sims.tolist(), strict=True):
+                        if ok:
+                            run.vec[k] = sim
+        if run.kq is not None:
+            missing = [k for k in run.vec if k not in run.kw]
+            if missing:
+                got = self._keywords.score(run.kq, missing)
+                if got:
+                    keys = list(got)
+                    norm = self._keyword_scale(run, np.array([got[k] for k in keys], np.float64))
+                    run.kw.update(zip(keys, norm.tolist(), strict=True))
+
     def _score(self, run: _Run) -> _Scores:
-        """Every candidate's channels and fused score, on the fixed scales."""
+        """Every candidate's channels and fused score, by the one formula (`scoring`)."""
         vec, kw = run.vec, run.kw
-        w_vec, w_kw = run.weights
         keys = np.array(sorted(vec.keys() | kw.keys()), dtype=np.int64)
         cos = np.array([vec.get(k, -1.0) for k in keys.tolist()], dtype=np.float32)
         b = np.array([kw.get(k, 0.0) for k in keys.tolist()], dtype=np.float32)
-        v, _ = scale_channels(cos, b, self._s.vector_floor, 0.0)
-        vh = v > 0  # a vector hit clears the floor, so only such a hit earns the both-boost
-        kh = np.array([k in kw for k in keys.tolist()], dtype=np.bool_)
-        fused = fuse(v, b, vh, kh, w_vec, w_kw, self._s.both_boost)
         c = self._cols
-        if run.exact:
-            fused += np.float32(self._s.exact_boost) * np.isin(keys, list(run.exact))
+        exact = np.isin(keys, list(run.exact)) if run.exact else np.zeros(len(keys), np.bool_)
         if (span := run.window) is not None:
             inside = (c.created[keys] >= span[0]) & (c.created[keys] < span[1])
-            fused += np.float32(self._s.time_cue_boost) * inside
-        if run.temporal:  # a "when" question wants a memory that says when: its answer type
-            fused += np.float32(self._s.temporal_answer_boost) * c.says_when[keys]
-        return _Scores(keys, cos, b, vh, kh, fused)
+        else:
+            inside = np.zeros(len(keys), np.bool_)
+        # A "when" question wants a memory that says when: its answer type.
+        when = c.says_when[keys] if run.temporal else np.zeros(len(keys), np.bool_)
+        score = fused(self._s, run.weights, cos, b, exact, inside, when)
+        vh = cos > self._s.floor  # a vector hit clears the floor
+        kh = b > 0
+        return _Scores(keys, cos, b, vh, kh, score)
 
     def _decay(self, run: _Run, keys: KeyArray) -> npt.NDArray[np.float32]:
         c = self._cols
@@ -520,22 +580,22 @@ class Retriever:
                 best_kw[p] = max(best_kw.get(p, 0.0), score)
         exact = {int(of[k]) for k in run.exact if k < len(of)}
         span = run.window
-        out = []
+        out: list[Possible] = []
         for pid in pids:
             part = self._vectors.partition(q.namespace, self._cols.catalog.key(pid).name, False)
             cap = None if part is None else part.cap()
             times = self._cols.pocket_span(pid)  # every event time ever put in the pocket
             possible = Possible(
                 cosine=-1.0 if cap is None else best_cosine(query, *cap) + COSINE_SLACK,
-                keyword=best_kw.get(pid, 0.0),
-                keyword_hit=pid in best_kw,
+                # an unlisted memory of it scores at most the list's lowest, if it was full
+                keyword=max(best_kw.get(pid, 0.0), run.kw_tail),
                 exact=pid in exact,
                 in_window=span is not None
                 and (times is None or (times[0] < span[1] and times[1] >= span[0])),
                 says_when=run.temporal,
             )
-            out.append(ceiling(self._s, *run.weights, possible))
-        return out
+            out.append(possible)
+        return ceilings(self._s, run.weights, out)
 
     def _rank(self, run: _Run, top_k: int) -> list[Hit]:
         q, vec = run.q, run.vec

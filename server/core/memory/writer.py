@@ -169,7 +169,8 @@ class Writer:
             deadline.check("the delete")
             gone = set(keys)
             near: set[int] = set()
-            for before, after in self._cols.neighbours_many(keys, 1).values():
+            turns = self._s.context.turns
+            for before, after in self._cols.neighbours_many(keys, turns).values():
                 near.update(k for k in (*before.tolist(), *after.tolist()) if k not in gone)
             rewrite = [Put(r, None, Cause.FORGET) for r in self._store.get(sorted(near)).values()]
             applied = self._commit([*(Erase(k) for k in keys), *rewrite])
@@ -239,7 +240,7 @@ class Writer:
         items of the same batch. Only current rows of the same kind are candidates (an index can
         still hold a ghost of a record whose kind an upsert changed, until the indexer runs).
         """
-        floor = self._s.write_policy.dedup_cosine
+        floor = self._s.write_policy.dedup_floor
         groups: dict[tuple[str, int, str], list[int]] = defaultdict(list)
         sessions: dict[tuple[str, str], list[int]] = defaultdict(list)
         for i, st in enumerate(staged):

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 
 from server.adapters.token_counter import TokenCounter
 from server.core.agent.context import ContextBuilder, Recalled, Turn, summarize
-from tests.conftest import MODEL_DIR
+from tests.conftest import TOKENIZER
 
-COUNT = TokenCounter(MODEL_DIR / "tokenizer.json").count
+COUNT = TokenCounter(TOKENIZER).count
 LONG = (
     "The customer uploaded a screenshot of the checkout page. "
     + "The page shows the usual layout with the basket and the address form. " * 30

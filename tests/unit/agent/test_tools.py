@@ -9,7 +9,7 @@ import pytest
 
 from server.adapters.token_counter import TokenCounter
 from server.core.agent.tools import ToolSchemaError, compact, compress
-from tests.conftest import MODEL_DIR
+from tests.conftest import TOKENIZER
 
 SEARCH = {
     "name": "search_tickets",
@@ -50,7 +50,7 @@ def test_a_verbose_schema_keeps_its_name_parameters_use_and_result() -> None:
 
 
 def test_tokens_are_counted_by_the_real_tokenizer_and_fall_by_half_or_more() -> None:
-    counter = TokenCounter(MODEL_DIR / "tokenizer.json")
+    counter = TokenCounter(TOKENIZER)
     (c,) = compress([SEARCH], counter.count, json.dumps)
     assert c.tokens_before == counter.count(json.dumps(SEARCH)) > 150
     assert c.tokens_after <= c.tokens_before / 2

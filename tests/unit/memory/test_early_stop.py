@@ -19,10 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from server.core.memory.bounds import best_cosine
 from server.core.memory.engine import MemoryEngine
 from server.core.memory.model import Kind, RecallQuery
-from tests.conftest import FakeClock, open_engine, unit_vec
+from tests.conftest import DIM, FakeClock, open_engine, unit_vec
 from tests.unit.memory.test_engine import NS, mem
 
-DIM = 384
 KINDS = (Kind.FACT, Kind.PREFERENCE, Kind.SKILL, Kind.EPISODE)
 WORDS = ("deploy", "invoice", "vpn", "printer", "refund", "laptop", "quota", "alert")
 

@@ -422,7 +422,10 @@ def test_a_mid_sized_pocket_is_searched_coarse_to_fine(
     the coarse model's, below the exact scan's (else the step scans exactly)."""
     s = MemorySettings()
     s = msgspec.structs.replace(
-        s, pockets=msgspec.structs.replace(s.pockets, exact_max_rows=4000, coarse_min_rows=1000)
+        s,
+        pockets=msgspec.structs.replace(s.pockets, exact_max_rows=4000, coarse_min_rows=1000),
+        # Random vectors: every cosine counts, so the ranking is the exact scan's order.
+        hybrid_search=msgspec.structs.replace(s.hybrid_search, vector_floor=-1.0),
     )
     engine = engine_factory(s)
     rng = np.random.default_rng(15)
