@@ -13,7 +13,7 @@ import numpy as np
 
 from kernels.coarse import coarse_topk, quantize
 from kernels.decay import step_decay
-from kernels.fusion import fuse, scale_channels
+from kernels.fusion import fused_scores
 from kernels.rank import rank_final
 from kernels.scan import exact_topk
 
@@ -23,8 +23,7 @@ def compile_all() -> float:
     t0 = time.perf_counter()
     f = np.zeros(4, dtype=np.float32)
     b = np.ones(4, dtype=np.bool_)
-    fuse(f, f, b, b, 0.5, 0.5, 1.2)
-    scale_channels(f, f, 0.2, 1.0)
+    fused_scores(f, f, b, b, b, np.array([0.1, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15]))
     step_decay(np.zeros(4), b, np.array([1.0, 2.0]), np.array([0.6, 0.4], dtype=np.float32))
     rank_final(f, f, b, 2)
     exact_topk(np.zeros((4, 3), dtype=np.float32), np.zeros(3, dtype=np.float32), b, 2)

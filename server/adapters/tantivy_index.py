@@ -1,30 +1,35 @@
 """Warm keyword index: tantivy BM25 over memory text, for English and Chinese alike.
 
-Analysis (`analyze`, the same for documents and queries):
-- Latin text is split on non-alphanumerics, lower-cased, tokens over 40 bytes dropped, then
-  English (Snowball) stemming. An exact token such as `E1234` or `RTX4090` stays one term
-  (`e1234`), so it matches exactly.
-- CJK text (Han, kana, hangul) becomes overlapping character bigrams, with a unigram only for an
-  isolated character (as Lucene's CJKBigramFilter does): no dictionary is needed and "安卓" or
-  "付款" match wherever they occur.
+Analysis is `server.adapters.analysis` (the same for documents and queries): English words
+stemmed without stopwords, Chinese segmented into words by jieba, dates named as one term.
 
-A document has three bags of analysed terms: `txt` (its text), `spk` (its speaker's name) and
-`ctx` (the text of its neighbouring turns in the session, the standard contextual expansion). A
-query term matches in each bag, weighted 1, `speaker_weight` and `context_weight`.
+A document has three bags of analysed terms:
+- `txt`: its own text (exact identifiers are matched here, and the router's term statistics
+  counted here);
+- `mix`: its own text and its session neighbours' (up to `ContextSettings.turns` each side),
+  the field candidates are found in and document frequencies counted in. A candidate's term
+  counts and length are its own plus each neighbour's at the query's weight for its distance
+  (BM25F: the neighbours' words saturate with the turn's own, under one idf and one length
+  normalisation), from the terms stored per distance;
+- `meta`: its speaker's name and its event date (`analysis.date_terms`), weighted
+  `speaker_weight`, with no length normalisation.
 
 Each document also carries its namespace, pocket and filter fields (kind, modality, session,
 tags, importance, event time, expiry, obsolete). Restrictions are clauses of the tantivy query
 wrapped in zero-score queries, so they filter inside the index without changing BM25, and a
 selective filter still gets its full count of candidates.
 
-Scores are BM25 (k1 1.2, b 0.75) under the namespace's own statistics, computed here: tantivy's
-own scores use index-wide statistics, and even those per segment, so they move with other tenants'
-memories and with merges. Tantivy finds the candidates (each query term boosted by
-idf(namespace) / idf(index), so the first stage ranks nearly as the second will), then each
+Scores are BM25 (k1 and b from the query) under the namespace's own statistics, computed here:
+tantivy's own scores use index-wide statistics, and even those per segment, so they move with
+other tenants' memories and with merges. Tantivy finds the candidates (each query term boosted
+by idf(namespace) / idf(index), so the first stage ranks nearly as the second will), then each
 candidate is rescored from its stored terms: the namespace's document count and each term's
-document frequency in it (count queries), and its average length (an aggregation, cached per
-searcher). One tenant's memories therefore never shift another's scores, and a score does not
-depend on how the index happens to be segmented.
+document frequency in it (count queries), and its average lengths (aggregations, cached per
+searcher). The mixed document's average length is the own text's average plus each
+neighbour's weight times that average (a neighbour is a turn like any other). One tenant's
+memories therefore never shift another's scores, and a score does not depend on how the index
+happens to be segmented. `score(q, keys)` rescores given memories the same way, so a memory
+the keyword channel did not list still gets its own BM25.
 
 `commit(rev)` makes changes durable and searchable, then records `rev` in `rev.json`. An index of
 another schema (`schema.json`) is deleted on open and rebuilt from the record store.
@@ -45,43 +50,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import tantivy
-from tantivy import (
-    Document,
-    FieldType,
-    Filter,
-    Index,
-    Occur,
-    Query,
-    SchemaBuilder,
-    TextAnalyzerBuilder,
-    Tokenizer,
-)
+from tantivy import Document, FieldType, Index, Occur, Query, SchemaBuilder
+
+from server.adapters.analysis import Analyzer, date_terms
 
 from server.core.memory.ports import KeywordDoc, KeywordQuery, KeywordResult
 
 log = logging.getLogger(__name__)
-SCHEMA_VERSION = 3
-K1, B = 1.2, 0.75
+SCHEMA_VERSION = 4
 # Document counts kept (a few hundred KB at most; a commit copies those it carries over).
 STATS_CACHE = 16_384
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
-
-
-def cjk_terms(text: str) -> list[str]:
-    """Bigrams of every CJK run; a run of one character gives that character."""
-    out: list[str] = []
-    for run in _CJK.findall(text):
-        if len(run) == 1:
-            out.append(run)
-        else:
-            out.extend(run[i : i + 2] for i in range(len(run) - 1))
-    return out
-
-
-# The three bags of terms a document has, pre-analysed (`analyze`): its own text, its speaker's
-# name, and the context of its neighbouring turns. Each is indexed for search and stored for the
-# exact rescoring, with its length as a fast field.
-BAGS = ("txt", "spk", "ctx")
+# The bags of terms a document has, pre-analysed (see the module docstring). `txt` and `meta`
+# are stored for the exact rescoring, with their lengths as fast fields; `mix` is searched and
+# counted, and rescored from `ctx_terms` (each neighbour's terms, by distance) and `txt`.
+BAGS = ("txt", "mix", "meta")
 
 
 def _schema() -> tantivy.Schema:
@@ -91,8 +73,11 @@ def _schema() -> tantivy.Schema:
     sb.add_text_field("pocket", stored=False, tokenizer_name="raw", fast=True)
     for bag in BAGS:
         sb.add_text_field(bag, stored=False, tokenizer_name="whitespace", index_option="freq")
+    for bag in ("txt", "meta"):
         sb.add_bytes_field(f"{bag}_terms", stored=True, indexed=False, fast=False)
         sb.add_integer_field(f"{bag}_len", indexed=False, fast=True)
+    # Each neighbour's terms on a line of its own: "<signed distance> <terms>".
+    sb.add_bytes_field("ctx_terms", stored=True, indexed=False, fast=False)
     sb.add_text_field("session", stored=False, tokenizer_name="raw")
     sb.add_text_field("tags", stored=False, tokenizer_name="raw")
     for name in ("kind", "modality", "importance", "obsolete"):
@@ -127,6 +112,18 @@ class _View:
         )
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    terms: list[str]
+    idf: dict[str, dict[str, float]]  # bag → term → idf in the namespace
+    should: list[tuple[Occur, Query]]
+    postings: int
+    reference: dict[str, float]
+    meta_weight: float
+    context: dict[int, float]  # signed distance → weight
+    avg_mix: float
+
+
 def _idf(docs: int, df: int) -> float:
     """BM25's idf, as tantivy computes it."""
     return math.log(1.0 + (docs - df + 0.5) / (df + 0.5))
@@ -139,13 +136,7 @@ class TantivyKeywordIndex:
         _check_schema(root)
         self._root = root
         self._schema = _schema()
-        self._analyzer = (
-            TextAnalyzerBuilder(Tokenizer.simple())
-            .filter(Filter.remove_long(40))
-            .filter(Filter.lowercase())
-            .filter(Filter.stemmer("english"))
-            .build()
-        )
+        self._analyzer = Analyzer()
         self._index = Index(self._schema, path=str(root), reuse=True)
         self._writer = self._index.writer(heap_size=heap_bytes, num_threads=1)
         self._lock = threading.Lock()
@@ -164,8 +155,7 @@ class TantivyKeywordIndex:
             return 0
 
     def analyze(self, text: str) -> list[str]:
-        terms: list[str] = self._analyzer.analyze(_CJK.sub(" ", text))
-        return terms + cjk_terms(text)
+        return self._analyzer(text)
 
     def upsert(self, docs: Sequence[KeywordDoc]) -> None:
         with self._lock:
@@ -185,11 +175,17 @@ class TantivyKeywordIndex:
                     created=float(rec.created_at),
                     expires=math.inf if rec.expires_at is None else float(rec.expires_at),
                 )
-                for bag, text in zip(BAGS, (rec.text, rec.speaker, d.context), strict=True):
-                    terms = " ".join(self.analyze(text))
-                    doc.add_text(bag, terms)
+                own = " ".join(self.analyze(rec.text))
+                meta = " ".join([*self.analyze(rec.speaker), *date_terms(rec.created_at)])
+                lines = [(dist, " ".join(self.analyze(text))) for dist, text in d.context]
+                lines = [(dist, t) for dist, t in lines if t]
+                doc.add_text("txt", own)
+                doc.add_text("mix", " ".join([own, *(t for _, t in lines)]))
+                doc.add_text("meta", meta)
+                for bag, terms in (("txt", own), ("meta", meta)):
                     doc.add_bytes(f"{bag}_terms", terms.encode())
                     doc.add_integer(f"{bag}_len", terms.count(" ") + 1 if terms else 0)
+                doc.add_bytes("ctx_terms", "\n".join(f"{d_} {t}" for d_, t in lines).encode())
                 for tag in rec.tags:
                     doc.add_text("tags", tag)
                 self._writer.add_document(doc)
@@ -269,25 +265,23 @@ class TantivyKeywordIndex:
             )
         return [(Occur.Must, self._zero(m)) for m in must]
 
-    def search(self, q: KeywordQuery) -> KeywordResult:
+    def _prepare(self, q: KeywordQuery, view: _View) -> _Prepared | None:
+        """The query's terms with their namespace idf per scored bag, the first stage's
+        clauses, the postings read and the reference (each term once, where it weighs most)."""
         terms = list(dict.fromkeys(self.analyze(q.text)))
-        if not terms or q.count <= 0:
-            return KeywordResult([], {}, 0)
-        view = self._view
+        if not terms:
+            return None
         searcher, stats = view.searcher, view.counts
         ns_q = self._term("ns", q.namespace)
         ns_docs = self._cached(stats, (q.namespace, "", ""), searcher, ns_q)
         total = searcher.num_docs
-        weights = {"txt": 1.0, "spk": q.speaker_weight, "ctx": q.context_weight}
-        # idf of each term in each bag, in the namespace; the first stage's boosts undo the
-        # index-wide idf that tantivy applies.
-        idf: dict[str, dict[str, float]] = {bag: {} for bag in BAGS}
+        weights = {"mix": 1.0, "meta": q.speaker_weight}
+        idf: dict[str, dict[str, float]] = {bag: {} for bag in weights}
         should: list[tuple[Occur, Query]] = []
-        txt_df: dict[str, int] = {}  # each term's document count in the namespace's texts
         postings = 0
         for t in terms:
-            for bag in BAGS:
-                if weights[bag] <= 0:
+            for bag, weight in weights.items():
+                if weight <= 0:
                     continue
                 anywhere = searcher.doc_freq(bag, t)  # O(1); the count below is not
                 if anywhere == 0:
@@ -301,46 +295,92 @@ class TantivyKeywordIndex:
                 )
                 if df == 0:
                     continue
-                if bag == "txt":
-                    txt_df[t] = df
                 postings += df if q.pockets is None else self._within(view, q, bag, t)
                 idf[bag][t] = _idf(ns_docs, df)
                 # doc_freq counts deleted documents until a merge: keep the boost positive.
-                boost = weights[bag] * idf[bag][t] / max(_idf(total, anywhere), 1e-3)
+                boost = weight * idf[bag][t] / max(_idf(total, anywhere), 1e-3)
                 should.append((Occur.Should, Query.boost_query(term_q, boost)))
-        # The reference: each term counted once, in the bag where it weighs most.
-        best = {t: max(weights[bag] * idf[bag].get(t, 0.0) for bag in BAGS) for t in terms}
+        best = {t: max(w * idf[bag].get(t, 0.0) for bag, w in weights.items()) for t in terms}
         best = {t: w for t, w in best.items() if w > 0}
-        if not should:
-            return KeywordResult([], best, postings)
+        ctx = dict(q.context_weights)
+        own = self._average_length(view, q.namespace, "txt", ns_q)
+        return _Prepared(
+            terms=terms,
+            idf=idf,
+            should=should,
+            postings=postings,
+            reference=best,
+            meta_weight=weights["meta"],
+            context=ctx,
+            # A neighbour is a turn like any other: the mixed document's expected length.
+            avg_mix=own * (1.0 + sum(ctx.values())),
+        )
+
+    def _rescore(self, doc: tantivy.Document, p: _Prepared, q: KeywordQuery) -> float:
+        """BM25F over the turn and its weighted neighbours, plus the meta field (b = 0)."""
+        k1, b = q.k1, q.b
+        score = 0.0
+        mix = p.idf["mix"]
+        if mix:
+            own = bytes(doc["txt_terms"][0]).decode().split(" ")
+            tf: dict[str, float] = dict(Counter([w for w in own if w in mix]))
+            length = float(len(own))
+            for line in bytes(doc["ctx_terms"][0]).decode().split("\n"):
+                if not line:
+                    continue
+                dist, _, text = line.partition(" ")
+                w = p.context.get(int(dist), 0.0)
+                if w <= 0.0:
+                    continue
+                words = text.split(" ")
+                length += w * len(words)
+                for t in words:
+                    if t in mix:
+                        tf[t] = tf.get(t, 0.0) + w
+            norm = k1 * (1.0 - b + b * length / max(p.avg_mix, 1.0))
+            score += sum(mix[t] * n * (k1 + 1.0) / (n + norm) for t, n in tf.items() if n > 0)
+        meta = p.idf["meta"]
+        if meta:
+            words = bytes(doc["meta_terms"][0]).decode().split(" ")
+            counts = Counter([w for w in words if w in meta])
+            part = sum(meta[t] * n * (k1 + 1.0) / (n + k1) for t, n in counts.items())
+            score += p.meta_weight * part
+        return score
+
+    def search(self, q: KeywordQuery) -> KeywordResult:
+        if q.count <= 0:
+            return KeywordResult([], {}, 0)
+        view = self._view
+        p = self._prepare(q, view)
+        if p is None:
+            return KeywordResult([], {}, 0)
+        if not p.should:
+            return KeywordResult([], p.reference, p.postings)
+        searcher = view.searcher
         restrict = self._restriction(q)
-        query = Query.boolean_query([*restrict, (Occur.Must, Query.boolean_query(should))])
-        avg = {bag: self._average_length(view, q.namespace, bag, ns_q) for bag in ("txt", "ctx")}
+        query = Query.boolean_query([*restrict, (Occur.Must, Query.boolean_query(p.should))])
         # A candidate holds every identifier of the query when its own text has each (one
-        # absent from the namespace is held by none).
+        # absent from the namespace's texts is held by none).
         ident = set(q.identifiers)
-        ident_ok = bool(ident) and ident <= txt_df.keys()
+        ns_q = self._term("ns", q.namespace)
+        txt_df = {
+            t: self._cached(
+                view.counts,
+                (q.namespace, "txt", t),
+                searcher,
+                Query.boolean_query([(Occur.Must, ns_q), (Occur.Must, self._term("txt", t))]),
+            )
+            for t in ident
+            if searcher.doc_freq("txt", t)
+        }
+        ident_ok = bool(ident) and all(txt_df.get(t, 0) > 0 for t in ident)
         hits, exact = [], set()
         for _, addr in searcher.search(query, q.count).hits:
             doc = searcher.doc(addr)
             key = int(doc["key"][0])
-            score = 0.0
-            for bag in BAGS:
-                weights_b = idf[bag]
-                if not weights_b:
-                    continue
-                words = bytes(doc[f"{bag}_terms"][0]).decode().split(" ")
-                if bag == "txt" and ident_ok and ident.issubset(words):
-                    exact.add(key)
-                # No length normalisation for a speaker's name (b = 0).
-                norm = K1 * (1.0 - B + B * len(words) / avg[bag]) if bag in avg else K1
-                # A long tool output has thousands of words, a query a few terms: keep the
-                # query's words first (a comprehension, in C), then count those.
-                tf = Counter([w for w in words if w in weights_b])
-                # (in the order the words first occur, as the loop this replaced summed them)
-                part = sum(weights_b[t] * n * (K1 + 1.0) / (n + norm) for t, n in tf.items())
-                score += weights[bag] * part
-            hits.append((key, score))
+            if ident_ok and ident.issubset(bytes(doc["txt_terms"][0]).decode().split(" ")):
+                exact.add(key)
+            hits.append((key, self._rescore(doc, p, q)))
         hits.sort(key=lambda h: (-h[1], h[0]))
         # Every holder holds each identifier, so there are at most the rarest one's document
         # count of them. If the candidates have fewer, others may rank below them (a long
@@ -351,7 +391,30 @@ class TantivyKeywordIndex:
                 must = [(Occur.Must, self._zero(self._term("txt", t))) for t in ident]
                 found = searcher.search(Query.boolean_query([*restrict, *must]), q.count).hits
                 exact |= {int(searcher.doc(addr)["key"][0]) for _, addr in found}
-        return KeywordResult(hits, best, postings, frozenset(exact))
+        return KeywordResult(hits, p.reference, p.postings, frozenset(exact))
+
+    def score(self, q: KeywordQuery, keys: Sequence[int]) -> dict[int, float]:
+        """The BM25 of the given memories of the namespace, as `search` would score them (0 for
+        one that holds no query term): a memory's keyword score whichever channel found it."""
+        if not keys:
+            return {}
+        view = self._view
+        p = self._prepare(q, view)
+        if p is None or not p.should:
+            return {}
+        searcher = view.searcher
+        query = Query.boolean_query(
+            [
+                (Occur.Must, self._zero(self._term("ns", q.namespace))),
+                (Occur.Must, self._zero(Query.term_set_query(self._schema, "key", list(keys)))),
+                (Occur.Must, Query.boolean_query(p.should)),
+            ]
+        )
+        out: dict[int, float] = {}
+        for _, addr in searcher.search(query, len(keys)).hits:
+            doc = searcher.doc(addr)
+            out[int(doc["key"][0])] = self._rescore(doc, p, q)
+        return out
 
     @staticmethod
     def _cached(

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from kernels.decay import step_decay, step_decay_ref
-from kernels.fusion import fuse, fuse_ref, scale_channels, scale_channels_ref
+from kernels.fusion import fused_scores, fused_scores_ref
 from kernels.rank import rank_final, rank_final_ref
 from kernels.scan import exact_topk, exact_topk_ref
 from kernels.topk import topk_desc, topk_desc_ref
@@ -29,71 +29,74 @@ def bools(n: int) -> st.SearchStrategy[np.ndarray]:
 def fusion_case(draw: st.DrawFn) -> tuple:
     n = draw(sizes)
     w = draw(st.floats(0.0, 1.0))
+    params = np.array(
+        [
+            draw(st.floats(-0.5, 0.9)),  # floor
+            w,
+            1.0 - w,
+            draw(st.floats(1.0, 2.0)),  # both boost
+            draw(st.floats(0.0, 2.0)),  # exact
+            draw(st.floats(0.0, 1.0)),  # time cue
+            draw(st.floats(0.0, 1.0)),  # says when
+        ]
+    )
     return (
-        draw(arrays(n)),
+        draw(arrays(n, st.floats(-1, 1, width=32))),
         draw(arrays(n)),
         draw(bools(n)),
         draw(bools(n)),
-        w,
-        1.0 - w,
-        draw(st.floats(1.0, 2.0)),
+        draw(bools(n)),
+        params,
     )
 
 
 @given(fusion_case())
-def test_fuse_matches_reference(case: tuple) -> None:
-    np.testing.assert_allclose(fuse(*case), fuse_ref(*case), rtol=1e-5, atol=1e-6)
+def test_fused_scores_match_the_reference(case: tuple) -> None:
+    np.testing.assert_allclose(fused_scores(*case), fused_scores_ref(*case), rtol=1e-5, atol=1e-6)
 
 
 @given(fusion_case())
-def test_fuse_is_bounded_by_the_boost_and_zero_without_hits(case: tuple) -> None:
-    vec, kw, vh, kh, wv, wk, boost = case
-    out = fuse(vec, kw, vh, kh, wv, wk, boost)
+def test_fused_scores_are_bounded_and_zero_without_a_hit_or_boost(case: tuple) -> None:
+    cos, kw, ex, win, when, p = case
+    out = fused_scores(cos, kw, ex, win, when, p)
     assert np.all(out >= 0)
-    assert np.all(out <= boost * (wv + wk) + 1e-5)  # weights sum to one
-    assert np.all(out[~vh & ~kh] == 0)
+    assert np.all(out <= p[3] * (p[1] + p[2]) + p[4] + p[5] + p[6] + 1e-5)
+    none = (cos.astype(np.float64) <= p[0]) & (kw == 0) & ~ex & ~win & ~when
+    assert np.all(out[none] == 0)
 
 
-def test_fuse_single_channel_counts_at_half_weight_and_both_are_boosted() -> None:
-    one = np.ones(3, dtype=np.float32)
-    out = fuse(
-        one, one, np.array([True, True, False]), np.array([True, False, True]), 0.5, 0.5, 1.2
-    )
-    np.testing.assert_allclose(out, [1.2, 0.5, 0.5], rtol=1e-6)
+@given(fusion_case(), st.integers(0, 5))
+def test_fused_scores_never_fall_when_an_input_rises(case: tuple, which: int) -> None:
+    """The early stop's ceiling is the formula over upper bounds: that needs monotony."""
+    cos, kw, ex, win, when, p = case
+    cols = [cos.copy(), kw.copy(), ex.copy(), win.copy(), when.copy()]
+    if which == 0:
+        cols[0] = np.minimum(cos + np.float32(0.3), np.float32(1.0))
+    elif which == 1:
+        cols[1] = np.minimum(kw + np.float32(0.3), np.float32(1.0))
+    else:
+        cols[min(which, 4)] = np.ones_like(cols[min(which, 4)])
+    assert np.all(fused_scores(*cols, p) >= fused_scores(cos, kw, ex, win, when, p) - 1e-6)
+
+
+def test_one_channel_counts_at_its_weight_and_both_are_boosted() -> None:
+    cos = np.array([1.0, 1.0, 0.0], dtype=np.float32)
+    kw = np.array([1.0, 0.0, 1.0], dtype=np.float32)
+    no = np.zeros(3, dtype=np.bool_)
+    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15])
+    np.testing.assert_allclose(fused_scores(cos, kw, no, no, no, p), [1.2, 0.5, 0.5], rtol=1e-6)
 
 
 @given(fusion_case(), st.randoms())
-def test_fuse_is_order_independent(case: tuple, rnd) -> None:
-    vec, kw, vh, kh, wv, wk, boost = case
-    perm = np.array(rnd.sample(range(len(vec)), len(vec)), dtype=np.int64)
-    a = fuse(vec, kw, vh, kh, wv, wk, boost)[perm]
-    b = fuse(vec[perm], kw[perm], vh[perm], kh[perm], wv, wk, boost)
+def test_a_candidates_score_does_not_depend_on_the_others(case: tuple, rnd) -> None:
+    cos, kw, ex, win, when, p = case
+    perm = np.array(rnd.sample(range(len(cos)), len(cos)), dtype=np.int64)
+    a = fused_scores(cos, kw, ex, win, when, p)[perm]
+    b = fused_scores(cos[perm], kw[perm], ex[perm], win[perm], when[perm], p)
     np.testing.assert_array_equal(a, b)
-
-
-@given(
-    st.integers(0, 40).flatmap(
-        lambda n: st.tuples(
-            arrays(n, st.floats(-1, 1, width=32)),
-            arrays(n, st.floats(0, 50, width=32)),
-            st.floats(0.0, 0.9),
-            st.one_of(st.just(0.0), st.floats(1e-3, 30.0)),
-        )
-    )
-)
-def test_channel_scales_match_reference_and_do_not_depend_on_other_candidates(
-    case: tuple,
-) -> None:
-    cos, bm25, floor, ref = case
-    v, k = scale_channels(cos, bm25, floor, ref)
-    rv, rk = scale_channels_ref(cos, bm25, floor, ref)
-    np.testing.assert_allclose(v, rv, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(k, rk, rtol=1e-5, atol=1e-6)
-    assert np.all((v >= 0) & (v <= 1) & (k >= 0) & (k <= 1))
-    assert np.all(v[cos.astype(np.float64) <= floor] == 0)
-    if len(cos) > 1:  # a candidate's scores are the same alone as among the others
-        v0, k0 = scale_channels(cos[:1], bm25[:1], floor, ref)
-        assert v0[0] == v[0] and k0[0] == k[0]
+    if len(cos) > 1:
+        one = fused_scores(cos[:1], kw[:1], ex[:1], win[:1], when[:1], p)
+        assert one[0] == fused_scores(cos, kw, ex, win, when, p)[0]
 
 
 THRESH = np.array([7 * 86400.0, 30 * 86400.0])

@@ -127,6 +127,7 @@ class MemoryEngine:
         )
         self.indexer = Indexer(
             settings.index,
+            settings.context,
             store,
             vectors,
             keywords,

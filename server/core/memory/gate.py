@@ -5,8 +5,8 @@ rate everything as important (seed 000 §2.2):
 
 1. An explicit importance from the client is kept, clamped into the configured bounds.
 2. Otherwise start from `base_importance`; each keyword group that matches (identity, payment,
-   company policy, preference, …) adds `boost_amount`; short small talk with no such keyword
-   drops to `small_talk_importance`.
+   company policy, preference, …) adds `boost_amount`; small talk and little else (at most
+   `small_talk_max_rest` besides it) with no such keyword drops to `small_talk_importance`.
 3. The `remember` flag, or an "error, then fix" experience (the `error_resolved` hint, or text
    naming both an error and its fix), raises importance to at least `flag_importance`.
 
@@ -37,6 +37,10 @@ def keyword_pattern(words: Iterable[str], whole_words: bool = False) -> re.Patte
     return re.compile("|".join(parts) or r"(?!)", re.IGNORECASE)
 
 
+_NOT_WORD = re.compile(r"[\W_]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
 @dataclass(frozen=True)
 class Verdict:
     """The gate's importance, whether the record passes, and why, in words."""
@@ -58,6 +62,12 @@ class ImportanceGate:
         self._errors = keyword_pattern(policy.error_keywords)
         self._fixes = keyword_pattern(policy.fix_keywords)
 
+    def _rest(self, text: str) -> int:
+        """The length of what the text says besides small talk: its letters and digits, a CJK
+        character counting as two (one carries about what a short Latin word does)."""
+        rest = _NOT_WORD.sub("", self._small_talk.sub(" ", text))
+        return len(rest) + len(_CJK.findall(rest))
+
     def judge(self, text: str, explicit: int | None, hints: WriteHints) -> Verdict:
         p = self._p
         reasons: list[str] = []
@@ -72,7 +82,7 @@ class ImportanceGate:
             score = p.base_importance + p.boost_amount * len(matched)
             if matched:
                 reasons.append("keywords: " + ", ".join(matched))
-            elif len(text) <= p.small_talk_max_chars and self._small_talk.search(text):
+            elif self._small_talk.search(text) and self._rest(text) <= p.small_talk_max_rest:
                 score = p.small_talk_importance
                 reasons.append("small talk")
             else:

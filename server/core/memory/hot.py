@@ -211,6 +211,15 @@ class MemoryHotTier:
             idx, sims = exact_topk(hs.mat[: hs.n], query, mask, k)
         return keys[idx], sims
 
+    def vectors(self, namespace: str, keys: Sequence[int]) -> dict[int, Vector]:
+        """The rows of `keys` that the namespace's hot set holds (their own vectors)."""
+        with self._lock:
+            hs = self._sets.get(namespace)
+            if hs is None:
+                return {}
+            rows = [(k, i) for k in keys if (i := hs.row.get(k)) is not None]
+            return {k: hs.mat[i].copy() for k, i in rows}
+
     def keyword(
         self, namespace: str, weights: dict[str, float], mask_fn: MaskFn
     ) -> tuple[KeyArray, F32]:

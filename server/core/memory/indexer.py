@@ -22,13 +22,14 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from server.core.memory.model import Record, Tier, units
+from server.core.memory.model import Record, Tier, Vector, units
 from server.core.memory.pockets import PocketScheme
 from server.core.memory.ports import (
     ChangedRow,
@@ -41,9 +42,21 @@ from server.core.memory.ports import (
     VectorIndexSet,
 )
 from server.core.priority import run_below_readers
-from server.core.settings import IndexSettings
+from server.core.settings import ContextSettings, IndexSettings
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Hood:
+    """A step's records with their session neighbours (see `Indexer._neighbourhood`)."""
+
+    docs: list[tuple[Record, str]]  # the step's live rows first, then the re-indexed turns
+    new: int  # how many of `docs` are the step's own rows
+    recs: dict[int, Record]
+    around: dict[int, list[tuple[int, int]]]  # key → (signed distance, neighbour's key)
+
+
 # (keys, n) → for each key in a session, up to n neighbouring turns before and after it.
 Neighbours = Callable[[Sequence[int], int], dict[int, tuple[KeyArray, KeyArray]]]
 
@@ -54,6 +67,7 @@ class Indexer:
     def __init__(
         self,
         settings: IndexSettings,
+        context: ContextSettings,
         store: RecordStore,
         vectors: VectorIndexSet,
         keywords: KeywordIndex,
@@ -65,6 +79,7 @@ class Indexer:
         nice: int = 0,
     ) -> None:
         self._s = settings
+        self._ctx = context
         self._nice = nice
         self._scheme = scheme
         self._neighbours = neighbours
@@ -101,24 +116,24 @@ class Indexer:
         rows = self._store.changes_since(self.rev, self._s.batch_size)
         if not rows:
             return 0
-        adds: dict[tuple[str, str], list[tuple[int, np.ndarray]]] = defaultdict(list)  # type: ignore[type-arg]
         removes: dict[str, list[int]] = defaultdict(list)
         live: list[tuple[Record, str]] = []
+        raw: dict[int, Vector] = {}  # the stored (own) vectors of the step's rows
         for row in rows:
             rec = row.record
             if row.deleted:
                 removes[rec.namespace].append(rec.key)
                 continue
-            pocket = self._scheme.key_of(rec).name
-            live.append((rec, pocket))
+            live.append((rec, self._scheme.key_of(rec).name))
             if row.vector is None or rec.tier == Tier.HOT:
                 removes[rec.namespace].append(rec.key)
             else:
-                adds[(rec.namespace, pocket)].append((rec.key, row.vector))
+                raw[rec.key] = row.vector
+        hood = self._neighbourhood(live)
         for ns, gone_keys in removes.items():
             self._remove(ns, np.array(gone_keys, dtype=np.int64), keep=None)
         building: list[Future[None]] = []
-        for (ns, pocket), pairs in adds.items():
+        for (ns, pocket), pairs in self._vector_adds(hood, raw).items():
             added = np.array([k for k, _ in pairs], dtype=np.int64)
             self._remove(ns, added, keep=pocket)  # the record may have changed pockets
             index = self._vectors.partition(ns, pocket, True)
@@ -128,7 +143,7 @@ class Indexer:
             building.append(self._pool.submit(index.add, added, vectors))
         rev = rows[-1].rev
         try:  # BM25 is built meanwhile (the graphs' inserts release the GIL)
-            self._index_keywords(rows, live, rev)
+            self._index_keywords(rows, hood, rev)
         finally:
             wait(building)
         for f in building:
@@ -142,47 +157,81 @@ class Indexer:
         self.rev = rev  # last: once a reader sees it, the snapshot counters are current
         return len(rows)
 
-    def _index_keywords(
-        self, rows: Sequence[ChangedRow], live: list[tuple[Record, str]], rev: int
-    ) -> None:
+    def _neighbourhood(self, live: list[tuple[Record, str]]) -> _Hood:
+        """The step's live rows, the indexed turns whose context they change (their session
+        neighbours, re-indexed too), and every one's neighbours by signed distance."""
+        n = self._ctx.turns
+        recs = {r.key: r for r, _ in live}
+        around: dict[int, list[tuple[int, int]]] = {}
+
+        def place(keys: Sequence[int]) -> None:
+            for key, (before, after) in self._neighbours(keys, n).items():
+                b, a = before.tolist(), after.tolist()
+                around[key] = [(i - len(b), k) for i, k in enumerate(b)] + [
+                    (i + 1, k) for i, k in enumerate(a)
+                ]
+
+        place([r.key for r, _ in live if r.session_id and r.turn >= 0])
+        extra = sorted({k for ks in around.values() for _, k in ks if k not in recs})
+        recs.update(self._store.get(extra))
+        place(extra)
+        missing = {k for ks in around.values() for _, k in ks} - recs.keys()
+        recs.update(self._store.get(sorted(missing)))
+        docs = list(live) + [
+            (r, self._scheme.key_of(r).name) for k in extra if (r := recs.get(k)) is not None
+        ]
+        return _Hood(docs, len(live), recs, around)
+
+    def _vector_adds(
+        self, hood: _Hood, raw: dict[int, Vector]
+    ) -> dict[tuple[str, str], list[tuple[int, Vector]]]:
+        """The vectors to put in each pocket's index: a turn's own vector mixed with its
+        neighbours' (`ContextSettings.vector_weight`), for the step's rows and for the indexed
+        neighbours whose mix a new turn changes."""
+        reindexed = [
+            r.key
+            for r, _ in hood.docs[hood.new :]
+            if r.tier != Tier.HOT and r.key not in raw and hood.around.get(r.key)
+        ]
+        w = self._ctx.vector_weight
+        need = {k for key in (*raw, *reindexed) for _, k in hood.around.get(key, ())}
+        need |= set(reindexed)
+        need -= raw.keys()
+        own = {**self._store.get_vectors(sorted(need)), **raw} if w > 0 else dict(raw)
+        adds: dict[tuple[str, str], list[tuple[int, Vector]]] = defaultdict(list)
+        pockets = {r.key: (r.namespace, p) for r, p in hood.docs}
+        for key in (*raw, *(k for k in reindexed if k in own)):
+            v = np.asarray(own[key], dtype=np.float32)
+            if w > 0:
+                for dist, k in hood.around.get(key, ()):
+                    nv = own.get(k)
+                    if nv is not None:
+                        v = v + self._ctx.weight(dist, w) * np.asarray(nv, dtype=np.float32)
+            adds[pockets[key]].append((key, v))
+        return adds
+
+    def _index_keywords(self, rows: Sequence[ChangedRow], hood: _Hood, rev: int) -> None:
         gone: dict[str, list[int]] = defaultdict(list)
         for r in rows:
             if r.deleted:
                 gone[r.record.namespace].append(r.record.key)
         for ns, keys in gone.items():
             self._keywords.remove(ns, keys)
-        self._keywords.upsert(self._keyword_docs(live))
+        self._keywords.upsert(
+            [
+                KeywordDoc(
+                    rec,
+                    pocket,
+                    tuple(
+                        (dist, n.text)
+                        for dist, k in hood.around.get(rec.key, ())
+                        if (n := hood.recs.get(k)) is not None
+                    ),
+                )
+                for rec, pocket in hood.docs
+            ]
+        )
         self._keywords.commit(rev)
-
-    def _keyword_docs(self, live: list[tuple[Record, str]]) -> list[KeywordDoc]:
-        """BM25 documents for the step's live rows, each with the text of its neighbouring
-        turns as context; the neighbours already indexed are re-indexed too, since a new turn
-        changes their context."""
-        recs = {r.key: r for r, _ in live}
-        around: dict[int, list[int]] = {}
-        turns = [r.key for r, _ in live if r.session_id and r.turn >= 0]
-        for key, (before, after) in self._neighbours(turns, 1).items():
-            around[key] = [*before.tolist(), *after.tolist()]
-        extra = {k for ks in around.values() for k in ks if k not in recs}
-        recs.update(self._store.get(sorted(extra)))
-        for key, (before, after) in self._neighbours(sorted(extra), 1).items():
-            around[key] = [*before.tolist(), *after.tolist()]
-        missing = {k for ks in around.values() for k in ks} - recs.keys()
-        recs.update(self._store.get(sorted(missing)))
-        docs = [
-            KeywordDoc(rec, pocket, self._context(around.get(rec.key, ()), recs))
-            for rec, pocket in live
-        ]
-        docs += [
-            KeywordDoc(r, self._scheme.key_of(r).name, self._context(around.get(k, ()), recs))
-            for k in sorted(extra)
-            if (r := recs.get(k)) is not None
-        ]
-        return docs
-
-    @staticmethod
-    def _context(keys: Iterable[int], recs: dict[int, Record]) -> str:
-        return "\n".join(r.text for k in keys if (r := recs.get(k)) is not None)
 
     def _remove(self, namespace: str, keys: npt.NDArray[np.int64], keep: str | None) -> None:
         """Remove `keys` from every pocket index of the namespace but `keep`. A key lives in one

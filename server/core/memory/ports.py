@@ -148,12 +148,12 @@ class VectorIndexSet(Protocol):
 
 @dataclass(frozen=True)
 class KeywordDoc:
-    """A record as the keyword index holds it: with its pocket's name and the text of its
-    neighbouring turns (the context field)."""
+    """A record as the keyword index holds it: with its pocket's name and the texts of its
+    neighbouring turns in its session, each with its signed distance (−1: the turn before)."""
 
     record: Record
     pocket: str
-    context: str = ""
+    context: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -173,9 +173,13 @@ class KeywordQuery:
     # Analysed query terms that are exact identifiers: `exact` lists the matching records that
     # hold every one of them.
     identifiers: tuple[str, ...] = ()
-    # Weights of a match in the speaker's name and in the neighbouring turns' context.
+    # The weight of a match in the speaker's name or the event date (the meta field).
     speaker_weight: float = 0.0
-    context_weight: float = 0.0
+    # Each neighbour's weight in the turn's term counts and length (BM25F), by signed distance
+    # (−1: the turn before); a distance left out weighs 0.
+    context_weights: tuple[tuple[int, float], ...] = ()
+    k1: float = 0.5
+    b: float = 0.75
 
 
 @dataclass(frozen=True)
@@ -197,6 +201,10 @@ class KeywordIndex(Protocol):
 
     def analyze(self, text: str) -> list[str]:
         """The terms `text` is indexed under (and queried by)."""
+        ...
+
+    def score(self, q: KeywordQuery, keys: Sequence[int]) -> dict[int, float]:
+        """The BM25 of the given memories as `search` scores them (absent: no query term)."""
         ...
 
     def upsert(self, docs: Sequence[KeywordDoc]) -> None: ...
@@ -273,6 +281,10 @@ class HotTier(Protocol):
         self, namespace: str, weights: dict[str, float], mask_fn: MaskFn
     ) -> tuple[KeyArray, F32]:
         """Unindexed rows holding query terms, by their weighted share of the terms."""
+        ...
+
+    def vectors(self, namespace: str, keys: Sequence[int]) -> dict[int, Vector]:
+        """The vectors of those of `keys` that the hot tier holds."""
         ...
 
     def rows(self, namespace: str, kind: int) -> tuple[KeyArray, F32]:

@@ -25,7 +25,12 @@ POCKET = "fact/warm/text"
 
 
 def doc(
-    key: int, text: str, ns: str = NS, pocket: str = POCKET, context: str = "", **kw: object
+    key: int,
+    text: str,
+    ns: str = NS,
+    pocket: str = POCKET,
+    context: tuple[tuple[int, str], ...] = (),
+    **kw: object,
 ) -> KeywordDoc:
     kind = kw.pop("kind", Kind.FACT)
     created = kw.pop("created_at", NOW - DAY)
@@ -68,14 +73,36 @@ def load(index: TantivyKeywordIndex, docs: list[KeywordDoc], rev: int = 1) -> No
     index.commit(rev)
 
 
-def test_analysis_stems_latin_keeps_identifiers_and_bigrams_cjk(
+def test_analysis_stems_latin_drops_stopwords_and_segments_chinese_words(
     index: TantivyKeywordIndex,
 ) -> None:
     assert index.analyze("Running E1234 RTX4090") == ["run", "e1234", "rtx4090"]
+    assert index.analyze("What did I tell you about my shoes?") == ["tell", "shoe"]
     cjk = index.analyze("我的安卓手机")
-    assert "安卓" in cjk and "卓手" in cjk and "安" not in cjk
-    assert index.analyze("猫") == ["猫"]  # an isolated character is a unigram
+    assert "安卓" in cjk and "手机" in cjk  # words, not bigrams across them
+    assert "卓手" not in cjk and "我" not in cjk and "的" not in cjk  # function words go
+    assert index.analyze("猫") == ["猫"]
     assert index.analyze("x" * 41 + " ok") == ["ok"]  # tokens over 40 bytes are dropped
+
+
+def test_a_date_named_in_either_language_is_one_term(index: TantivyKeywordIndex) -> None:
+    for text in ("on May 4th", "4 May", "the 4th of May", "5月4日", "5月4号"):
+        assert "d0504" in index.analyze(text), text
+    assert not any(t.startswith("d0") for t in index.analyze("in May I may go"))
+
+
+def test_a_question_naming_a_day_finds_that_days_memory(index: TantivyKeywordIndex) -> None:
+    day = 1_683_115_200.0  # 2023-05-03 12:00 UTC
+    load(
+        index,
+        [
+            doc(1, "we went to the museum", created_at=day),
+            doc(2, "we went to the museum", created_at=day + 86_400),
+        ],
+    )
+    for q in ("museum on May 4th", "我5月4日去了museum"):
+        hits = index.search(query(q, speaker_weight=1.0)).hits
+        assert [k for k, _ in hits] == [2, 1], q
 
 
 def test_a_chinese_query_finds_its_bigram_anywhere_in_a_text(index: TantivyKeywordIndex) -> None:
@@ -117,12 +144,12 @@ def test_bm25_uses_the_namespace_statistics(index: TantivyKeywordIndex) -> None:
     res = index.search(query("apple"))
     # N = 2, df = 1: idf = ln(1 + 1.5 / 1.5); length 2 against an average of 1.5.
     idf = math.log(2.0)
-    norm = 1.2 * (1 - 0.75 + 0.75 * 2 / 1.5)
+    norm = 0.5 * (1 - 0.75 + 0.75 * 2 / 1.5)  # k1 0.5, b 0.75 (the query's defaults)
     assert res.idf == {"appl": pytest.approx(idf)}
     assert res.postings == 1
     ((key, score),) = res.hits
     assert key == 1
-    assert score == pytest.approx(idf * 2.2 / (1 + norm), rel=1e-6)
+    assert score == pytest.approx(idf * 1.5 / (1 + norm), rel=1e-6)
 
 
 def test_scores_do_not_change_when_another_namespace_grows(index: TantivyKeywordIndex) -> None:
@@ -244,6 +271,28 @@ def test_a_query_naming_the_speaker_ranks_their_document_first(
     # A speaker named only in the query still finds their memories through the speaker bag.
     only_name = index.search(query("Alice", speaker_weight=1.0))
     assert [k for k, _ in only_name.hits] == [2]
+
+
+def test_neighbours_terms_count_in_the_turn_at_their_weight(index: TantivyKeywordIndex) -> None:
+    """BM25F: a neighbour's words add to the turn's own term counts at its distance's weight;
+    a weight of 0 leaves the turn alone, and the earlier neighbour weighs as it is told."""
+    load(
+        index,
+        [
+            doc(1, "yes the blue one", context=((-1, "which kayak did you rent"),)),
+            doc(2, "yes the blue one", context=((1, "which kayak did you rent"),)),
+            doc(3, "i rented a kayak yesterday"),
+        ],
+    )
+    none = index.search(query("kayak"))
+    assert keys(none) == {1, 2, 3}  # found through the mixed field
+    assert dict(none.hits)[1] == 0.0 and dict(none.hits)[2] == 0.0  # but unweighted: 0
+    before = dict(index.search(query("kayak", context_weights=((-1, 0.5), (1, 0.25)))).hits)
+    assert before[3] > before[1] > before[2] > 0
+    # `score` gives the same numbers for memories the channel did not list.
+    kq = query("kayak", context_weights=((-1, 0.5), (1, 0.25)))
+    assert index.score(kq, [1, 2]) == pytest.approx({1: before[1], 2: before[2]})
+    assert index.score(kq, [99]) == {}
 
 
 def test_upsert_replaces_and_remove_deletes(index: TantivyKeywordIndex) -> None:

@@ -38,6 +38,19 @@ def test_long_text_containing_a_greeting_is_not_small_talk() -> None:
     assert v.accepted
 
 
+def test_a_short_report_after_a_greeting_is_kept_in_either_language() -> None:
+    """Small talk is measured by what is left besides it, a CJK character counting as two:
+    a short Chinese report after a greeting is as long as its English translation."""
+    for text in (
+        "你好啊，今天我去了公园散步",
+        "Hi, today I went for a walk in the park",
+        "谢谢，我的航班改到了周五",
+    ):
+        assert GATE.judge(text, None, NO).accepted, text
+    for text in ("你好啊！", "好的，谢谢你", "hi there!"):
+        assert not GATE.judge(text, None, NO).accepted, text
+
+
 def test_client_importance_is_respected_within_bounds() -> None:
     assert GATE.judge("hello", 5, NO).importance == 5
     assert not GATE.judge("My name is Bob", 1, NO).accepted
