@@ -60,6 +60,12 @@ def _parser() -> argparse.ArgumentParser:
     rb = rsub.add_parser("rollback", help="make the previous model current again")
     rb.add_argument("--data-dir", default="./data", help="the server's data directory")
     rb.add_argument("--namespace", help="roll back this namespace's model (default: the global)")
+    re_ = sub.add_parser(
+        "reembed",
+        help="re-encode a data directory's memories with the configured encoder (server stopped)",
+    )
+    re_.add_argument("--data-dir", help="the data directory (default: the configuration's)")
+    re_.add_argument("--config", type=Path, help="the YAML configuration the server will run with")
     m = sub.add_parser("models", help="the agent's local models")
     msub = m.add_subparsers(dest="models_command", required=True)
     td = msub.add_parser(
@@ -140,6 +146,15 @@ def main(argv: list[str] | None = None) -> int:
     ns = _parser().parse_args(argv)
     if ns.command == "router":
         return _router(ns)
+    if ns.command == "reembed":
+        settings = _settings(
+            ns.config, {"server": {"data_dir": ns.data_dir} if ns.data_dir else {}}
+        )
+        if settings is None:
+            return 2
+        from server.reembed_admin import reembed_main
+
+        return reembed_main(settings)
     if ns.command == "models":
         settings = _settings(
             ns.config, {"server": {"data_dir": ns.data_dir} if ns.data_dir else {}}

@@ -40,8 +40,13 @@ _DATE_MD = re.compile(rf"\b({_MONTH_RE})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b", re
 _DATE_DM = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_RE})\b", re.IGNORECASE)
 _DATE_ZH = re.compile(r"(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]")
 
+
 # NLTK's English stopwords (179 words), the standard list.
-ENGLISH_STOPWORDS = (
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+ENGLISH_STOPWORDS = _words(
     "i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself "
     "yourselves he him his himself she she's her hers herself it it's its itself they them their "
     "theirs themselves what which who whom this that that'll these those am is are was were be "
@@ -53,14 +58,16 @@ ENGLISH_STOPWORDS = (
     "couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't haven haven't isn isn't ma "
     "mightn mightn't mustn mustn't needn needn't shan shan't shouldn shouldn't wasn wasn't weren "
     "weren't won won't wouldn wouldn't"
-).split()
+)
 # Chinese function words: particles, pronouns, copulas and the commonest adverbs.
 CHINESE_STOPWORDS = frozenset(
-    "的 了 着 过 是 在 和 与 及 或 也 都 就 还 又 而 并 但 却 把 被 给 对 向 从 到 为 以 于 之 "
-    "我 你 您 他 她 它 我们 你们 他们 她们 它们 咱们 自己 这 那 这个 那个 这些 那些 这里 那里 "
-    "吗 呢 吧 啊 呀 哦 嗯 啦 嘛 么 哈 "
-    "有 没 没有 不 很 太 非常 一 一个 一些 个 些 会 能 要 想 可以 什么 怎么 如何 哪 哪些 "
-    "曾经 当时 记得 还记得 请问 一下 月 日 号".split()
+    _words(
+        "的 了 着 过 是 在 和 与 及 或 也 都 就 还 又 而 并 但 却 把 被 给 对 向 从 到 为 以 于 之 "
+        "我 你 您 他 她 它 我们 你们 他们 她们 它们 咱们 自己 这 那 这个 那个 这些 那些 这里 那里 "
+        "吗 呢 吧 啊 呀 哦 嗯 啦 嘛 么 哈 "
+        "有 没 没有 不 很 太 非常 一 一个 一些 个 些 会 能 要 想 可以 什么 怎么 如何 哪 哪些 "
+        "曾经 当时 记得 还记得 请问 一下 月 日 号"
+    )
 )
 _PUNCT = re.compile(r"^[\W_]+$")
 

@@ -41,7 +41,6 @@ import json
 import logging
 import math
 import os
-import re
 import shutil
 import threading
 from collections import Counter
@@ -53,7 +52,6 @@ import tantivy
 from tantivy import Document, FieldType, Index, Occur, Query, SchemaBuilder
 
 from server.adapters.analysis import Analyzer, date_terms
-
 from server.core.memory.ports import KeywordDoc, KeywordQuery, KeywordResult
 
 log = logging.getLogger(__name__)

@@ -464,6 +464,10 @@ class MemorySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # The vectors' dimension: the encoder's (use-m3: 512, minilm: 384), or your own with
     # encoder.text: none.
     embedding_dim: Annotated[int, between(1, 8192)] = 512
+    # A memory with a speaker is encoded as "speaker: text", as a transcript reads: a question
+    # that names whom it is about ("what did Maya say about …") then finds that speaker's
+    # turns by meaning too, not only through the keyword channel's speaker field.
+    embed_speaker: bool = False
     # Recall hits and Get are counted in memory and folded into the records this often.
     access_flush_seconds: Annotated[float, Meta(gt=0.0, le=3600.0)] = 1.0
     hybrid_search: HybridSearchSettings = msgspec.field(default_factory=HybridSearchSettings)

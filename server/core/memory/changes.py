@@ -33,6 +33,7 @@ class Cause(enum.Enum):
     SUPERSEDE = "supersede"
     TIER_MOVE = "tier_move"
     FORGET = "forget"
+    REEMBED = "reembed"
 
 
 @dataclass(frozen=True)

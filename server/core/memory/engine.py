@@ -47,6 +47,7 @@ from server.core.memory.model import (
     TierCount,
     Vector,
     WriteResult,
+    embedded_text,
     unit,
 )
 from server.core.memory.pockets import PocketCatalog, PocketScheme
@@ -243,9 +244,11 @@ class MemoryEngine:
         """Encode what has no vector (in chunks, checking the deadline between them; a text whose
         query vector is cached is not encoded again), then write through the gate."""
         deadline = deadline or no_deadline()
-        for it in items:  # a text just asked as a query (an agent's stated preference) is encoded
-            if it.vector is None and it.record.text:
-                it.vector = self._cached_query(it.record.namespace, it.record.text)
+        said = [embedded_text(it.record, self._s.embed_speaker) for it in items]
+        for it, text in zip(items, said, strict=True):
+            # a text just asked as a query (an agent's stated preference) is not encoded again
+            if it.vector is None and text:
+                it.vector = self._cached_query(it.record.namespace, text)
         need = [i for i, it in enumerate(items) if it.vector is None]
         for i in need:
             rec = items[i].record
@@ -258,7 +261,7 @@ class MemoryEngine:
                 )
         if need:
             vecs = self._encode(
-                [items[i].record.text for i in need],
+                [said[i] for i in need],
                 "a memory",
                 deadline,
                 Location("record", need[0]),

@@ -122,6 +122,14 @@ class Record(msgspec.Struct):
     says_when: bool = False
 
 
+def embedded_text(rec: Record, with_speaker: bool) -> str:
+    """What a memory's vector encodes: its text, after its speaker's name when it has one and
+    `with_speaker` (`memory.embed_speaker`), as a transcript reads."""
+    if with_speaker and rec.speaker and rec.text:
+        return f"{rec.speaker}: {rec.text}"
+    return rec.text
+
+
 class WriteHints(msgspec.Struct, frozen=True):
     remember: bool = False
     error_resolved: bool = False

@@ -491,34 +491,35 @@ class Retriever:
         return out
 
     def _complete(self, run: _Run, query: Vector | None) -> None:
-        """Give every candidate both channels' scores, whichever channel found it: the cosine
-        of a keyword candidate (from the hot tier or its pocket's index) and the BM25 of a
-        vector candidate. A memory's score then depends on the query, the namespace and the
-        memory, never on the plan or on how deep its pocket was searched."""
+        """Give every candidate both channels' scores, whichever channel found it, each
+        computed one way: its cosine from its stored vector (the hot tier's row, else its
+        pocket's index) in float32, whatever search found it, and its BM25 from the keyword
+        index. A memory's score then depends on the query, the namespace and the memory,
+        never on the plan, the search method or how deep its pocket was searched."""
         q = run.q
         if query is not None:
-            missing = [k for k in run.kw if k not in run.vec]
-            if missing:
-                held = self._hot.vectors(q.namespace, missing)
-                for k, v in held.items():
-                    run.vec[k] = float(np.dot(v, query))
-                by_pocket: dict[int, list[int]] = {}
-                of = self._cols.pocket
-                for k in missing:
-                    if k not in held and k < len(of) and of[k] >= 0:
-                        by_pocket.setdefault(int(of[k]), []).append(k)
-                cat = self._cols.catalog
-                for pid, keys in by_pocket.items():
-                    part = self._vectors.partition(q.namespace, cat.key(pid).name, False)
-                    if part is None:
-                        continue
-                    arr = np.array(keys, dtype=np.int64)
-                    mat = part.get(arr)
-                    present = np.any(mat != 0, axis=1)
-                    sims = mat @ np.asarray(query, np.float32)
-                    for k, ok, sim in zip(keys, present.tolist(), sims.tolist(), strict=True):
-                        if ok:
-                            run.vec[k] = sim
+            qv = np.asarray(query, np.float32)
+            keys = sorted(run.vec.keys() | run.kw.keys())
+            cosines: dict[int, float] = {}
+            held = self._hot.vectors(q.namespace, keys)
+            if held:
+                mat = np.stack([held[k] for k in held]).astype(np.float32)
+                cosines.update(zip(held, (mat @ qv).tolist(), strict=True))
+            by_pocket: dict[int, list[int]] = {}
+            of = self._cols.pocket
+            for k in keys:
+                if k not in held and k < len(of) and of[k] >= 0:
+                    by_pocket.setdefault(int(of[k]), []).append(k)
+            cat = self._cols.catalog
+            for pid, mine in by_pocket.items():
+                part = self._vectors.partition(q.namespace, cat.key(pid).name, False)
+                if part is None:
+                    continue
+                mat = part.get(np.array(mine, dtype=np.int64))
+                present = np.any(mat != 0, axis=1).tolist()
+                sims = (mat.astype(np.float32) @ qv).tolist()
+                cosines.update((k, c) for k, ok, c in zip(mine, present, sims, strict=True) if ok)
+            run.vec = cosines
         if run.kq is not None:
             missing = [k for k in run.vec if k not in run.kw]
             if missing:
