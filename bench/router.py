@@ -50,7 +50,7 @@ from server.adapters.model_store import ModelStore, ModelWatcher
 from server.adapters.onnx_policy import OnnxPocketModel
 from server.app import build_engine
 from server.config import load_settings
-from server.core.memory.engine import MemoryEngine
+from server.core.engine import MemoryEngine
 from server.core.memory.model import RecallQuery, RecallResult, unit
 from server.core.routing.inputs import LAYOUT, input_width
 from server.core.routing.mlp import TrainSettings

@@ -10,7 +10,7 @@ clipped) and its boost flags:
 The scales depend only on the query and the namespace's statistics, never on the other
 candidates, so a memory's score is the same whichever pockets a plan searches. The formula is
 non-decreasing in every input, so the early stop's ceiling of an unsearched pocket is this same
-function of the best values a memory of it could have (`server.core.memory.bounds`).
+function of the best values a memory of it could have (`server.core.query.early_stop`).
 
 With the default weights (0.5, 0.5) a memory found by one channel counts at half weight and one
 found by both is boosted (seed 000 §2.3); an image query moves the weights to (0.75, 0.25) so a

@@ -49,7 +49,7 @@ from server.core.agent.ports import LedgerStore
 from server.core.agent.step import AgentLoop, tier_settings
 from server.core.agent.tiers import TierRouter
 from server.core.agent.toolcache import ToolCache
-from server.core.memory.engine import MemoryEngine
+from server.core.engine import MemoryEngine
 from server.core.routing.inputs import LAYOUT, input_width
 from server.core.routing.router import Router
 from server.core.settings import GENERIC_THRESHOLDS, EncoderThresholds, Settings, resolve_thresholds

@@ -22,8 +22,8 @@ from typing import Any
 import msgspec
 import yaml
 
-from server.core.memory.dedup import MODES as MERGE_MODES
 from server.core.memory.pockets import TIME_BUCKETS
+from server.core.memory.write.dedup import MODES as MERGE_MODES
 from server.core.settings import Settings
 
 ENV_PREFIX = "POCKETD__"

@@ -30,7 +30,7 @@ from server.adapters.usearch_index import UsearchIndexSet
 from server.api.calls import WorkerPools
 from server.api.server import GrpcServer
 from server.core.agent.ledger import Ledger
-from server.core.memory.engine import MemoryEngine
+from server.core.engine import MemoryEngine
 from server.core.settings import MemorySettings, Settings, resolve_thresholds
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -2,7 +2,7 @@
 
 usearch's Python API has no filter callback, so filtering is done by partitioning (two pockets
 never share an index), then by over-fetch or, for selective filters and small pockets, an exact
-scan of the matching rows (see `server.core.memory.retrieval`). Vectors are unit length and the
+scan of the matching rows (see `server.core.query.retriever`). Vectors are unit length and the
 metric is inner product, so similarity = 1 − distance = cosine. Each index also keeps the sum of
 its vectors (in float64), so a pocket's centroid and radius cost nothing to read. A pocket
 searched coarse to fine also keeps int8 codes of its vectors in memory (`CoarseCodes`), kept in

@@ -27,7 +27,7 @@ from server.api.ledger_servicer import LedgerServicer
 from server.api.servicer import MemoryServicer
 from server.core.agent.ledger import Ledger
 from server.core.agent.step import AgentLoop
-from server.core.memory.engine import MemoryEngine
+from server.core.engine import MemoryEngine
 from server.core.settings import Settings
 
 SERVICE_NAME = spb.DESCRIPTOR.services_by_name["MemoryService"].full_name

@@ -19,8 +19,8 @@ from server.api.convert_routing import explain_response
 from server.api.handler import Ctx, Handler
 from server.api.validation import Violations
 from server.core.deadline import Deadline
+from server.core.engine import MemoryEngine
 from server.core.errors import FailedPreconditionError, UnavailableError
-from server.core.memory.engine import MemoryEngine
 from server.core.routing.explain import Explainer
 from server.core.routing.router import Router
 from server.core.settings import Settings

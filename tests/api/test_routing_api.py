@@ -26,7 +26,7 @@ from server.api.calls import WorkerPools
 from server.api.server import GrpcServer
 from server.app import build_engine
 from server.cli import main
-from server.core.memory.engine import MemoryEngine
+from server.core.engine import MemoryEngine
 from server.core.routing.inputs import LAYOUT, input_width
 from server.core.routing.mlp import TrainSettings, train
 from server.core.settings import Settings

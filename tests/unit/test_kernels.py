@@ -76,7 +76,8 @@ def test_fused_scores_never_fall_when_an_input_rises(case: tuple, which: int) ->
         cols[1] = np.minimum(kw + np.float32(0.3), np.float32(1.0))
     else:
         cols[min(which, 4)] = np.ones_like(cols[min(which, 4)])
-    assert np.all(fused_scores(*cols, p) >= fused_scores(cos, kw, ex, win, when, p) - 1e-6)
+    raised = fused_scores(cols[0], cols[1], cols[2], cols[3], cols[4], p)
+    assert np.all(raised >= fused_scores(cos, kw, ex, win, when, p) - 1e-6)
 
 
 def test_one_channel_counts_at_its_weight_and_both_are_boosted() -> None:

@@ -54,6 +54,7 @@ from server.core.agent.model import (
     ToolBudget,
 )
 from server.core.agent.ports import LedgerStore, LedgerTx
+from server.core.clock import Clock
 from server.core.errors import (
     FailedPreconditionError,
     FieldViolation,
@@ -62,7 +63,6 @@ from server.core.errors import (
     NotFoundError,
     ResourceExhaustedError,
 )
-from server.core.memory.ports import Clock
 from server.core.settings import LedgerSettings
 
 T = TypeVar("T")

@@ -28,7 +28,7 @@ import msgspec
 
 from server.core.agent.ports import LedgerStore, LedgerTx
 from server.core.batching import batches
-from server.core.memory.engine import MemoryEngine
+from server.core.engine import MemoryEngine
 from server.core.memory.model import GateDecision, NewMemory, Record, WriteHints
 from server.core.priority import run_below_readers
 

@@ -54,13 +54,13 @@ from server.core.agent.tiers import Route, Routed, TierRouter, TierSettings
 from server.core.agent.toolcache import ToolCache, canonical
 from server.core.agent.tools import ToolSchemaError, compact
 from server.core.deadline import Deadline
+from server.core.engine import MemoryEngine
 from server.core.errors import (
     FailedPreconditionError,
     FieldViolation,
     InvalidArgumentError,
     Location,
 )
-from server.core.memory.engine import MemoryEngine
 from server.core.memory.model import (
     Kind,
     MemoryFilter,

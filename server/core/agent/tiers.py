@@ -32,7 +32,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from server.core.memory.ports import Clock
+from server.core.clock import Clock
 
 TIERS = ("simple", "medium", "complex", "vision")
 RANK = {"simple": 0, "medium": 1, "complex": 2, "vision": 3}

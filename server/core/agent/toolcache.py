@@ -18,7 +18,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from server.core.memory.ports import Clock
+from server.core.clock import Clock
 
 JsonValue = object
 

@@ -12,9 +12,6 @@ import numpy.typing as npt
 from server.core.memory.changes import Applied, Op
 from server.core.memory.model import (
     MemoryFilter,
-    PlanStep,
-    RecallQuery,
-    RecallResult,
     Record,
     Vector,
 )
@@ -238,7 +235,7 @@ MaskFn = Callable[[KeyArray], BoolArray]
 class HotTier(Protocol):
     """The hot tier: memories of tier hot and every memory the indexer has not reached, scanned
     exactly. A follower of the revision feed (`follow`); the indexer marks rows indexed. The
-    built-in one is in memory (`server.core.memory.hot`); a shared one (Redis) can implement
+    built-in one is in memory (`server.core.memory.state.hot`); a shared one (Redis) can implement
     the same methods."""
 
     def follow(self, applied: Sequence[Applied]) -> None: ...
@@ -301,7 +298,7 @@ class HotTier(Protocol):
 class MetadataColumns(Protocol):
     """Per-key metadata arrays of every live memory (a follower of the revision feed), for
     vectorised filtering, ranking and pocket sizes. The built-in one is
-    `server.core.memory.columns.Columns`."""
+    `server.core.memory.state.columns.Columns`."""
 
     catalog: PocketCatalog
     ns: npt.NDArray[np.int32]
@@ -377,30 +374,4 @@ class TextEncoder(Protocol):
 
     def encode(self, texts: Sequence[str]) -> Vector:
         """One unit row per text."""
-        ...
-
-
-class Clock(Protocol):
-    """Time source, injected so tests can move it."""
-
-    def now(self) -> float: ...
-
-
-@dataclass(frozen=True)
-class RoutedPlan:
-    """A plan a `Planner` chose, and what to tell it once the Recall has run."""
-
-    steps: list[PlanStep]
-    done: Callable[[RecallResult], None]
-
-
-class Planner(Protocol):
-    """Chooses a Recall's plan when the request names none: a router (server.core.routing)."""
-
-    def plan(self, q: RecallQuery, vector: Vector | None, now: float) -> RoutedPlan | None:
-        """The plan to run, searched with the early stop on; None: the default plan."""
-        ...
-
-    def close(self) -> None:
-        """Called when the engine closes (after its last Recall)."""
         ...

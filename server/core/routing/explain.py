@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import msgspec
 
 from server.core.deadline import Deadline
-from server.core.memory.engine import MemoryEngine
+from server.core.engine import MemoryEngine
 from server.core.memory.model import RecallQuery, RecallResult
 from server.core.routing.policies import POLICIES
 from server.core.routing.router import Context, Decision, Router

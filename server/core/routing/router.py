@@ -45,8 +45,8 @@ from server.core.memory.model import (
     RecallQuery,
     RecallResult,
 )
-from server.core.memory.ports import RoutedPlan
 from server.core.memory.timecues import window
+from server.core.query.ports import RoutedPlan
 from server.core.routing.budget import RoutedStep
 from server.core.routing.features import FeatureExtractor, QueryFeatures
 from server.core.routing.heuristic import Evidence, Measures, heuristic, measure

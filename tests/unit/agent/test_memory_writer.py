@@ -11,8 +11,8 @@ import pytest
 
 from server.adapters.sqlite_ledger import SqliteLedgerStore
 from server.core.agent.memory_writer import MemoryWriter, Pending, PendingWrites
+from server.core.engine import MemoryEngine
 from server.core.errors import NotFoundError
-from server.core.memory.engine import MemoryEngine
 from server.core.memory.model import Blob, Kind, Record
 
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from server.core.deadline import no_deadline
+from server.core.engine import MemoryEngine
 from server.core.memory.costs import CostModel
-from server.core.memory.engine import MemoryEngine
 from server.core.memory.model import (
     Kind,
     MemoryFilter,
@@ -33,7 +33,7 @@ from server.core.memory.pockets import (
 )
 from server.core.settings import MemorySettings, PocketSettings
 from tests.conftest import DAY, FakeClock, near, unit_vec
-from tests.unit.memory.test_engine import NS, mem
+from tests.unit.test_engine import NS, mem
 
 T0 = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC).timestamp()  # a Monday, ISO week 2026-W49
 

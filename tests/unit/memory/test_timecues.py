@@ -10,12 +10,12 @@ import msgspec
 import numpy as np
 import pytest
 
-from server.core.memory.engine import MemoryEngine
+from server.core.engine import MemoryEngine
 from server.core.memory.model import Kind, RecallQuery
 from server.core.memory.timecues import has_time_expression, window
 from server.core.settings import MemorySettings
 from tests.conftest import unit_vec
-from tests.unit.memory.test_engine import NS, mem
+from tests.unit.test_engine import NS, mem
 
 WED = dt.datetime(2026, 12, 2, 15, tzinfo=dt.UTC)  # a Wednesday
 

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from server.adapters.decision_log import FileDecisionLog, read_log
-from server.core.memory.engine import MemoryEngine
+from server.core.engine import MemoryEngine
 from server.core.memory.model import Kind, MemoryFilter, RecallQuery
 from server.core.routing.ports import DecisionSink
 from server.core.routing.router import Router
 from server.core.settings import MemorySettings, RouterSettings
 from tests.conftest import FakeClock, unit_vec
-from tests.unit.memory.test_engine import NS, mem
+from tests.unit.test_engine import NS, mem
 
 WEEK = 7 * 86_400.0
 

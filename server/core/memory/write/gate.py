@@ -11,7 +11,7 @@ rate everything as important (seed 000 §2.2):
    naming both an error and its fix), raises importance to at least `flag_importance`.
 
 A record below `min_importance` is not stored. Near-duplicate merging needs the indexes and is done
-by the engine (`server.core.memory.writer`).
+by the engine (`server.core.memory.write.writer`).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from server.adapters.usearch_index import UsearchVectorIndex
-from server.core.memory.engine import MemoryEngine
+from server.core.engine import MemoryEngine
 from server.core.memory.model import IndexState, Kind, NewMemory, RecallQuery, Record
 from server.core.settings import MemorySettings
 from tests.conftest import unit_vec, wait_for

@@ -12,8 +12,8 @@ import pytest
 
 from server.adapters.onnx_encoder import OnnxTextEncoder
 from server.core.deadline import Deadline
+from server.core.engine import MemoryEngine
 from server.core.errors import DeadlineExceededError, FailedPreconditionError, NotFoundError
-from server.core.memory.engine import MemoryEngine
 from server.core.memory.model import (
     GateDecision,
     Kind,
@@ -352,7 +352,7 @@ def test_restart_catches_the_indexes_up_from_the_store(
 def test_writes_are_refused_not_hung_when_the_indexer_cannot_keep_up(
     engine_factory: Callable[..., MemoryEngine], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import server.core.memory.writer as writer_mod
+    import server.core.memory.write.writer as writer_mod
     from server.core.errors import UnavailableError
 
     s = MemorySettings()

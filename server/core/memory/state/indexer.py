@@ -29,11 +29,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from server.core.clock import Clock
 from server.core.memory.model import Record, Tier, Vector, units
 from server.core.memory.pockets import PocketScheme
 from server.core.memory.ports import (
     ChangedRow,
-    Clock,
     HotTier,
     KeyArray,
     KeywordDoc,

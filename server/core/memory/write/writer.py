@@ -21,11 +21,10 @@ from dataclasses import dataclass
 import msgspec
 import numpy as np
 
+from server.core.clock import Clock
 from server.core.deadline import Deadline
 from server.core.errors import Location, NotFoundError, UnavailableError
 from server.core.memory.changes import Applied, Cause, Erase, Follower, Op, Put, Touch
-from server.core.memory.dedup import MergePolicy, normalised
-from server.core.memory.gate import ImportanceGate
 from server.core.memory.model import (
     GateDecision,
     Kind,
@@ -36,8 +35,10 @@ from server.core.memory.model import (
     WriteResult,
     unit,
 )
-from server.core.memory.ports import Clock, HotTier, MetadataColumns, RecordStore, VectorIndexSet
+from server.core.memory.ports import HotTier, MetadataColumns, RecordStore, VectorIndexSet
 from server.core.memory.timecues import has_time_expression
+from server.core.memory.write.dedup import MergePolicy, normalised
+from server.core.memory.write.gate import ImportanceGate
 from server.core.settings import MemorySettings
 
 _DAY = 86_400.0

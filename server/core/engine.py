@@ -18,6 +18,7 @@ from functools import partial
 
 import numpy as np
 
+from server.core.clock import Clock
 from server.core.deadline import Deadline, no_deadline
 from server.core.errors import (
     DeadlineExceededError,
@@ -25,13 +26,8 @@ from server.core.errors import (
     Location,
     NotFoundError,
 )
-from server.core.memory.access import AccessRecorder
 from server.core.memory.changes import Applied
-from server.core.memory.columns import Columns
 from server.core.memory.costs import CostModel
-from server.core.memory.hot import MemoryHotTier
-from server.core.memory.indexer import Indexer
-from server.core.memory.maintenance import Maintenance
 from server.core.memory.model import (
     IndexState,
     MemoryFilter,
@@ -52,18 +48,21 @@ from server.core.memory.model import (
 )
 from server.core.memory.pockets import PocketCatalog, PocketScheme
 from server.core.memory.ports import (
-    Clock,
     HotTier,
     KeywordIndex,
     MetadataColumns,
-    Planner,
     RecordStore,
-    RoutedPlan,
     TextEncoder,
     VectorIndexSet,
 )
-from server.core.memory.retrieval import Retriever
-from server.core.memory.writer import Writer
+from server.core.memory.state.access import AccessRecorder
+from server.core.memory.state.columns import Columns
+from server.core.memory.state.hot import MemoryHotTier
+from server.core.memory.state.indexer import Indexer
+from server.core.memory.state.maintenance import Maintenance
+from server.core.memory.write.writer import Writer
+from server.core.query.ports import Planner, RoutedPlan
+from server.core.query.retriever import Retriever
 from server.core.settings import MemorySettings
 
 log = logging.getLogger(__name__)

@@ -8,14 +8,14 @@ import threading
 import numpy as np
 import pytest
 
+from server.core.engine import MemoryEngine
 from server.core.errors import NotFoundError
-from server.core.memory.columns import Columns
-from server.core.memory.engine import MemoryEngine
 from server.core.memory.model import GateDecision, Kind, MemoryFilter, RecallQuery, Record
 from server.core.memory.pockets import PocketCatalog, PocketScheme
+from server.core.memory.state.columns import Columns
 from server.core.settings import PocketSettings
 from tests.conftest import unit_vec
-from tests.unit.memory.test_engine import NS, mem
+from tests.unit.test_engine import NS, mem
 
 
 def test_an_upsert_and_a_supersede_of_it_in_one_batch_keep_the_new_text(

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from server.core.memory.scoring import fused
+from server.core.query.scoring import fused
 from server.core.settings import HybridSearchSettings
 
 ROUNDING = 1e-4

@@ -8,11 +8,11 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from server.core.memory.engine import MemoryEngine
+from server.core.engine import MemoryEngine
 from server.core.memory.model import Kind, RecallQuery
 from server.core.settings import MemorySettings
 from tests.conftest import FakeClock, open_engine, unit_vec, wait_for
-from tests.unit.memory.test_engine import NS, mem
+from tests.unit.test_engine import NS, mem
 
 
 def test_recall_hits_and_gets_are_counted(engine: MemoryEngine, clock: FakeClock) -> None:

@@ -20,9 +20,10 @@ import numpy as np
 import numpy.typing as npt
 
 from kernels.scan import exact_topk
+from server.core.clock import Clock
 from server.core.memory.changes import Applied
 from server.core.memory.model import Record, Tier, Vector, units
-from server.core.memory.ports import F32, Clock, KeyArray, MaskFn
+from server.core.memory.ports import F32, KeyArray, MaskFn
 
 
 def hot_terms(analyze: Callable[[str], list[str]], rec: Record) -> list[str]:

@@ -8,9 +8,9 @@ import numpy.typing as npt
 import pytest
 
 from server.core.memory.changes import Applied
-from server.core.memory.columns import Columns
 from server.core.memory.model import Kind, MemoryFilter, Modality, Record, Tier
 from server.core.memory.pockets import PocketCatalog, PocketScheme
+from server.core.memory.state.columns import Columns
 from server.core.settings import PocketSettings
 from tests.conftest import DAY
 

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from server.core.memory.bounds import best_cosine
-from server.core.memory.engine import MemoryEngine
+from server.core.engine import MemoryEngine
 from server.core.memory.model import Kind, RecallQuery
+from server.core.query.early_stop import best_cosine
 from tests.conftest import DIM, FakeClock, open_engine, unit_vec
-from tests.unit.memory.test_engine import NS, mem
+from tests.unit.test_engine import NS, mem
 
 KINDS = (Kind.FACT, Kind.PREFERENCE, Kind.SKILL, Kind.EPISODE)
 WORDS = ("deploy", "invoice", "vpn", "printer", "refund", "laptop", "quota", "alert")

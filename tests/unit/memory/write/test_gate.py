@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from server.core.memory.gate import ImportanceGate
 from server.core.memory.model import WriteHints
+from server.core.memory.write.gate import ImportanceGate
 from server.core.settings import WritePolicySettings
 
 GATE = ImportanceGate(WritePolicySettings())

@@ -34,8 +34,8 @@ import numpy.typing as npt
 from kernels.decay import step_decay
 from kernels.rank import rank_final
 from kernels.scan import exact_topk
+from server.core.clock import Clock
 from server.core.deadline import Deadline
-from server.core.memory.bounds import COSINE_SLACK, Possible, best_cosine, ceilings
 from server.core.memory.costs import CostModel
 from server.core.memory.model import (
     Hit,
@@ -50,7 +50,6 @@ from server.core.memory.model import (
     Vector,
 )
 from server.core.memory.ports import (
-    Clock,
     HotTier,
     KeywordIndex,
     KeywordQuery,
@@ -58,8 +57,9 @@ from server.core.memory.ports import (
     RecordStore,
     VectorIndexSet,
 )
-from server.core.memory.scoring import fused
 from server.core.memory.timecues import cue_pattern, window
+from server.core.query.early_stop import COSINE_SLACK, Possible, best_cosine, ceilings
+from server.core.query.scoring import fused
 from server.core.settings import MemorySettings
 
 _DAY = 86_400.0

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from server.core.memory.model import Kind, PlanStep, RecallQuery
 from tests.conftest import DIM, unit_vec
-from tests.unit.memory.test_early_stop import KINDS, WORDS, fresh_engine
-from tests.unit.memory.test_engine import NS, mem
+from tests.unit.query.test_early_stop import KINDS, WORDS, fresh_engine
+from tests.unit.test_engine import NS, mem
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,12 +8,12 @@ from collections.abc import Callable
 import msgspec
 import numpy as np
 
-from server.core.memory.dedup import identifiers
-from server.core.memory.engine import MemoryEngine
+from server.core.engine import MemoryEngine
 from server.core.memory.model import GateDecision, Kind, RecallQuery
+from server.core.memory.write.dedup import identifiers
 from server.core.settings import MemorySettings
 from tests.conftest import DAY, FakeClock, unit_vec
-from tests.unit.memory.test_engine import NS, mem
+from tests.unit.test_engine import NS, mem
 
 
 def decisions(engine: MemoryEngine, texts: list[str], kind: Kind = Kind.FACT, **kw: object) -> list:

@@ -9,9 +9,9 @@ import numpy.typing as npt
 import pytest
 
 from server.core.memory.changes import Applied
-from server.core.memory.hot import MemoryHotTier
 from server.core.memory.model import Kind, Record, Tier, Vector
 from server.core.memory.ports import BoolArray, KeyArray
+from server.core.memory.state.hot import MemoryHotTier
 from tests.conftest import FakeClock, unit_vec
 
 NS = "tenant"
@@ -223,7 +223,7 @@ def test_moments_sum_the_vectors_of_one_pocket() -> None:
 
 
 def test_an_unindexed_row_is_matched_by_its_speaker_too() -> None:
-    from server.core.memory.hot import hot_terms
+    from server.core.memory.state.hot import hot_terms
 
     rec = Record(memory_id="a", namespace="n", kind=Kind.EPISODE, text="I ran", speaker="Priya")
     assert hot_terms(str.split, rec) == ["I", "ran", "Priya"]

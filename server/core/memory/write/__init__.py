@@ -1,0 +1,1 @@
+"""The one change path: the writer, its merge policy and its write gate."""

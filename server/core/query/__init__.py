@@ -1,0 +1,1 @@
+"""The read path: plan, channels, scoring, early stop, hits."""
