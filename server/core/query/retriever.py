@@ -59,6 +59,7 @@ from server.core.memory.ports import (
 )
 from server.core.memory.timecues import cue_pattern, window
 from server.core.query.early_stop import COSINE_SLACK, Possible, best_cosine, ceilings
+from server.core.query.plan import full_plan
 from server.core.query.scoring import fused
 from server.core.settings import MemorySettings
 
@@ -123,6 +124,13 @@ class _Run:
 
 
 @dataclass(frozen=True)
+class _Pocket:
+    name: str
+    size: int
+    method: str
+
+
+@dataclass(frozen=True)
 class _Scores:
     keys: KeyArray
     cos: npt.NDArray[np.float32]
@@ -181,31 +189,13 @@ class Retriever:
     def default_plan(
         self, namespace: str, ns_id: int, flt: MemoryFilter, top_k: int
     ) -> list[PlanStep]:
-        """Every non-empty pocket the filter allows, at depth `candidates_per_channel`, except
-        that the pockets searched by HNSW (whose cost grows with the depth) share it in
-        proportion to their sizes, each at least `top_k`: the query's top k restricted to a
-        pocket is a top k of that pocket, so their union still holds the channel's top k. An
-        exact scan costs the same at any depth, so a small pocket keeps the whole depth."""
+        """THE plan (`query.plan.full_plan`) over the pockets the filter allows."""
         cat = self._cols.catalog
-        sizes = {p: self._cols.pocket_size(p) for p in cat.allowed(ns_id, flt)}
-        sizes = {p: n for p, n in sizes.items() if n > 0}
-        # How a step searches follows its index's size, as `_warm_step` decides it.
-        graph = {
-            p: len(part)
-            for p in sizes
-            if cat.key(p).tier != Tier.HOT
-            and (part := self._vectors.partition(namespace, cat.key(p).name, False)) is not None
-            and self._costs.method(Tier.WARM, len(part)) == "hnsw"
-        }
-        total = sum(graph.values())
-        budget = max(top_k, self._s.candidates_per_channel)
-        return [
-            PlanStep(
-                cat.key(p).name,
-                max(top_k, math.ceil(budget * graph[p] / total)) if p in graph else budget,
-            )
-            for p in sizes
-        ]
+        pockets = []
+        for p in cat.allowed(ns_id, flt):
+            key, size = cat.key(p), self._cols.pocket_size(p)
+            pockets.append(_Pocket(key.name, size, self._costs.method(key.tier, size)))
+        return full_plan(pockets, self._s.candidates_per_channel, top_k)
 
     def recall(
         self, q: RecallQuery, deadline: Deadline, vector: Callable[[], Vector] | None = None

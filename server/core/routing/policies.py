@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from server.core.memory.costs import CostModel
+from server.core.query import plan
 from server.core.routing.budget import Candidate, RoutedStep, Scored, split
 
 POLICIES = ("full", "heuristic", "learned", "hybrid")
@@ -41,7 +42,14 @@ class Planned:
 def full_plan(
     pockets: Sequence[Candidate], depth: int, top_k: int, c: CostModel
 ) -> list[RoutedStep]:
-    return split([Scored(p, 1.0) for p in pockets], None, depth, top_k, c)
+    """THE plan (`query.plan.full_plan`, what an unrouted Recall runs), each step priced."""
+    by_name = {p.name: p for p in pockets}
+    return [
+        RoutedStep(
+            s.pocket, s.depth, 1.0, c.of(by_name[s.pocket].method, by_name[s.pocket].size, s.depth)
+        )
+        for s in plan.full_plan(pockets, depth, top_k)
+    ]
 
 
 def choose(
