@@ -22,7 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from server.core.query.scoring import fused
+from server.core.memory.model import Vector
+from server.core.query.run import Reader, Run, Sources
+from server.core.query.scoring import Scorer, fused
 from server.core.settings import HybridSearchSettings
 
 ROUNDING = 1e-4
@@ -57,7 +59,7 @@ class Possible:
     says_when: bool  # the query asks "when", and it could say when
 
 
-def ceilings(
+def ceiling_scores(
     s: HybridSearchSettings, weights: tuple[float, float], ps: list[Possible]
 ) -> list[float]:
     """The highest fused score (hence final score) that a memory with at most `p` reaches, for
@@ -74,3 +76,55 @@ def ceilings(
         np.array([p.says_when for p in ps], dtype=np.bool_),
     )
     return [float(x) for x in out]
+
+
+class EarlyStop(Reader):
+    """The bar a memory must beat, and each unsearched pocket's ceiling (see the module
+    docstring): a pocket whose ceiling is below the bar can be skipped."""
+
+    def __init__(self, src: Sources, scorer: Scorer) -> None:
+        super().__init__(src)
+        self._scorer = scorer
+
+    def bar(self, run: Run) -> float:
+        """What a memory must beat to be returned: the relevance floor, or, once there are k
+        current memories above it, the k-th final score among them (scores only rise as more
+        pockets are searched, so the bar only rises). A pocket whose ceiling is below it can
+        be skipped."""
+        q = run.q
+        sc = self._scorer.score(run)
+        top_k = q.top_k or self._s.top_k
+        bar = self._scorer.floor(q)
+        live = (sc.fused >= bar) & ~self._cols.obsolete[sc.keys]
+        if live.sum() >= top_k:
+            final = sc.fused[live] * self._scorer.decay(run, sc.keys[live])
+            bar = max(bar, float(np.partition(final, len(final) - top_k)[len(final) - top_k]))
+        return bar
+
+    def ceilings(self, run: Run, query: Vector, pids: list[int]) -> list[float]:
+        """The highest score any memory of each pocket could reach (see `bounds`)."""
+        q = run.q
+        of = self._cols.pocket
+        best_kw: dict[int, float] = {}  # pocket → its best listed keyword score
+        for k, score in run.kw.items():
+            if k < len(of):
+                p = int(of[k])
+                best_kw[p] = max(best_kw.get(p, 0.0), score)
+        exact = {int(of[k]) for k in run.exact if k < len(of)}
+        span = run.window
+        out: list[Possible] = []
+        for pid in pids:
+            part = self._vectors.partition(q.namespace, self._cols.catalog.key(pid).name, False)
+            cap = None if part is None else part.cap()
+            times = self._cols.pocket_span(pid)  # every event time ever put in the pocket
+            possible = Possible(
+                cosine=-1.0 if cap is None else best_cosine(query, *cap) + COSINE_SLACK,
+                # an unlisted memory of it scores at most the list's lowest, if it was full
+                keyword=max(best_kw.get(pid, 0.0), run.kw_tail),
+                exact=pid in exact,
+                in_window=span is not None
+                and (times is None or (times[0] < span[1] and times[1] >= span[0])),
+                says_when=run.temporal,
+            )
+            out.append(possible)
+        return ceiling_scores(self._s, run.weights, out)

@@ -3,12 +3,18 @@ ranking scores each candidate with, and what the early stop bounds an unsearched
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import numpy.typing as npt
 
+from kernels.decay import step_decay
 from kernels.fusion import fused_scores
-from server.core.settings import HybridSearchSettings
+from server.core.memory.model import Kind, RecallQuery, Vector
+from server.core.query.run import KeyArray, Reader, Run, Sources
+from server.core.settings import DecaySettings, HybridSearchSettings
 
+_DAY = 86_400.0
 F32 = npt.NDArray[np.float32]
 Flags = npt.NDArray[np.bool_]
 
@@ -48,3 +54,99 @@ def fused(
         params(s, *weights),
     )
     return out
+
+
+@dataclass(frozen=True)
+class Scores:
+    keys: KeyArray
+    cos: npt.NDArray[np.float32]
+    b: npt.NDArray[np.float32]
+    vh: npt.NDArray[np.bool_]
+    kh: npt.NDArray[np.bool_]
+    fused: npt.NDArray[np.float32]
+
+
+def keyword_scale(run: Run, raw: npt.NDArray[np.float64]) -> npt.NDArray[np.float32]:
+    """BM25 on the keyword channel's [0, 1] scale: over the query's reference, clipped."""
+    if run.reference <= 0:
+        return np.zeros(len(raw), np.float32)
+    out: npt.NDArray[np.float32] = np.clip(raw / run.reference, 0.0, 1.0).astype(np.float32)
+    return out
+
+
+class Scorer(Reader):
+    """Every candidate's two channels, computed one way, and its fused and final scores."""
+
+    def __init__(self, src: Sources, decay: DecaySettings) -> None:
+        super().__init__(src)
+        self._decay_kinds = np.array([int(Kind[k.upper()]) for k in decay.kinds], dtype=np.int8)
+        self._thresholds = np.array([x * _DAY for x in decay.after_days], dtype=np.float64)
+        self._factors = np.array(decay.factors, dtype=np.float32)
+
+    def floor(self, q: RecallQuery) -> float:
+        return self._s.min_score if q.min_score is None else q.min_score
+
+    def complete(self, run: Run, query: Vector | None) -> None:
+        """Give every candidate both channels' scores, whichever channel found it, each
+        computed one way: its cosine from its stored vector (the hot tier's row, else its
+        pocket's index) in float32, whatever search found it, and its BM25 from the keyword
+        index. A memory's score then depends on the query, the namespace and the memory,
+        never on the plan, the search method or how deep its pocket was searched."""
+        q = run.q
+        if query is not None:
+            qv = np.asarray(query, np.float32)
+            keys = sorted(run.vec.keys() | run.kw.keys())
+            cosines: dict[int, float] = {}
+            held = self._hot.vectors(q.namespace, keys)
+            if held:
+                mat = np.stack([held[k] for k in held]).astype(np.float32)
+                cosines.update(zip(held, (mat @ qv).tolist(), strict=True))
+            by_pocket: dict[int, list[int]] = {}
+            of = self._cols.pocket
+            for k in keys:
+                if k not in held and k < len(of) and of[k] >= 0:
+                    by_pocket.setdefault(int(of[k]), []).append(k)
+            cat = self._cols.catalog
+            for pid, mine in by_pocket.items():
+                part = self._vectors.partition(q.namespace, cat.key(pid).name, False)
+                if part is None:
+                    continue
+                mat = part.get(np.array(mine, dtype=np.int64))
+                present = np.any(mat != 0, axis=1).tolist()
+                sims = (mat.astype(np.float32) @ qv).tolist()
+                cosines.update((k, c) for k, ok, c in zip(mine, present, sims, strict=True) if ok)
+            run.vec = cosines
+        if run.kq is not None:
+            missing = [k for k in run.vec if k not in run.kw]
+            if missing:
+                got = self._keywords.score(run.kq, missing)
+                if got:
+                    keys = list(got)
+                    norm = keyword_scale(run, np.array([got[k] for k in keys], np.float64))
+                    run.kw.update(zip(keys, norm.tolist(), strict=True))
+
+    def score(self, run: Run) -> Scores:
+        """Every candidate's channels and fused score, by the one formula (`scoring`)."""
+        vec, kw = run.vec, run.kw
+        keys = np.array(sorted(vec.keys() | kw.keys()), dtype=np.int64)
+        cos = np.array([vec.get(k, -1.0) for k in keys.tolist()], dtype=np.float32)
+        b = np.array([kw.get(k, 0.0) for k in keys.tolist()], dtype=np.float32)
+        c = self._cols
+        exact = np.isin(keys, list(run.exact)) if run.exact else np.zeros(len(keys), np.bool_)
+        if (span := run.window) is not None:
+            inside = (c.created[keys] >= span[0]) & (c.created[keys] < span[1])
+        else:
+            inside = np.zeros(len(keys), np.bool_)
+        # A "when" question wants a memory that says when: its answer type.
+        when = c.says_when[keys] if run.temporal else np.zeros(len(keys), np.bool_)
+        score = fused(self._s, run.weights, cos, b, exact, inside, when)
+        vh = cos > self._s.floor  # a vector hit clears the floor
+        kh = b > 0
+        return Scores(keys, cos, b, vh, kh, score)
+
+    def decay(self, run: Run, keys: KeyArray) -> npt.NDArray[np.float32]:
+        c = self._cols
+        decays = np.isin(c.kind[keys], self._decay_kinds) & (not run.temporal)
+        age = np.maximum(run.ref - c.refreshed[keys], 0.0)
+        out: npt.NDArray[np.float32] = step_decay(age, decays, self._thresholds, self._factors)
+        return out

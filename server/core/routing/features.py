@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from server.core.memory.timecues import cue_pattern
-from server.core.query.retriever import exact_identifiers
+from server.core.query.channels import exact_identifiers
 from server.core.settings import RouterSettings
 
 FLAGS = ("time", "quantity", "comparison", "just_said", "about_me", "identifier", "safety")

@@ -1,0 +1,86 @@
+"""The ranked hits of a Recall: the relevance floor, decay, obsolete last, then each hit's record,
+score breakdown, pocket and neighbouring turns."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernels.rank import rank_final
+from server.core.memory.model import Hit, MemoryFilter, Score
+from server.core.query.run import KeyArray, Reader, Run, Sources
+from server.core.query.scoring import Scorer
+
+
+class Hits(Reader):
+    def __init__(self, src: Sources, scorer: Scorer) -> None:
+        super().__init__(src)
+        self._scorer = scorer
+
+    def rank(self, run: Run, top_k: int) -> list[Hit]:
+        q, vec = run.q, run.vec
+        sc = self._scorer.score(run)
+        keys, cos, b, vh, kh, fused = sc.keys, sc.cos, sc.b, sc.vh, sc.kh, sc.fused
+        if len(keys) == 0:
+            return []
+        c = self._cols
+        relevant = fused >= self._scorer.floor(q)
+        if not relevant.all():
+            keys, fused, cos = keys[relevant], fused[relevant], cos[relevant]
+            b, vh, kh = b[relevant], vh[relevant], kh[relevant]
+            if len(keys) == 0:
+                return []
+        decay = self._scorer.decay(run, keys)
+        order, final = rank_final(fused, decay, c.obsolete[keys], top_k)
+        chosen = [int(keys[i]) for i in order]
+        context = {k: self._context(run, k) for k in chosen}
+        around = sorted({int(n) for b, a in context.values() for n in (*b, *a)})
+        records = self._store.get(chosen + around)
+        vectors = self._store.get_vectors(chosen) if q.include_vectors else {}
+        cat = c.catalog
+        hits: list[Hit] = []
+        for i in order.tolist():
+            key = int(keys[i])
+            rec = records.get(key)
+            if rec is None:  # forgotten between ranking and reading
+                continue
+            hits.append(
+                Hit(
+                    record=rec,
+                    score=Score(
+                        vector=max(float(cos[i]), 0.0) if key in vec else 0.0,
+                        bm25=float(b[i]),
+                        fused=float(fused[i]),
+                        decay=float(decay[i]),
+                        final=float(final[i]),
+                        vector_hit=bool(vh[i]),
+                        keyword_hit=bool(kh[i]),
+                        exact_hit=key in run.exact,
+                    ),
+                    vector=vectors.get(key),
+                    pocket=cat.key(int(c.pocket[key])).name,
+                    context=[
+                        records[int(n)]
+                        for n in (*context[key][0], *context[key][1])
+                        if int(n) in records
+                    ],
+                )
+            )
+        return hits
+
+    def _context(self, run: Run, key: int) -> tuple[KeyArray, KeyArray]:
+        """A hit's neighbouring turns, left out like hits: obsolete and expired ones too unless
+        the query asks for them."""
+        q = run.q
+        if q.context_turns <= 0:
+            empty = np.empty(0, np.int64)
+            return empty, empty
+        before, after = self._cols.neighbours(key, q.context_turns)
+        flt = MemoryFilter()
+
+        def live(keys: KeyArray) -> KeyArray:
+            ok = self._cols.mask(
+                keys, run.ns_id, flt, run.now, q.include_obsolete, q.include_expired
+            )
+            return keys[ok]
+
+        return live(before), live(after)

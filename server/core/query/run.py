@@ -1,0 +1,89 @@
+"""The state of one Recall while its plan runs, and the read-side ports every stage reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from server.core.memory.costs import CostModel
+from server.core.memory.model import PlanStep, RecallQuery, StepReport
+from server.core.memory.ports import (
+    HotTier,
+    KeywordIndex,
+    KeywordQuery,
+    MetadataColumns,
+    RecordStore,
+    VectorIndexSet,
+)
+from server.core.settings import HybridSearchSettings
+
+KeyArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Sources:
+    """What the read path reads: the settings, the state and the indexes (all behind ports)."""
+
+    settings: HybridSearchSettings
+    columns: MetadataColumns
+    hot: HotTier
+    vectors: VectorIndexSet
+    keywords: KeywordIndex
+    store: RecordStore
+    costs: CostModel
+
+
+class Reader:
+    """A stage of the read path over `Sources`."""
+
+    def __init__(self, src: Sources) -> None:
+        self._s = src.settings
+        self._cols = src.columns
+        self._hot = src.hot
+        self._vectors = src.vectors
+        self._keywords = src.keywords
+        self._store = src.store
+        self._costs = src.costs
+
+
+@dataclass
+class Run:
+    """The state of one recall while its plan runs."""
+
+    q: RecallQuery
+    ns_id: int
+    now: float
+    ref: float  # the reference time: `as_of`, else now
+    pockets: dict[int, PlanStep]  # pocket id → its step
+    vec: dict[int, float] = field(default_factory=dict)
+    kw: dict[int, float] = field(default_factory=dict)
+    exact: frozenset[int] = frozenset()
+    reports: list[StepReport] = field(default_factory=list)
+    keyword_cost: float = 0.0
+    hnsw_vectors: int = 0  # in the plan's pockets searched by HNSW
+    hot: set[int] = field(default_factory=set)  # keys the hot tier scored: exact, newest
+    weights: tuple[float, float] = (0.5, 0.5)
+    # The keyword query, its reference (Σ idf: the keyword scale), and the least score an
+    # unlisted memory could have had on that scale (the lowest listed one if the list was full).
+    kq: KeywordQuery | None = None
+    reference: float = 0.0
+    kw_tail: float = 0.0
+    # Of the query, read once: its time cue's event-time window, and whether it asks "when".
+    window: tuple[float, float] | None = None
+    temporal: bool = False
+
+    def add_vectors(self, keys: KeyArray, sims: npt.NDArray[np.float32]) -> None:
+        """A warm pocket's candidates; the hot tier's score of a key stands (it is exact and
+        holds the newest version of the memory)."""
+        for k, sim in zip(keys.tolist(), sims.tolist(), strict=True):
+            if k not in self.hot:
+                self.vec[k] = sim
+
+    def mask(self, cols: MetadataColumns, keys: KeyArray) -> npt.NDArray[np.bool_]:
+        q = self.q
+        m = cols.mask(keys, self.ns_id, q.filter, self.now, q.include_obsolete, q.include_expired)
+        inside = keys < len(cols.pocket)
+        m[inside] &= np.isin(cols.pocket[keys[inside]], list(self.pockets))
+        return m
