@@ -1,6 +1,7 @@
 """`python -m bench memory --size N`: the memory service against a brute-force baseline.
 
-Measures, on one synthetic clustered dataset (client vectors, 384-d, plus text):
+Measures, on one synthetic clustered dataset (client vectors of the server's dimension, 512-d
+by default, plus text):
 - acknowledged ingest per second (RememberBatch of 256) and the index catch-up rate;
 - Recall latency p50/p99, server-side (took_micros) and end-to-end over gRPC;
 - recall@5 of the vector channel against an exact scan;
@@ -38,9 +39,11 @@ import numpy as np
 
 from bench.baseline import BruteForceHybrid
 from bench.data import Dataset, make
+from bench.encoder import bench_encoder
 from bench.server_proc import ROOT, ServerProcess
 from bench.stats import environment, rss_mb, summary_ms
 from pocketd import Client, MemoryInput, RecallResult
+from server.core.settings import MemorySettings
 
 NS = "bench"
 CRASH_NS = "bench-crash"
@@ -237,9 +240,7 @@ def baseline_latency(base: BruteForceHybrid, data: Dataset, k: int) -> dict[str,
 
 
 def encoder_throughput(texts: list[str]) -> dict[str, float]:
-    from server.adapters.onnx_encoder import OnnxTextEncoder
-
-    enc = OnnxTextEncoder(ROOT / "models" / "minilm", threads=2, batch_size=32, max_tokens=256)
+    enc = bench_encoder()
     enc.encode(texts[:64])
     t0 = time.perf_counter()
     enc.encode(texts)
@@ -311,7 +312,7 @@ def run(
     size: int, queries: int, batch: int, k: int, out: Path, keep: bool, with_chroma: bool = True
 ) -> dict[str, object]:
     log(f"generating {size} clustered records")
-    data = make(size, queries=queries)
+    data = make(size, dim=MemorySettings().embedding_dim, queries=queries)
     result: dict[str, object] = {
         "size": size,
         "queries": len(data.queries),
@@ -320,7 +321,7 @@ def run(
         "environment": environment(),
     }
     work = Path(tempfile.mkdtemp(prefix="pocketd-bench-"))
-    env = {"POCKETD__ENCODER__MODEL_DIR": str(ROOT / "models" / "minilm")}
+    env: dict[str, str] = {}  # the server's defaults: its built-in encoder and dimension
     try:
         srv = ServerProcess(work / "data", env=env)
         result["cold_start_serving_seconds"] = srv.wait_serving()

@@ -11,17 +11,14 @@ import logging
 import math
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from functools import partial
+from concurrent.futures import Future
 
 import numpy as np
 
 from server.core.clock import Clock
 from server.core.deadline import Deadline, no_deadline
 from server.core.errors import (
-    DeadlineExceededError,
     FailedPreconditionError,
     Location,
     NotFoundError,
@@ -61,15 +58,12 @@ from server.core.memory.state.hot import MemoryHotTier
 from server.core.memory.state.indexer import Indexer
 from server.core.memory.state.maintenance import Maintenance
 from server.core.memory.write.writer import Writer
+from server.core.query.encoding import Encoding
 from server.core.query.ports import Planner, RoutedPlan
 from server.core.query.retriever import Retriever
 from server.core.settings import MemorySettings
 
 log = logging.getLogger(__name__)
-# Texts encoded between two deadline checks (a few encoder batches: ~0.1 s on two cores).
-ENCODE_CHUNK = 64
-# Query texts whose vectors are kept (384 floats each: about 1.5 MiB).
-QUERY_CACHE = 1024
 
 
 class MemoryEngine:
@@ -100,15 +94,10 @@ class MemoryEngine:
         self._store = store
         self._vectors = vectors
         self._keywords = keywords
-        self._encoder = encoder
-        self._write_encoder = write_encoder or encoder
         self._clock = clock
         self.columns: MetadataColumns = Columns(PocketCatalog(PocketScheme(settings.pockets)))
         self.hot: HotTier = MemoryHotTier(settings.embedding_dim, keywords.analyze, clock)
-        self._queries: OrderedDict[tuple[str, str], Vector] = OrderedDict()
-        self._query_lock = threading.Lock()
-        # One thread: the encoder runs one batch at a time anyway.
-        self._encoding = ThreadPoolExecutor(1, thread_name_prefix="pocketd-encode")
+        self._encoding = Encoding(encoder, write_encoder, settings.embedding_dim)
         self._costs = CostModel(settings.pockets, settings.hybrid_search.expansion_search)
         publish = threading.Lock()
         self._writer = Writer(
@@ -192,50 +181,15 @@ class MemoryEngine:
         self.maintenance.stop()
         if self.planner is not None:  # first: its shadow runs still use the engine
             self.planner.close()
-        self._encoding.shutdown()
+        self._encoding.close()
         self.indexer.stop()
         self._keywords.close()
         self._store.close()
 
-    def _encoder_ready(self, what: str, where: Location | None = None) -> TextEncoder:
-        """The encoder, or the precise error why `what` cannot be encoded."""
-        if self._encoder is None:
-            raise FailedPreconditionError(
-                f"{what} has no vector and the built-in encoder is disabled (encoder.text: none)",
-                reason="ENCODER_DISABLED",
-                where=where,
-            )
-        if self._encoder.dim != self._s.embedding_dim:
-            raise FailedPreconditionError(
-                f"{what} has no vector and the built-in encoder makes"
-                f" {self._encoder.dim}-d vectors,"
-                f" but memory.embedding_dim is {self._s.embedding_dim}",
-                reason="ENCODER_DIM_MISMATCH",
-                where=where,
-            )
-        return self._encoder
-
     def encode(self, texts: list[str], deadline: Deadline | None = None) -> Vector:
         """The built-in encoder's unit vectors of `texts`, as memories are encoded
         (FAILED_PRECONDITION without one)."""
-        return self._encode(texts, "the text", deadline or no_deadline(), write=True)
-
-    def _encode(
-        self,
-        texts: list[str],
-        what: str,
-        deadline: Deadline,
-        where: Location | None = None,
-        write: bool = False,
-    ) -> Vector:
-        encoder = self._encoder_ready(what, where)
-        if write and self._write_encoder is not None:
-            encoder = self._write_encoder
-        out = np.empty((len(texts), encoder.dim), dtype=np.float32)
-        for start in range(0, len(texts), ENCODE_CHUNK):
-            deadline.check("encoding")
-            out[start : start + ENCODE_CHUNK] = encoder.encode(texts[start : start + ENCODE_CHUNK])
-        return out
+        return self._encoding.encode(texts, "the text", deadline or no_deadline(), write=True)
 
     def remember(
         self, items: list[NewMemory], deadline: Deadline | None = None
@@ -247,7 +201,7 @@ class MemoryEngine:
         for it, text in zip(items, said, strict=True):
             # a text just asked as a query (an agent's stated preference) is not encoded again
             if it.vector is None and text:
-                it.vector = self._cached_query(it.record.namespace, text)
+                it.vector = self._encoding.cached(it.record.namespace, text)
         need = [i for i, it in enumerate(items) if it.vector is None]
         for i in need:
             rec = items[i].record
@@ -259,7 +213,7 @@ class MemoryEngine:
                     where=Location("blob", i),
                 )
         if need:
-            vecs = self._encode(
+            vecs = self._encoding.encode(
                 [said[i] for i in need],
                 "a memory",
                 deadline,
@@ -281,34 +235,11 @@ class MemoryEngine:
         keyword channel runs, after the plan is chosen."""
         if q.vector is not None:
             return unit(q.vector)
-        return self._cached_query(q.namespace, q.text) if q.text else None
+        return self._encoding.cached(q.namespace, q.text) if q.text else None
 
     def cached_vector(self, namespace: str, text: str) -> Vector | None:
         """The vector a Recall just encoded for `text` in `namespace`, if it is still cached."""
-        return self._cached_query(namespace, text)
-
-    def _cached_query(self, namespace: str, text: str) -> Vector | None:
-        key = (namespace, text)
-        with self._query_lock:
-            cached = self._queries.get(key)
-            if cached is not None:
-                self._queries.move_to_end(key)
-            return cached
-
-    def _query_vector(self, namespace: str, text: str, deadline: Deadline) -> Vector:
-        """The query's vector, from a small LRU cache: an agent asks the same question of
-        several steps, and encoding it is most of a text-only Recall. Keyed by namespace too,
-        so one tenant cannot time whether another asked the same."""
-        cached = self._cached_query(namespace, text)
-        if cached is not None:
-            return cached
-        key = (namespace, text)
-        vec: Vector = self._encode([text], "the query", deadline)[0]
-        with self._query_lock:
-            self._queries[key] = vec
-            while len(self._queries) > QUERY_CACHE:
-                self._queries.popitem(last=False)
-        return vec
+        return self._encoding.cached(namespace, text)
 
     def recall(
         self, q: RecallQuery, deadline: Deadline | None = None, shadow: bool = False
@@ -330,13 +261,12 @@ class MemoryEngine:
                 q.plan, q.early_stop = routed.steps, True
         job: Future[Vector] | None = None
         if q.vector is None and q.text:
-            self._encoder_ready("the query")  # the same error whether or not it is cached
-            cached = self._cached_query(q.namespace, q.text)
+            self._encoding.ready("the query")  # the same error whether or not it is cached
+            cached = self._encoding.cached(q.namespace, q.text)
             if cached is not None:
                 q.vector = cached
             elif self.columns.ns_id(q.namespace) >= 0:  # nothing to search: no need to encode
-                job = self._encoding.submit(self._query_vector, q.namespace, q.text, deadline)
-                later = partial(_within, job, deadline)
+                job, later = self._encoding.soon(q.namespace, q.text, deadline)
         try:
             res = self.retriever.recall(q, deadline, later)
         finally:
@@ -500,15 +430,3 @@ class MemoryEngine:
             pending=self.hot.pending(),
             unsnapshotted=self.indexer.unsnapshotted,
         )
-
-
-def _within(job: Future[Vector], deadline: Deadline) -> Vector:
-    """The job's vector, waited for no longer than the call's deadline allows."""
-    left = deadline.remaining()
-    try:
-        return job.result(timeout=None if math.isinf(left) else max(left, 0.0))
-    except TimeoutError:
-        job.cancel()
-        raise DeadlineExceededError(
-            "the deadline passed while the query was being encoded"
-        ) from None

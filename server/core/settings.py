@@ -170,11 +170,11 @@ class ContextSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     turns: Annotated[int, between(0, 3)] = 2
     # The nearest earlier neighbour's weight in the keyword document: its term counts (and
     # length) are added to the turn's own at this weight (BM25F), at query time.
-    keyword_weight: Ratio = 0.5
+    keyword_weight: Ratio = 0.2
     # The nearest earlier neighbour's weight in the stored vector: the turn's own vector plus
     # the weighted neighbours' vectors, normalised (no extra encoder call). Applied when a
     # turn is indexed; a turn arriving later re-indexes its neighbours.
-    vector_weight: Ratio = 0.5
+    vector_weight: Ratio = 0.2
     decay: Ratio = 0.5
     after: Ratio = 0.5
 

@@ -395,7 +395,7 @@ def test_a_repeated_query_text_is_encoded_once(
             return encoder.encode(texts)
 
     eng = engine_factory()
-    eng._encoder = Counting()
+    eng._encoding._encoder = Counting()
     eng.remember([mem("The VPN password rotates monthly")])
     calls.clear()
     first = ids(eng, text="VPN password")
@@ -424,7 +424,7 @@ def test_a_text_only_query_is_encoded_while_its_keyword_channel_runs(
     eng = engine_factory()
     eng.remember([mem("The VPN password rotates monthly")])
     eng.indexer.catch_up()
-    eng._encoder = Slow()
+    eng._encoding._encoder = Slow()
     search = eng._keywords.search
 
     def observed(q: KeywordQuery) -> KeywordResult:
@@ -453,7 +453,7 @@ def test_waiting_for_the_query_vector_keeps_to_the_deadline(
 
     eng = engine_factory()
     eng.remember([mem("The VPN password rotates monthly")])
-    eng._encoder = Stuck()
+    eng._encoding._encoder = Stuck()
     t0 = time.monotonic()
     try:
         with pytest.raises(DeadlineExceededError):

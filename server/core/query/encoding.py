@@ -1,0 +1,124 @@
+"""Text encoding for the engine: memories on the writes' encoder session, queries on theirs, and
+the queries' vectors kept in a small LRU.
+
+A text-only Recall's query is encoded on one encoding thread while the keyword channel runs (the
+encoder releases the GIL); an agent asks the same question of several steps, so a cached vector
+answers at once. The cache is keyed by namespace too, so one tenant cannot time whether another
+asked the same.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
+
+import numpy as np
+
+from server.core.deadline import Deadline
+from server.core.errors import DeadlineExceededError, FailedPreconditionError, Location
+from server.core.memory.model import Vector
+from server.core.memory.ports import TextEncoder
+
+# Texts encoded between two deadline checks (a few encoder batches: ~0.1 s on two cores).
+ENCODE_CHUNK = 64
+# Query texts whose vectors are kept (512 floats each: about 2 MiB).
+QUERY_CACHE = 1024
+
+
+class Encoding:
+    """The engine's encoders (None: clients send vectors) and the queries' vector cache."""
+
+    def __init__(
+        self, encoder: TextEncoder | None, write_encoder: TextEncoder | None, dim: int
+    ) -> None:
+        self._encoder = encoder
+        self._write_encoder = write_encoder or encoder
+        self._dim = dim
+        self._queries: OrderedDict[tuple[str, str], Vector] = OrderedDict()
+        self._lock = threading.Lock()
+        # One thread: the encoder runs one batch at a time anyway.
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="pocketd-encode")
+
+    def ready(self, what: str, where: Location | None = None) -> TextEncoder:
+        """The encoder, or the precise error why `what` cannot be encoded."""
+        if self._encoder is None:
+            raise FailedPreconditionError(
+                f"{what} has no vector and the built-in encoder is disabled (encoder.text: none)",
+                reason="ENCODER_DISABLED",
+                where=where,
+            )
+        if self._encoder.dim != self._dim:
+            raise FailedPreconditionError(
+                f"{what} has no vector and the built-in encoder makes"
+                f" {self._encoder.dim}-d vectors,"
+                f" but memory.embedding_dim is {self._dim}",
+                reason="ENCODER_DIM_MISMATCH",
+                where=where,
+            )
+        return self._encoder
+
+    def encode(
+        self,
+        texts: list[str],
+        what: str,
+        deadline: Deadline,
+        where: Location | None = None,
+        write: bool = False,
+    ) -> Vector:
+        """Unit vectors of `texts`, checking the deadline between chunks; `write`: on the
+        writes' session."""
+        encoder = self.ready(what, where)
+        if write and self._write_encoder is not None:
+            encoder = self._write_encoder
+        out = np.empty((len(texts), encoder.dim), dtype=np.float32)
+        for start in range(0, len(texts), ENCODE_CHUNK):
+            deadline.check("encoding")
+            out[start : start + ENCODE_CHUNK] = encoder.encode(texts[start : start + ENCODE_CHUNK])
+        return out
+
+    def cached(self, namespace: str, text: str) -> Vector | None:
+        key = (namespace, text)
+        with self._lock:
+            vec = self._queries.get(key)
+            if vec is not None:
+                self._queries.move_to_end(key)
+            return vec
+
+    def query(self, namespace: str, text: str, deadline: Deadline) -> Vector:
+        """The query's vector, from the cache or encoded (and then cached)."""
+        cached = self.cached(namespace, text)
+        if cached is not None:
+            return cached
+        vec: Vector = self.encode([text], "the query", deadline)[0]
+        with self._lock:
+            self._queries[(namespace, text)] = vec
+            while len(self._queries) > QUERY_CACHE:
+                self._queries.popitem(last=False)
+        return vec
+
+    def soon(
+        self, namespace: str, text: str, deadline: Deadline
+    ) -> tuple[Future[Vector], Callable[[], Vector]]:
+        """Start encoding the query on the encoding thread; the future, and a function that
+        waits for its vector no longer than the deadline allows."""
+        job = self._pool.submit(self.query, namespace, text, deadline)
+        return job, partial(_within, job, deadline)
+
+    def close(self) -> None:
+        self._pool.shutdown()
+
+
+def _within(job: Future[Vector], deadline: Deadline) -> Vector:
+    """The job's vector, waited for no longer than the call's deadline allows."""
+    left = deadline.remaining()
+    try:
+        return job.result(timeout=None if math.isinf(left) else max(left, 0.0))
+    except TimeoutError:
+        job.cancel()
+        raise DeadlineExceededError(
+            "the deadline passed while the query was being encoded"
+        ) from None
