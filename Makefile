@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml
 	$(VPY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-$(MODEL_DIR)/model.onnx $(TOKENIZER): | $(STAMP)
+$(MODEL_DIR)/model.onnx $(TOKENIZER) &: | $(STAMP)
 	$(VPY) tools/fetch_models.py
 
 $(MINILM)/model.onnx:

@@ -17,22 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from server.core.memory.costs import CostModel
+from server.core.query.plan import Pocket
 
 MIN_PROBABILITY = 0.1  # a less probable pocket is never worth budget (the first one excepted)
 
 
-class Candidate(Protocol):
-    """What the split needs of a pocket (a `PocketStats`, or one read back from the log)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def size(self) -> int: ...
-    @property
-    def method(self) -> str: ...
+# What the split needs of a pocket (a `PocketStats`, or one read back from the log): what the
+# plan needs of one.
+Candidate = Pocket
 
 
 @dataclass(frozen=True)
