@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHES = ("memory", "quality", "costs", "coarse", "router", "ledger", "agent")
+BENCHES = ("memory", "quality", "costs", "coarse", "router", "ledger", "agent", "bilingual")
 
 
 def main() -> int:

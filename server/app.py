@@ -22,6 +22,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -49,10 +50,28 @@ from server.core.agent.ports import LedgerStore
 from server.core.agent.step import AgentLoop, tier_settings
 from server.core.agent.tiers import TierRouter
 from server.core.agent.toolcache import ToolCache
-from server.core.engine import MemoryEngine
+from server.core.clock import Clock
+from server.core.deadline import no_deadline
+from server.core.engine import EngineParts, MemoryEngine
+from server.core.memory.pockets import PocketCatalog, PocketScheme
+from server.core.memory.ports import KeywordIndex, RecordStore, TextEncoder, VectorIndexSet
+from server.core.memory.state.access import AccessRecorder
+from server.core.memory.state.columns import Columns
+from server.core.memory.state.hot import MemoryHotTier
+from server.core.memory.state.indexer import Indexer
+from server.core.memory.state.maintenance import Maintenance
+from server.core.memory.write.writer import Writer
+from server.core.query.encoding import Encoding
+from server.core.query.retriever import Retriever
 from server.core.routing.inputs import LAYOUT, input_width
 from server.core.routing.router import Router
-from server.core.settings import GENERIC_THRESHOLDS, EncoderThresholds, Settings, resolve_thresholds
+from server.core.settings import (
+    GENERIC_THRESHOLDS,
+    EncoderThresholds,
+    MemorySettings,
+    Settings,
+    resolve_thresholds,
+)
 
 log = logging.getLogger("pocketd")
 
@@ -200,6 +219,68 @@ def agent_loop(
     return loop
 
 
+def assemble_engine(
+    settings: MemorySettings,
+    store: RecordStore,
+    vectors: VectorIndexSet,
+    keywords: KeywordIndex,
+    encoder: TextEncoder | None,
+    clock: Clock,
+    background_nice: int = 0,
+    write_encoder: TextEncoder | None = None,
+) -> MemoryEngine:
+    """The engine and its parts over the given stores. `background_nice`: the niceness of the
+    indexer's and the maintenance's threads; `write_encoder`: the encoder of memories, apart
+    from the queries' (the same one when None)."""
+    columns = Columns(PocketCatalog(PocketScheme(settings.pockets)))
+    hot = MemoryHotTier(settings.embedding_dim, keywords.analyze, clock)
+    publish = threading.Lock()  # the writer's synchronous followers and the indexer's marks
+    writer = Writer(
+        settings,
+        store,
+        columns,
+        hot,
+        vectors,
+        keywords.analyze,
+        clock,
+        publish,
+        followers=(columns, hot),
+    )
+    indexer = Indexer(
+        settings.index,
+        settings.context,
+        store,
+        vectors,
+        keywords,
+        hot,
+        columns.catalog.scheme,
+        columns.neighbours_many,
+        clock,
+        publish,
+        background_nice,
+    )
+    access = AccessRecorder(writer.add_access)
+    maintenance = Maintenance(
+        [
+            ("access statistics", access.flush),
+            ("tier moves", lambda: writer.move_tiers(no_deadline())),
+        ],
+        settings.access_flush_seconds,
+        background_nice,
+    )
+    parts = EngineParts(
+        columns=columns,
+        hot=hot,
+        encoding=Encoding(encoder, write_encoder, settings.embedding_dim),
+        writer=writer,
+        retriever=Retriever(settings, columns, hot, vectors, keywords, store, clock),
+        indexer=indexer,
+        access=access,
+        maintenance=maintenance,
+    )
+    return MemoryEngine(settings, parts, store, vectors, keywords, clock)
+
+
 def build_engine(
     settings: Settings,
     encoder: OnnxTextEncoder | None,
@@ -209,7 +290,7 @@ def build_engine(
     data = Path(settings.server.data_dir)
     m = resolve_thresholds(settings.memory, thresholds_of(encoder))
     keywords = TantivyKeywordIndex(data / "keywords", m.index.keyword_heap_bytes)
-    engine = MemoryEngine(
+    engine = assemble_engine(
         m,
         SqliteRecordStore(data / "records.sqlite3"),
         UsearchIndexSet(

@@ -88,10 +88,10 @@ def open_engine(
     settings: MemorySettings | None = None,
     background_nice: int = 0,
 ) -> MemoryEngine:
-    from server.app import thresholds_of
+    from server.app import assemble_engine, thresholds_of
 
     s = resolve_thresholds(settings or MemorySettings(), thresholds_of(encoder))
-    eng = MemoryEngine(
+    eng = assemble_engine(
         s,
         SqliteRecordStore(data / "records.sqlite3"),
         UsearchIndexSet(

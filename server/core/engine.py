@@ -1,18 +1,19 @@
 """The memory engine: the one object the API calls. Transport-free and thread-safe.
 
-It owns the metadata columns, the hot tier, the writer, the retriever and the background indexer,
-over the ports it is given (record store, vector indexes, keyword index, text encoder, clock).
-Every method blocks, so the API runs them in a bounded executor, off the event loop.
+It is given its parts (the metadata columns, the hot tier, the encoding, the writer, the
+retriever, the background indexer and the maintenance thread), built by the composition root
+(`server.app.assemble_engine`) over the same ports (record store, vector indexes, keyword index,
+clock). Every method blocks, so the API runs them in a bounded executor, off the event loop.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -43,18 +44,14 @@ from server.core.memory.model import (
     embedded_text,
     unit,
 )
-from server.core.memory.pockets import PocketCatalog, PocketScheme
 from server.core.memory.ports import (
     HotTier,
     KeywordIndex,
     MetadataColumns,
     RecordStore,
-    TextEncoder,
     VectorIndexSet,
 )
 from server.core.memory.state.access import AccessRecorder
-from server.core.memory.state.columns import Columns
-from server.core.memory.state.hot import MemoryHotTier
 from server.core.memory.state.indexer import Indexer
 from server.core.memory.state.maintenance import Maintenance
 from server.core.memory.write.writer import Writer
@@ -66,23 +63,35 @@ from server.core.settings import MemorySettings
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class EngineParts:
+    """What the engine is made of (built by the composition root over the same stores)."""
+
+    columns: MetadataColumns
+    hot: HotTier
+    encoding: Encoding
+    writer: Writer
+    retriever: Retriever
+    indexer: Indexer
+    access: AccessRecorder
+    maintenance: Maintenance
+
+
 class MemoryEngine:
     """Remember, Recall, Get, Forget and Stats over one data directory's stores."""
 
     def __init__(
         self,
         settings: MemorySettings,
+        parts: EngineParts,
         store: RecordStore,
         vectors: VectorIndexSet,
         keywords: KeywordIndex,
-        encoder: TextEncoder | None,
         clock: Clock,
-        background_nice: int = 0,
-        write_encoder: TextEncoder | None = None,
     ) -> None:
-        """`background_nice`: the niceness of the indexer's and the maintenance's threads.
-        `write_encoder`: the encoder of memories (and `encode`), apart from the queries' (the
-        same one when None)."""
+        """`parts`: the columns, hot tier, encoding, writer, retriever, indexer and the
+        maintenance thread, built over the same stores by the composition root
+        (`server.app.assemble_engine`)."""
         self._s = settings
         # Chooses the plan of a Recall that names none (set by the composition root).
         self.planner: Planner | None = None
@@ -95,47 +104,15 @@ class MemoryEngine:
         self._vectors = vectors
         self._keywords = keywords
         self._clock = clock
-        self.columns: MetadataColumns = Columns(PocketCatalog(PocketScheme(settings.pockets)))
-        self.hot: HotTier = MemoryHotTier(settings.embedding_dim, keywords.analyze, clock)
-        self._encoding = Encoding(encoder, write_encoder, settings.embedding_dim)
+        self.columns = parts.columns
+        self.hot = parts.hot
+        self._encoding = parts.encoding
         self._costs = CostModel(settings.pockets, settings.hybrid_search.expansion_search)
-        publish = threading.Lock()
-        self._writer = Writer(
-            settings,
-            store,
-            self.columns,
-            self.hot,
-            vectors,
-            keywords.analyze,
-            clock,
-            publish,
-            followers=(self.columns, self.hot),
-        )
-        self.retriever = Retriever(
-            settings, self.columns, self.hot, vectors, keywords, store, clock
-        )
-        self.indexer = Indexer(
-            settings.index,
-            settings.context,
-            store,
-            vectors,
-            keywords,
-            self.hot,
-            self.columns.catalog.scheme,
-            self.columns.neighbours_many,
-            clock,
-            publish,
-            background_nice,
-        )
-        self.access = AccessRecorder(self._writer.add_access)
-        self.maintenance = Maintenance(
-            [
-                ("access statistics", self.access.flush),
-                ("tier moves", lambda: self._writer.move_tiers(no_deadline())),
-            ],
-            settings.access_flush_seconds,
-            background_nice,
-        )
+        self._writer = parts.writer
+        self.retriever = parts.retriever
+        self.indexer = parts.indexer
+        self.access = parts.access
+        self.maintenance = parts.maintenance
 
     def load(self) -> dict[str, float]:
         """Load the metadata columns and the unindexed tail into the hot tier; start the indexer.
