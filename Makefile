@@ -30,7 +30,8 @@ $(STAMP): pyproject.toml
 	$(VPY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-$(MODEL_DIR)/model.onnx $(TOKENIZER) &: | $(STAMP)
+# Fetched again when the pins or the manifests' thresholds in the tool change.
+$(MODEL_DIR)/model.onnx $(TOKENIZER) &: tools/fetch_models.py | $(STAMP)
 	$(VPY) tools/fetch_models.py
 
 $(MINILM)/model.onnx:

@@ -146,9 +146,7 @@ class BM25:
             return []
         docs, scores = self.index.retrieve([query], k=DEPTH, show_progress=False)
         return [
-            self.ids[d]
-            for d, s in zip(docs[0].tolist(), scores[0].tolist(), strict=True)
-            if s > 0
+            self.ids[d] for d, s in zip(docs[0].tolist(), scores[0].tolist(), strict=True) if s > 0
         ]
 
 
@@ -182,7 +180,8 @@ class Pocketd:
         for mid, decision, into, _ in self.not_stored:
             if decision == "merged" and into not in self.ours:
                 self.ours[into] = mid
-        log(f"  remembered {len(memories)} in {time.perf_counter() - t0:.1f} s: {dict(self.decisions)}")
+        took = time.perf_counter() - t0
+        log(f"  remembered {len(memories)} in {took:.1f} s: {dict(self.decisions)}")
         log(f"  indexes caught up after {self._wait_indexed():.1f} s")
 
     def _wait_indexed(self, timeout: float = 120.0) -> float:

@@ -255,11 +255,15 @@ MULTI_MEMORIES = (
         " replacement comes in May.",
     ),
     Memory("m12", "我喜欢喝绿茶，但下午三点以后就不喝了，怕晚上睡不着。"),
-    Memory("m13", "Our team uses Jira for tickets, Slack for chat and Confluence for documentation."),
+    Memory(
+        "m13", "Our team uses Jira for tickets, Slack for chat and Confluence for documentation."
+    ),
     Memory("m14", "我下个月去新加坡出差三天，顺便约大学室友吃顿饭。"),
     Memory("m15", "I broke my left wrist snowboarding in 2021, and it still aches when it rains."),
     Memory("m16", "我的邮箱是 lin.wei@example.com，手机号就不方便给了。"),
-    Memory("m17", "I'm allergic to horses, which is awkward since my girlfriend rides every weekend."),
+    Memory(
+        "m17", "I'm allergic to horses, which is awkward since my girlfriend rides every weekend."
+    ),
     Memory("m18", "这个月的云服务器账单比上个月多了三千块，主要是带宽费涨了。"),
     Memory("m19", "I speak Cantonese with my parents, English at work, and I'm learning Japanese."),
     Memory("m20", "我的信用卡丢了，已经挂失了，新卡要七个工作日才能寄到。"),
@@ -297,7 +301,9 @@ DISTRACTORS = (
     Memory("d05", "My sister lives in Vancouver with her husband."),
     Memory("d06", "My colleague Priya uses a Dell XPS running Windows 11."),
     Memory("d07", "我同事养了一只金毛犬。"),
-    Memory("d08", "The production Kafka cluster raised a disk alert last month, but nothing went down."),
+    Memory(
+        "d08", "The production Kafka cluster raised a disk alert last month, but nothing went down."
+    ),
     Memory("d09", "我同事小王每天下午都要喝一杯奶茶。"),
     Memory("d10", "My wife takes the bus to work, it's about 25 minutes."),
     Memory("d11", "我弟弟在广州开了一家奶茶店。"),

@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import signal
+import sqlite3
 import sys
 import threading
 import time
@@ -147,6 +148,13 @@ SPACE_FILE = "encoder.json"
 # A data directory written before the space was recorded had MiniLM's vectors (the only
 # built-in encoder then) if it has any records.
 LEGACY_SPACE = "all-MiniLM-L6-v2"
+# While `pocketd reembed` runs, the directory holds vectors of two spaces: no server may start.
+REEMBEDDING = "reembedding to "
+
+
+def client_space(dim: int) -> str:
+    """The space of a directory written with `encoder.text: none`: the clients' own vectors."""
+    return f"client vectors of {dim} dimensions"
 
 
 def recorded_space(data_dir: Path) -> str | None:
@@ -154,29 +162,45 @@ def recorded_space(data_dir: Path) -> str | None:
     marker = data_dir / SPACE_FILE
     if marker.is_file():
         return str(json.loads(marker.read_text())["space"])
-    return LEGACY_SPACE if (data_dir / "records.sqlite3").is_file() else None
+    records = data_dir / "records.sqlite3"
+    if not records.is_file():
+        return None
+    with contextlib.closing(sqlite3.connect(f"file:{records}?mode=ro", uri=True)) as db:
+        try:
+            live = db.execute("SELECT 1 FROM records WHERE deleted=0 LIMIT 1").fetchone()
+        except sqlite3.OperationalError:  # no table yet: nothing was ever written
+            live = None
+    return LEGACY_SPACE if live else None
 
 
-def record_space(data_dir: Path, encoder: OnnxTextEncoder) -> None:
+def record_space(data_dir: Path, space: str, **about: object) -> None:
     marker = data_dir / SPACE_FILE
     tmp = marker.with_suffix(".tmp")
-    body = {"space": encoder.space, "name": encoder.manifest.name, "dim": encoder.dim}
-    tmp.write_text(json.dumps(body, indent=2) + "\n")
+    tmp.write_text(json.dumps({"space": space, **about}, indent=2) + "\n")
     tmp.replace(marker)
 
 
-def check_space(data_dir: Path, encoder: OnnxTextEncoder) -> None:
+def check_space(data_dir: Path, encoder: OnnxTextEncoder | None, dim: int) -> None:
     """Refuse a data directory whose memories were encoded in another vector space (their
-    vectors cannot be compared with the new encoder's queries); record the space of a new one."""
-    space = recorded_space(data_dir)
-    if space is None:
-        record_space(data_dir, encoder)
-    elif space != encoder.space:
+    vectors cannot be compared with this configuration's queries); record the space of a new
+    one. Without an encoder the space is the clients' own vectors, of `dim` dimensions."""
+    space = client_space(dim) if encoder is None else encoder.space
+    name = "encoder.text: none" if encoder is None else repr(encoder.manifest.name)
+    have = recorded_space(data_dir)
+    if have is None:
+        about = {"dim": dim} if encoder is None else {"name": encoder.manifest.name, "dim": dim}
+        record_space(data_dir, space, **about)
+    elif have.startswith(REEMBEDDING):
         raise StartupError(
-            f"{data_dir} holds vectors of the encoder space {space!r}, but the configured encoder"
-            f" {encoder.manifest.name!r} makes vectors of the space {encoder.space!r}: run"
-            f" `pocketd reembed --data-dir {data_dir}` (with the same configuration) to re-embed"
-            " its memories, or configure the encoder it was written with"
+            f"{data_dir} is half re-embedded ({have[len(REEMBEDDING) :]!r}): a `pocketd reembed`"
+            f" was interrupted; run `pocketd reembed --data-dir {data_dir}` again"
+        )
+    elif have != space:
+        raise StartupError(
+            f"{data_dir} holds vectors of the space {have!r}, but the configuration ({name})"
+            f" makes vectors of the space {space!r}: run `pocketd reembed --data-dir {data_dir}`"
+            " (with the configuration it will run with) to re-embed its memories, or configure"
+            " the encoder it was written with"
         )
 
 
@@ -289,6 +313,11 @@ def build_engine(
     """Open every store under `server.data_dir`, wire the engine and its router."""
     data = Path(settings.server.data_dir)
     m = resolve_thresholds(settings.memory, thresholds_of(encoder))
+    if m.hybrid_search.floor >= m.hybrid_search.ceiling:
+        raise StartupError(
+            f"memory.hybrid_search.vector_floor ({m.hybrid_search.floor}) must be below"
+            f" vector_ceiling ({m.hybrid_search.ceiling}, set or the encoder's)"
+        )
     keywords = TantivyKeywordIndex(data / "keywords", m.index.keyword_heap_bytes)
     engine = assemble_engine(
         m,
@@ -369,8 +398,11 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     lock = lock_data_dir(Path(settings.server.data_dir))
     try:  # before binding: a missing or mismatched model is one line and exit 2, nothing more
         encoders = build_encoder(settings)
-        if encoders is not None:
-            check_space(Path(settings.server.data_dir), encoders[0])
+        check_space(
+            Path(settings.server.data_dir),
+            None if encoders is None else encoders[0],
+            settings.memory.embedding_dim,
+        )
     except StartupError:
         lock.close()
         raise

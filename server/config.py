@@ -230,6 +230,13 @@ def check(s: Settings) -> None:
         "encoder.text",
         f"must be one of {[*TEXT_ENCODERS, 'none']}",
     )
+    hs = m.hybrid_search
+    if hs.vector_floor is not None and hs.vector_ceiling is not None:
+        need(
+            hs.vector_floor < hs.vector_ceiling,
+            "memory.hybrid_search.vector_floor",
+            "must be below memory.hybrid_search.vector_ceiling",
+        )
     listen = _LISTEN_RE.fullmatch(s.server.listen)
     need(
         listen is not None and int(listen.group(1)) <= 65_535,

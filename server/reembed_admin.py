@@ -9,8 +9,9 @@ indexes (derived state, of the old space and perhaps the old dimension) and reco
 space. The next `pocketd serve` rebuilds the indexes from the store before it reports SERVING.
 
 A memory with no text carries a client's vector, which no encoder can redo: if there are any
-and the dimension changes, the command refuses before changing anything. Interrupted, it can be
-run again: what it wrote is already in the new space, and it writes the rest.
+and the dimension changes, the command refuses before changing anything. While it runs the
+directory is marked as half re-embedded, and no server starts on it; interrupted, it is run
+again (it re-encodes every memory).
 """
 
 from __future__ import annotations
@@ -22,7 +23,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from server.adapters.sqlite_store import SqliteRecordStore
-from server.app import StartupError, build_encoder, lock_data_dir, record_space, recorded_space
+from server.app import (
+    REEMBEDDING,
+    StartupError,
+    build_encoder,
+    lock_data_dir,
+    record_space,
+    recorded_space,
+)
 from server.core.memory.changes import Cause, Put
 from server.core.memory.model import embedded_text
 from server.core.settings import Settings
@@ -55,7 +63,13 @@ def reembed(settings: Settings, say: Callable[[str], None]) -> int:
                         f" {enc.dim}: forget them, or keep encoder space {old!r}"
                     )
             todo = [r for r in records if r.text]
+            if old is not None and old.startswith(REEMBEDDING):
+                old = "an interrupted re-embedding"
             say(f"re-embedding {len(todo)} memories of {data} from {old!r} to {enc.space!r}")
+            # From here until the end the directory holds two spaces: no server may start on
+            # it, and the vector indexes (derived state of the old space) are gone.
+            record_space(data, REEMBEDDING + enc.space)
+            shutil.rmtree(data / "vectors", ignore_errors=True)
             t0 = last = time.monotonic()
             for start in range(0, len(todo), CHUNK):
                 chunk = todo[start : start + CHUNK]
@@ -69,9 +83,7 @@ def reembed(settings: Settings, say: Callable[[str], None]) -> int:
                     say(f"{done}/{len(todo)} re-embedded ({rate:.0f}/s)")
         finally:
             store.close()
-        # The vector indexes are of the old space: the next start rebuilds them from the store.
-        shutil.rmtree(data / "vectors", ignore_errors=True)
-        record_space(data, enc)
+        record_space(data, enc.space, name=enc.manifest.name, dim=enc.dim)
         say(
             f"done: {len(todo)} memories in {time.monotonic() - t0:.1f}s; the next"
             " `pocketd serve` rebuilds the vector indexes before it reports SERVING"

@@ -99,6 +99,7 @@ def main() -> int:
         # Measured: bench/RESULTS.md ("the bilingual encoder") and the agent bench's wordings.
         "thresholds": {
             "vector_floor": 0.1,
+            "vector_ceiling": 1.0,
             "dedup_cosine": 0.95,
             "need_floor": 0.35,
             "need_margin": 0.03,

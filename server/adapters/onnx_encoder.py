@@ -60,6 +60,7 @@ class EncoderManifest:
                 inputs=str(m.get("inputs", "tokens")),
                 thresholds=EncoderThresholds(
                     vector_floor=float(t["vector_floor"]),
+                    vector_ceiling=float(t.get("vector_ceiling", 1.0)),
                     dedup_cosine=float(t["dedup_cosine"]),
                     need_floor=float(t["need_floor"]),
                     need_margin=float(t["need_margin"]),

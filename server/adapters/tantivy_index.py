@@ -274,6 +274,9 @@ class TantivyKeywordIndex:
         ns_docs = self._cached(stats, (q.namespace, "", ""), searcher, ns_q)
         total = searcher.num_docs
         weights = {"mix": 1.0, "meta": q.speaker_weight}
+        # The first stage ranks as the rescoring will: a term in the turn's own text at full
+        # weight, one only in a neighbour's at the heaviest neighbour's weight.
+        nearest = max((w for _, w in q.context_weights), default=0.0)
         idf: dict[str, dict[str, float]] = {bag: {} for bag in weights}
         should: list[tuple[Occur, Query]] = []
         postings = 0
@@ -297,8 +300,19 @@ class TantivyKeywordIndex:
                 idf[bag][t] = _idf(ns_docs, df)
                 # doc_freq counts deleted documents until a merge: keep the boost positive.
                 boost = weight * idf[bag][t] / max(_idf(total, anywhere), 1e-3)
-                should.append((Occur.Should, Query.boost_query(term_q, boost)))
+                if bag != "mix":
+                    should.append((Occur.Should, Query.boost_query(term_q, boost)))
+                    continue
+                in_text = self._term("txt", t)
+                should.append((Occur.Should, Query.boost_query(in_text, boost)))
+                if nearest > 0:
+                    should.append((Occur.Should, Query.boost_query(term_q, boost * nearest)))
         best = {t: max(w * idf[bag].get(t, 0.0) for bag, w in weights.items()) for t in terms}
+        # A query term no memory of the namespace holds is as rare as a term can be: it counts
+        # in the reference, so a memory that shares one incidental word of a paraphrase ("keep",
+        # "做") matches a small share of the query, not all of what the namespace could match.
+        unseen = q.unseen_weight * _idf(ns_docs, 0)
+        best = {t: w if w > 0 else unseen for t, w in best.items()}
         best = {t: w for t, w in best.items() if w > 0}
         ctx = dict(q.context_weights)
         own = self._average_length(view, q.namespace, "txt", ns_q)

@@ -29,6 +29,7 @@ class EncoderThresholds(msgspec.Struct, frozen=True):
     in its manifest: a setting left unset takes its encoder's value."""
 
     vector_floor: float
+    vector_ceiling: float
     dedup_cosine: float
     need_floor: float
     need_margin: float
@@ -37,7 +38,7 @@ class EncoderThresholds(msgspec.Struct, frozen=True):
 # When no encoder is configured (clients send their own vectors): MiniLM's values, a unit
 # normalised sentence embedding's usual spread.
 GENERIC_THRESHOLDS = EncoderThresholds(
-    vector_floor=0.1, dedup_cosine=0.95, need_floor=0.35, need_margin=0.03
+    vector_floor=0.1, vector_ceiling=1.0, dedup_cosine=0.95, need_floor=0.35, need_margin=0.03
 )
 
 
@@ -114,6 +115,9 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     # (cos − floor) / (1 − floor). Unset: the encoder's own (its manifest's `thresholds`):
     # it depends on where the encoder puts unrelated texts (MiniLM about 0, USE-m3 about 0.1).
     vector_floor: Annotated[float, between(-1.0, 0.99)] | None = None
+    # The cosine at and above which the vector score is 1: about where the encoder puts a
+    # memory as near as one usually gets (MiniLM: 1; USE-m3 about 0.6). Unset: the encoder's.
+    vector_ceiling: Annotated[float, between(-0.99, 1.0)] | None = None
     # Added to the fused score of a memory that holds every exact identifier of the query
     # (an error code, an order id): at 1 or more such a holder is never outranked by a memory
     # that merely shares topic words.
@@ -121,8 +125,10 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     # Added to the fused score of a memory that occurred inside the window a time cue of the
     # query names ("last week", "上周"; see server/core/memory/timecues.py).
     time_cue_boost: Annotated[float, between(0.0, 10.0)] = 0.3
-    # Added, for a question about time ("when did …", "什么时候"), to the fused score of a
-    # memory whose text says when ("last Saturday", "on 3 May", "上周六"): the answer type.
+    # For a question that asks when ("when did …", "什么时候", `retrieval.when_cues`), the fused
+    # score of a memory whose text says when ("last Saturday", "on 3 May", "上周六") is raised by
+    # this share: the answer type scales relevance, it never creates it (added, 0.15 made any
+    # dated memory outrank a paraphrase's answer on the bilingual bench).
     temporal_answer_boost: Annotated[float, between(0.0, 10.0)] = 0.15
     # The weight of a match in a memory's speaker's name and its event date (the keyword
     # channel's `meta` field) against one in its text: a question names whom it is about and
@@ -132,6 +138,11 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     # occurrence of a word says little more than the first: k1 below the textbook 1.2.
     bm25_k1: Annotated[float, between(0.0, 10.0)] = 0.5
     bm25_b: Ratio = 0.75
+    # The keyword scale is BM25 over the query terms' summed idf. A query term that no memory of
+    # the namespace holds counts in that sum at this share of the rarest idf: a memory sharing
+    # one incidental word of a paraphrase ("keep", "做") then matches a share of the query, not
+    # all that the namespace could match. 0: such terms are left out of the scale.
+    unseen_term_weight: Ratio = 0.3
     top_k: Annotated[int, between(1, 10_000)] = 5
     # Candidates taken from each channel before fusion; deep enough that a strong hit of one
     # channel is not lost.
@@ -158,6 +169,12 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     def floor(self) -> float:
         """`vector_floor`, or the generic one until the composition root resolved it."""
         return GENERIC_THRESHOLDS.vector_floor if self.vector_floor is None else self.vector_floor
+
+    @property
+    def ceiling(self) -> float:
+        """`vector_ceiling`, or the generic one until the composition root resolved it."""
+        c = self.vector_ceiling
+        return GENERIC_THRESHOLDS.vector_ceiling if c is None else c
 
 
 class ContextSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -217,6 +234,25 @@ class DecaySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         "上周",
         "上个月",
         "去年",
+    )
+    # A question asking when: the answer type `hybrid_search.temporal_answer_boost` favours.
+    when_cues: tuple[str, ...] = (
+        "when did",
+        "when was",
+        "when is",
+        "when will",
+        "what time",
+        "what date",
+        "which date",
+        "what day",
+        "which day",
+        "how long ago",
+        "什么时候",
+        "哪天",
+        "哪一天",
+        "几号",
+        "几月",
+        "几点",
     )
     # Ascending age thresholds in days and the factor applied past each.
     after_days: tuple[Annotated[float, between(0.0, 36_500.0)], ...] = (7.0, 30.0)
@@ -702,6 +738,8 @@ def resolve_thresholds(mem: MemorySettings, t: EncoderThresholds) -> MemorySetti
     hs, wp = mem.hybrid_search, mem.write_policy
     if hs.vector_floor is None:
         hs = msgspec.structs.replace(hs, vector_floor=t.vector_floor)
+    if hs.vector_ceiling is None:
+        hs = msgspec.structs.replace(hs, vector_ceiling=t.vector_ceiling)
     if wp.dedup_cosine is None:
         wp = msgspec.structs.replace(wp, dedup_cosine=t.dedup_cosine)
     return msgspec.structs.replace(mem, hybrid_search=hs, write_policy=wp)

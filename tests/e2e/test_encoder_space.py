@@ -62,6 +62,37 @@ def test_another_space_is_refused_then_reembedded(tmp_path: Path, procs: list[Pr
     assert again.returncode == 0, again.stderr
 
 
+def test_an_interrupted_reembed_keeps_every_server_off_until_it_is_run_again(
+    tmp_path: Path, procs: list[Proc]
+) -> None:
+    data = tmp_path / "data"
+    p = spawn(procs, data)
+    with Client(p.target, timeout=60) as c:
+        c.remember("ns", "The deploy key rotates every Tuesday", kind="fact")
+    p.stop()
+    space = json.loads((data / "encoder.json").read_text())["space"]
+    # What `pocketd reembed` leaves behind when it is killed halfway.
+    (data / "encoder.json").write_text(json.dumps({"space": f"reembedding to {space}"}))
+    one_line_exit_2(serve(tmp_path), "half re-embedded", "pocketd reembed")
+    assert reembed(data).returncode == 0
+    p = spawn(procs, data)
+    p.stop()
+
+
+def test_client_vectors_are_a_space_of_their_own(tmp_path: Path, procs: list[Proc]) -> None:
+    """A directory written with encoder.text: none holds the clients' vectors: the built-in
+    encoder's queries cannot be compared with them."""
+    data = tmp_path / "data"
+    p = spawn(procs, data, env={"POCKETD__ENCODER__TEXT": "none"})
+    with Client(p.target, timeout=60) as c:
+        c.remember("ns", "a fact", kind="fact", vector=[1.0] + [0.0] * 511)
+    p.stop()
+    assert json.loads((data / "encoder.json").read_text())["space"] == (
+        "client vectors of 512 dimensions"
+    )
+    one_line_exit_2(serve(tmp_path), "client vectors of 512 dimensions", "use-multilingual-v3")
+
+
 def test_reembed_without_a_store_exits_2(tmp_path: Path) -> None:
     out = reembed(tmp_path / "empty")
     assert out.returncode == 2 and "no record store" in out.stderr

@@ -249,6 +249,37 @@ class EngineMachine(RuleBasedStateMachine):
             listed[pocket.name] = listed.get(pocket.name, 0) + 1
         assert listed == {name: n for name, n in pockets.items() if n}, (listed, pockets)
 
+    @invariant()
+    def an_indexed_turn_carries_its_current_neighbours(self) -> None:
+        """A warm turn's indexed vector is its own vector mixed with its session neighbours' as
+        they are now: a turn written, forgotten or moved since re-indexed its neighbours."""
+        eng = self.engine
+        eng.indexer.catch_up()
+        ctx = SETTINGS.context
+        for mid, m in self.model.items():
+            if m.kind != Kind.EPISODE:
+                continue
+            key = eng._store.key_of(NS, mid)
+            assert key is not None
+            rec, _ = eng.get(NS, mid, False)
+            pocket = eng.columns.catalog.scheme.key_of(rec)
+            if pocket.tier == Tier.HOT:
+                continue
+            part = eng._vectors.partitions(NS)[pocket.name]
+            got = part.get(np.array([key], dtype=np.int64))[0]
+            before, after = eng.columns.neighbours(key, ctx.turns)
+            stored = eng._store.get_vectors([key, *before.tolist(), *after.tolist()])
+            want = np.asarray(stored[key], dtype=np.float64)
+            for dist, k in [
+                *zip(range(-len(before), 0), before.tolist(), strict=True),
+                *enumerate(after.tolist(), 1),
+            ]:
+                want = want + ctx.weight(dist, ctx.vector_weight) * np.asarray(
+                    stored[k], np.float64
+                )
+            want /= np.linalg.norm(want)
+            assert float(got @ want) > 0.999, (mid, float(got @ want))
+
 
 def run(examples: int) -> None:
     machine = EngineMachine

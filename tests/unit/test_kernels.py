@@ -29,15 +29,17 @@ def bools(n: int) -> st.SearchStrategy[np.ndarray]:
 def fusion_case(draw: st.DrawFn) -> tuple:
     n = draw(sizes)
     w = draw(st.floats(0.0, 1.0))
+    floor = draw(st.floats(-0.5, 0.9))
     params = np.array(
         [
-            draw(st.floats(-0.5, 0.9)),  # floor
+            floor,
             w,
             1.0 - w,
             draw(st.floats(1.0, 2.0)),  # both boost
             draw(st.floats(0.0, 2.0)),  # exact
             draw(st.floats(0.0, 1.0)),  # time cue
             draw(st.floats(0.0, 1.0)),  # says when
+            draw(st.floats(min(floor + 0.05, 1.0), 1.0)),  # ceiling
         ]
     )
     return (
@@ -60,7 +62,7 @@ def test_fused_scores_are_bounded_and_zero_without_a_hit_or_boost(case: tuple) -
     cos, kw, ex, win, when, p = case
     out = fused_scores(cos, kw, ex, win, when, p)
     assert np.all(out >= 0)
-    assert np.all(out <= p[3] * (p[1] + p[2]) + p[4] + p[5] + p[6] + 1e-5)
+    assert np.all(out <= p[3] * (1 + p[6]) * (p[1] + p[2]) + p[4] + p[5] + 1e-5)
     none = (cos.astype(np.float64) <= p[0]) & (kw == 0) & ~ex & ~win & ~when
     assert np.all(out[none] == 0)
 
@@ -84,7 +86,7 @@ def test_one_channel_counts_at_its_weight_and_both_are_boosted() -> None:
     cos = np.array([1.0, 1.0, 0.0], dtype=np.float32)
     kw = np.array([1.0, 0.0, 1.0], dtype=np.float32)
     no = np.zeros(3, dtype=np.bool_)
-    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15])
+    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0])
     np.testing.assert_allclose(fused_scores(cos, kw, no, no, no, p), [1.2, 0.5, 0.5], rtol=1e-6)
 
 

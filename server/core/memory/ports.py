@@ -177,6 +177,9 @@ class KeywordQuery:
     context_weights: tuple[tuple[int, float], ...] = ()
     k1: float = 0.5
     b: float = 0.75
+    # The share of the rarest idf that a query term no memory of the namespace holds counts in
+    # the reference (the keyword scale): 0 leaves it out.
+    unseen_weight: float = 0.3
 
 
 @dataclass(frozen=True)

@@ -215,6 +215,7 @@ class KeywordChannel(Reader):
             context_weights=self._context_weights,
             k1=self._s.bm25_k1,
             b=self._s.bm25_b,
+            unseen_weight=self._s.unseen_term_weight,
         )
         for _ in range(DEEPER):
             # The filter is inside the tantivy query, so only the index's lag behind a
@@ -235,7 +236,9 @@ class KeywordChannel(Reader):
                 zip(keys[keep][:depth].tolist(), norm[keep][:depth].tolist(), strict=True)
             )
             if len(res.hits) >= kq.count:
-                run.kw_tail = float(norm.min())
+                # The first stage only approximates the rescoring: an unlisted memory may score
+                # anything, so a full list bounds nothing.
+                run.kw_tail = 1.0
         # Unindexed memories: the weighted share of the query's terms, on the same scale. A
         # term the index has not seen yet is as rare as its rarest.
         unseen = max(res.idf.values(), default=1.0)

@@ -124,7 +124,7 @@ class EarlyStop(Reader):
                 exact=pid in exact,
                 in_window=span is not None
                 and (times is None or (times[0] < span[1] and times[1] >= span[0])),
-                says_when=run.temporal,
+                says_when=run.asks_when,
             )
             out.append(possible)
         return ceiling_scores(self._s, run.weights, out)

@@ -78,6 +78,7 @@ class Retriever:
         self._hits = Hits(src, self._scorer)
         self._cues = tuple(c.lower() for c in self._s.image_cues)
         self._temporal = cue_pattern(settings.retrieval.temporal_cues)
+        self._when = cue_pattern(settings.retrieval.when_cues)
 
     def weights(self, q: RecallQuery) -> tuple[float, float]:
         """(vector, keyword) weights: the image pair when the query has an image or an image cue."""
@@ -121,6 +122,7 @@ class Retriever:
             weights=(w_vec, w_kw),
             window=window(q.text, ref) if q.text else None,
             temporal=self.temporal(q),
+            asks_when=self._when.search(q.text.lower()) is not None,
         )
         if ns_id >= 0:
             plan = (

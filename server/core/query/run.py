@@ -73,6 +73,7 @@ class Run:
     # Of the query, read once: its time cue's event-time window, and whether it asks "when".
     window: tuple[float, float] | None = None
     temporal: bool = False
+    asks_when: bool = False  # it asks when: the answer type is a memory that says when
 
     def add_vectors(self, keys: KeyArray, sims: npt.NDArray[np.float32]) -> None:
         """A warm pocket's candidates; the hot tier's score of a key stands (it is exact and

@@ -29,6 +29,7 @@ def params(s: HybridSearchSettings, w_vec: float, w_kw: float) -> npt.NDArray[np
             s.exact_boost,
             s.time_cue_boost,
             s.temporal_answer_boost,
+            s.ceiling,
         ],
         dtype=np.float64,
     )
@@ -138,7 +139,7 @@ class Scorer(Reader):
         else:
             inside = np.zeros(len(keys), np.bool_)
         # A "when" question wants a memory that says when: its answer type.
-        when = c.says_when[keys] if run.temporal else np.zeros(len(keys), np.bool_)
+        when = c.says_when[keys] if run.asks_when else np.zeros(len(keys), np.bool_)
         score = fused(self._s, run.weights, cos, b, exact, inside, when)
         vh = cos > self._s.floor  # a vector hit clears the floor
         kh = b > 0

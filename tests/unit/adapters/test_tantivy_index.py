@@ -285,14 +285,30 @@ def test_neighbours_terms_count_in_the_turn_at_their_weight(index: TantivyKeywor
         ],
     )
     none = index.search(query("kayak"))
-    assert keys(none) == {1, 2, 3}  # found through the mixed field
-    assert dict(none.hits)[1] == 0.0 and dict(none.hits)[2] == 0.0  # but unweighted: 0
+    assert keys(none) == {3}  # no weight: a neighbour's words are not the turn's
     before = dict(index.search(query("kayak", context_weights=((-1, 0.5), (1, 0.25)))).hits)
     assert before[3] > before[1] > before[2] > 0
     # `score` gives the same numbers for memories the channel did not list.
     kq = query("kayak", context_weights=((-1, 0.5), (1, 0.25)))
     assert index.score(kq, [1, 2]) == pytest.approx({1: before[1], 2: before[2]})
     assert index.score(kq, [99]) == {}
+
+
+def test_a_turn_holding_the_word_outranks_many_whose_neighbours_hold_it_in_the_first_stage(
+    index: TantivyKeywordIndex,
+) -> None:
+    """More candidates than the count: the first stage must rank as the rescoring does, or the
+    turn that says the word itself is cut before it is rescored."""
+    ctx = ((-1, 0.2),)
+    load(
+        index,
+        [doc(i, "yes sure", context=((-1, "kayak"),)) for i in range(1, 71)]
+        + [doc(100, "I rented a kayak on the lake and it was fun and long and tiring too")],
+    )
+    hits = index.search(query("kayak", count=64, context_weights=ctx)).hits
+    assert hits[0][0] == 100
+    exact = index.score(query("kayak", context_weights=ctx), [100])[100]
+    assert hits[0][1] == pytest.approx(exact)
 
 
 def test_upsert_replaces_and_remove_deletes(index: TantivyKeywordIndex) -> None:
@@ -380,7 +396,21 @@ def test_an_empty_query_finds_nothing(index: TantivyKeywordIndex) -> None:
     assert index.search(query("?!")).hits == []
     assert index.search(query("apple", count=0)).hits == []
     missing = index.search(query("zebra"))
-    assert missing.hits == [] and missing.idf == {} and missing.postings == 0
+    assert missing.hits == [] and missing.postings == 0
+
+
+def test_a_query_term_no_memory_holds_counts_in_the_keyword_scale(
+    index: TantivyKeywordIndex,
+) -> None:
+    """The reference (Σ idf) counts an unseen term at `unseen_weight` of the rarest idf, so a
+    memory that shares one word of a longer paraphrase matches a share of it."""
+    load(index, [doc(1, "apple banana"), doc(2, "cherry")])
+    rarest = math.log(1.0 + 2.5 / 0.5)  # N = 2, df = 0
+    full = index.search(query("apple zebra", unseen_weight=1.0))
+    assert full.idf == {"appl": pytest.approx(math.log(2.0)), "zebra": pytest.approx(rarest)}
+    half = index.search(query("apple zebra", unseen_weight=0.5))
+    assert half.idf["zebra"] == pytest.approx(0.5 * rarest)
+    assert "zebra" not in index.search(query("apple zebra", unseen_weight=0.0)).idf
 
 
 def test_statistics_survive_a_commit_only_for_the_namespaces_it_left_alone(

@@ -63,8 +63,8 @@ def test_time_expressions(text: str, says_when: bool) -> None:
 def test_a_when_question_prefers_the_memory_that_says_when(
     engine_factory: Callable[..., MemoryEngine],
 ) -> None:
-    """Two tellings equally near the question; only the one that says when answers it, by
-    exactly `temporal_answer_boost`."""
+    """Two tellings equally near the question; only the one that says when answers it: its
+    score is raised by exactly the share `temporal_answer_boost`."""
     rng = np.random.default_rng(31)
     q = unit_vec(rng)
     eng = engine_factory()
@@ -91,5 +91,25 @@ def test_a_when_question_prefers_the_memory_that_says_when(
     )
     without = fused(engine_factory(off))
     boost = s.hybrid_search.temporal_answer_boost
-    assert with_boost["Last"] == pytest.approx(without["Last"] + boost, abs=1e-5)
+    assert with_boost["Last"] == pytest.approx(without["Last"] * (1 + boost), abs=1e-5)
     assert with_boost["Some"] == pytest.approx(without["Some"], abs=1e-5)
+
+
+def test_a_question_that_mentions_the_past_without_asking_when_boosts_no_answer_type(
+    engine_factory: Callable[..., MemoryEngine],
+) -> None:
+    """"之前那次上线失败是怎么回事" looks back (nothing decays) but does not ask when: a dated
+    memory gets no answer-type boost over the one that answers it."""
+    rng = np.random.default_rng(32)
+    q = unit_vec(rng)
+    eng = engine_factory()
+    eng.remember(
+        [
+            mem("上次上线失败是因为配置文件写错了。", Kind.FACT, q),
+            mem("上周六我们去爬山了。", Kind.FACT, q),
+        ]
+    )
+    eng.indexer.catch_up()
+    hits = eng.recall(RecallQuery(namespace=NS, text="之前那次上线失败是怎么回事", vector=q)).hits
+    by = {h.record.text[:2]: h.score for h in hits}
+    assert by["上周"].fused <= by["上次"].fused

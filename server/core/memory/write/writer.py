@@ -311,6 +311,7 @@ class Writer:
         wp = self._s.write_policy
         targets = self._supersede_targets(items)
         turns = _Turns(self._cols)
+        moved: set[int] = set()  # upserts that leave their place in a session
         staged: list[_Staged | None] = []
         results: list[WriteResult] = []
         for item in items:
@@ -358,6 +359,8 @@ class Writer:
                     rec.stored_at = prev.stored_at or now
                     if item.turn is None and prev.session_id == rec.session_id:
                         rec.turn = prev.turn  # rewriting a turn does not move it
+                    if (prev.session_id, prev.turn) != (rec.session_id, rec.turn):
+                        moved.add(rec.key)  # its old neighbours lose it as a neighbour
                     if prev.tier == Tier.COLD:
                         rec.tier = Tier.COLD
             u = None if item.vector is None else unit(item.vector)
@@ -405,10 +408,23 @@ class Writer:
                     entries[st.record.key] = entry
             slots.append(entry)
         superseded = self._mark_superseded(targets, slots, batch, now)
+        # A turn that moved (another session, another place) leaves neighbours whose keyword
+        # documents and mixed vectors still hold it: rewrite them in the same change, as Forget
+        # does, so the indexer re-indexes them without it.
+        written = {p.record.key for p in batch} | {r.key for r in superseded}
+        near: set[int] = set()
+        for before, after in self._cols.neighbours_many(
+            sorted(moved), self._s.context.turns
+        ).values():
+            near.update(k for k in (*before.tolist(), *after.tolist()) if k not in written)
+        old_neighbours = [
+            Put(r, None, Cause.UPSERT) for r in self._store.get(sorted(near)).values()
+        ]
         deadline.check("the commit")  # the last point at which the write can still be dropped
         self._commit(
             [Put(p.record, p.vector, p.cause) for p in batch]
             + [Put(r, None, Cause.SUPERSEDE) for r in superseded]
+            + old_neighbours
         )
         # A result names the final record (an entry may have absorbed later duplicates).
         return [
