@@ -37,12 +37,15 @@ quality` uses 1 and 2), so that nothing is tuned to one draw of the generator ei
 from __future__ import annotations
 
 import random
+import re
+import time
 from dataclasses import dataclass, field
 
 DAY = 86_400.0
 START = 1_735_689_600.0  # 2025-01-01T00:00:00Z
 TYPES = ("single_hop", "multi_hop", "temporal", "exact_id", "adversarial")
 HALVES = ("tune", "report")
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
 
 @dataclass(frozen=True)
@@ -57,8 +60,12 @@ class Turn:
 
 
 def transcript(t: Turn) -> str:
-    """The turn as a transcript reads, "Speaker: words": what a text-only retriever gets."""
-    return f"{t.speaker}: {t.text}"
+    """The turn as a dated transcript reads, "2 May 2023, Speaker: words" (in Chinese "2023年5月2日
+    Speaker: words"): what a text-only retriever gets, the same fields pocketd gets."""
+    d = time.gmtime(t.time)
+    if _CJK.search(t.text):
+        return f"{d.tm_year}年{d.tm_mon}月{d.tm_mday}日 {t.speaker}: {t.text}"
+    return f"{d.tm_mday} {time.strftime('%B', d)} {d.tm_year}, {t.speaker}: {t.text}"
 
 
 @dataclass(frozen=True)

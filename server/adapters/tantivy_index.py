@@ -58,6 +58,8 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = 4
 # Document counts kept (a few hundred KB at most; a commit copies those it carries over).
 STATS_CACHE = 16_384
+# Queries whose prepared statistics a view keeps (between a Recall's search and its score).
+PREPARED_CACHE = 64
 # The bags of terms a document has, pre-analysed (see the module docstring). `txt` and `meta`
 # are stored for the exact rescoring, with their lengths as fast fields; `mix` is searched and
 # counted, and rescored from `ctx_terms` (each neighbour's terms, by distance) and `txt`.
@@ -95,6 +97,22 @@ class _View:
     counts: dict[tuple[str, str, str], int] = field(default_factory=dict)
     # (namespace, term) → pocket → documents of the pocket whose text holds the term.
     by_pocket: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
+    # (bag, term) → documents of the whole index holding it (this searcher's, so not carried).
+    anywhere: dict[tuple[str, str], int] = field(default_factory=dict)
+    # A query's prepared statistics, for `score` after `search` (the same view, so the same
+    # statistics); a few recent queries.
+    prepared: dict[tuple[object, ...], _Prepared] = field(default_factory=dict)
+
+    def doc_freq(self, bag: str, term: str) -> int:
+        """The index-wide document count of `term` in `bag`, remembered (the binding's call is
+        O(1) but costs tens of microseconds)."""
+        key = (bag, term)
+        n = self.anywhere.get(key)
+        if n is None:
+            if len(self.anywhere) >= STATS_CACHE:
+                self.anywhere.clear()
+            n = self.anywhere[key] = int(self.searcher.doc_freq(bag, term))
+        return n
 
     def carried(self, searcher: tantivy.Searcher, touched: set[str]) -> _View:
         """The view of a new searcher, keeping the statistics of the namespaces the commit did
@@ -265,7 +283,21 @@ class TantivyKeywordIndex:
 
     def _prepare(self, q: KeywordQuery, view: _View) -> _Prepared | None:
         """The query's terms with their namespace idf per scored bag, the first stage's
-        clauses, the postings read and the reference (each term once, where it weighs most)."""
+        clauses, the postings read and the reference (each term once, where it weighs most);
+        remembered in the view for the query's `score` after its `search`."""
+        key = (
+            q.namespace, q.text, q.pockets, q.speaker_weight, q.context_weights, q.unseen_weight
+        )  # fmt: skip
+        got = view.prepared.get(key)
+        if got is None:
+            got = self._prepare_new(q, view)
+            if len(view.prepared) >= PREPARED_CACHE:
+                view.prepared.clear()
+            if got is not None:
+                view.prepared[key] = got
+        return got
+
+    def _prepare_new(self, q: KeywordQuery, view: _View) -> _Prepared | None:
         terms = list(dict.fromkeys(self.analyze(q.text)))
         if not terms:
             return None
@@ -284,7 +316,7 @@ class TantivyKeywordIndex:
             for bag, weight in weights.items():
                 if weight <= 0:
                     continue
-                anywhere = searcher.doc_freq(bag, t)  # O(1); the count below is not
+                anywhere = view.doc_freq(bag, t)  # O(1); the count below is not
                 if anywhere == 0:
                     continue
                 term_q = self._term(bag, t)
@@ -383,7 +415,7 @@ class TantivyKeywordIndex:
                 Query.boolean_query([(Occur.Must, ns_q), (Occur.Must, self._term("txt", t))]),
             )
             for t in ident
-            if searcher.doc_freq("txt", t)
+            if view.doc_freq("txt", t)
         }
         ident_ok = bool(ident) and all(txt_df.get(t, 0) > 0 for t in ident)
         hits, exact = [], set()
@@ -480,7 +512,7 @@ class TantivyKeywordIndex:
         counts = view.by_pocket.get(key)
         if counts is None:
             counts = {}
-            if view.searcher.doc_freq(bag, term):  # O(1); the aggregation is not
+            if view.doc_freq(bag, term):  # O(1); the aggregation is not
                 query = Query.boolean_query(
                     [(Occur.Must, self._term("ns", namespace)), (Occur.Must, self._term(bag, term))]
                 )

@@ -112,7 +112,7 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     # Multiplier for a hit found by both channels (a vector hit is above `vector_floor`).
     both_boost: Annotated[float, between(1.0, 10.0)] = 1.2
     # The cosine at or below which a memory is no vector hit; above it the vector score is
-    # (cos − floor) / (1 − floor). Unset: the encoder's own (its manifest's `thresholds`):
+    # (cos − floor) / (ceiling − floor), clipped. Unset: the encoder's own (its manifest's):
     # it depends on where the encoder puts unrelated texts (MiniLM about 0, USE-m3 about 0.1).
     vector_floor: Annotated[float, between(-1.0, 0.99)] | None = None
     # The cosine at and above which the vector score is 1: about where the encoder puts a

@@ -187,7 +187,7 @@ class RecallQuery(msgspec.Struct):
     # The pockets to search, in order; None: every pocket the filter allows.
     plan: list[PlanStep] | None = None
     # Stop the plan's vector steps once no pocket left could hold a memory that enters the top
-    # k (see `bounds`): the skipped steps are reported as "skipped".
+    # k (see `server.core.query.early_stop`): the skipped steps are reported as "skipped".
     early_stop: bool = False
     # The reference time for decay and time cues; None: now.
     as_of: float | None = None

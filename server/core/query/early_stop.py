@@ -1,12 +1,13 @@
 """Upper bounds on what an unsearched pocket could add to a Recall, for stopping a plan early.
 
-The fusion scales depend only on the query and the namespace (see `retrieval`), so a memory's
-fused score has a ceiling that can be computed without searching its pocket:
+The scales depend only on the query and the namespace (see `scoring`), so a memory's fused score
+has a ceiling that can be computed without searching its pocket:
 - its cosine is at most `best_cosine(query, cap)`: every vector of the pocket lies in the cap
   (anchor, floor) that its index keeps, and no unit vector in that cap is closer to the query;
 - the keyword channel has already run over the whole plan, so a memory of the pocket scores at
-  most the best listed one of the pocket, or, when the channel's list was full, the lowest
-  listed score (an unlisted memory ranks below the whole list);
+  most the best listed one of the pocket; when the channel's list was full, an unlisted memory
+  (which the pocket's vector search could still find, and the completion would score) may score
+  anything, so the bound is then 1;
 - each additive boost counts if it could apply at all (an exact identifier only if a listed
   holder is in the pocket; a time cue only if the pocket's time bucket meets its window).
 The formula is non-decreasing in each of these, so the ceiling is the formula itself
@@ -102,7 +103,7 @@ class EarlyStop(Reader):
         return bar
 
     def ceilings(self, run: Run, query: Vector, pids: list[int]) -> list[float]:
-        """The highest score any memory of each pocket could reach (see `bounds`)."""
+        """The highest score any memory of each pocket could reach (the module docstring)."""
         q = run.q
         of = self._cols.pocket
         best_kw: dict[int, float] = {}  # pocket → its best listed keyword score

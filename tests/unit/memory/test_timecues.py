@@ -98,7 +98,7 @@ def test_a_when_question_prefers_the_memory_that_says_when(
 def test_a_question_that_mentions_the_past_without_asking_when_boosts_no_answer_type(
     engine_factory: Callable[..., MemoryEngine],
 ) -> None:
-    """"之前那次上线失败是怎么回事" looks back (nothing decays) but does not ask when: a dated
+    """ "之前那次上线失败是怎么回事" looks back (nothing decays) but does not ask when: a dated
     memory gets no answer-type boost over the one that answers it."""
     rng = np.random.default_rng(32)
     q = unit_vec(rng)

@@ -1,6 +1,5 @@
-"""The early stop (server/core/memory/bounds.py and `Retriever._can_stop`): it must be sound (a
-plan stopped early returns exactly what the whole plan returns) and it must stop when the other
-pockets are far."""
+"""The early stop (server/core/query/early_stop.py): it must be sound (a plan stopped early
+returns exactly what the whole plan returns) and it must stop when the other pockets are far."""
 
 from __future__ import annotations
 
