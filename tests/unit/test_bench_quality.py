@@ -4,6 +4,7 @@ figures rest on. Fast: no server, no encoder."""
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -31,7 +32,10 @@ def test_the_generator_is_deterministic_and_its_evidence_exists() -> None:
     # A turn's index is its position in its session; its words carry no speaker prefix.
     for t in a.turns:
         assert t.turn_id.endswith(f"-t{t.index:02d}")
-        assert transcript(t) == f"{t.speaker}: {t.text}"
+        assert transcript(t).endswith(f"{t.speaker}: {t.text}")
+        # The baselines get the event date as words too (pocketd gets it as a field).
+        day = time.gmtime(t.time)
+        assert str(day.tm_year) in transcript(t) and str(day.tm_mday) in transcript(t)
 
 
 def test_adversarial_evidence_has_a_look_alike_of_the_other_speaker() -> None:
