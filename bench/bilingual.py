@@ -52,6 +52,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.bilingual_data import GROUPS, MEMORIES, QUESTIONS, UNRELATED, Memory, Question
+from bench.quality_retrievers import wait_indexed
 from bench.server_proc import ROOT, ServerProcess
 from bench.textproc import tokenize
 from pocketd import Client, MemoryInput
@@ -185,12 +186,7 @@ class Pocketd:
         log(f"  indexes caught up after {self._wait_indexed():.1f} s")
 
     def _wait_indexed(self, timeout: float = 120.0) -> float:
-        t0 = time.perf_counter()
-        while time.perf_counter() - t0 < timeout:
-            if self.client.stats().index.pending == 0:
-                break
-            time.sleep(0.2)
-        return time.perf_counter() - t0
+        return wait_indexed(self.client, timeout)
 
     def __call__(self, q: Question) -> list[str]:
         hits = self.client.recall(NAMESPACE, q.text, top_k=DEPTH, min_score=0.0).hits

@@ -129,6 +129,17 @@ class Trivial:
         return [t.turn_id for t in self.turns[p.namespace] if t.time <= p.as_of][:DEPTH]
 
 
+def wait_indexed(client: Client, timeout: float = 120.0) -> float:
+    """Wait until the server's warm indexes have caught up (recall then sees the steady state);
+    return the seconds waited."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < timeout:
+        if client.stats().index.pending == 0:
+            break
+        time.sleep(0.2)
+    return time.perf_counter() - t0
+
+
 class Pocketd:
     """A real `pocketd serve` on its defaults (no settings overridden). `add` imports a corpus:
     one RememberBatch per session, each turn an episode with its words as the text and its
@@ -192,13 +203,7 @@ class Pocketd:
         }
 
     def _wait_indexed(self, timeout: float = 120.0) -> float:
-        """Wait until the warm indexes have caught up, so that recall sees the steady state."""
-        t0 = time.perf_counter()
-        while time.perf_counter() - t0 < timeout:
-            if self.client.stats().index.pending == 0:
-                break
-            time.sleep(0.2)
-        return time.perf_counter() - t0
+        return wait_indexed(self.client, timeout)
 
     def ranker(self, label: str) -> Pocketd.Bound:
         return Pocketd.Bound(self, label)
