@@ -168,14 +168,18 @@ class Writer:
         words (which would otherwise stay findable through a neighbour)."""
         with self._lock:
             deadline.check("the delete")
-            gone = set(keys)
-            near: set[int] = set()
-            turns = self._s.context.turns
-            for before, after in self._cols.neighbours_many(keys, turns).values():
-                near.update(k for k in (*before.tolist(), *after.tolist()) if k not in gone)
-            rewrite = [Put(r, None, Cause.FORGET) for r in self._store.get(sorted(near)).values()]
+            rewrite = self._rewrite_neighbours(keys, set(keys), Cause.FORGET)
             applied = self._commit([*(Erase(k) for k in keys), *rewrite])
             return sum(1 for a in applied if a.record is None)
+
+    def _rewrite_neighbours(self, keys: list[int], written: set[int], cause: Cause) -> list[Put]:
+        """Rewrites (same record, same vector) of the session neighbours of `keys` that the
+        change does not already write: the indexer then rebuilds their keyword documents and
+        mixed vectors from what the change leaves."""
+        near: set[int] = set()
+        for before, after in self._cols.neighbours_many(keys, self._s.context.turns).values():
+            near.update(k for k in (*before.tolist(), *after.tolist()) if k not in written)
+        return [Put(r, None, cause) for r in self._store.get(sorted(near)).values()]
 
     def _commit(self, ops: Sequence[Op]) -> list[Applied]:
         """Apply a change durably, then hand it to the followers. Called under the lock."""
@@ -412,14 +416,7 @@ class Writer:
         # documents and mixed vectors still hold it: rewrite them in the same change, as Forget
         # does, so the indexer re-indexes them without it.
         written = {p.record.key for p in batch} | {r.key for r in superseded}
-        near: set[int] = set()
-        for before, after in self._cols.neighbours_many(
-            sorted(moved), self._s.context.turns
-        ).values():
-            near.update(k for k in (*before.tolist(), *after.tolist()) if k not in written)
-        old_neighbours = [
-            Put(r, None, Cause.UPSERT) for r in self._store.get(sorted(near)).values()
-        ]
+        old_neighbours = self._rewrite_neighbours(sorted(moved), written, Cause.UPSERT)
         deadline.check("the commit")  # the last point at which the write can still be dropped
         self._commit(
             [Put(p.record, p.vector, p.cause) for p in batch]
