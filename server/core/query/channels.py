@@ -238,7 +238,7 @@ class KeywordChannel(Reader):
             if len(res.hits) >= kq.count:
                 # The first stage only approximates the rescoring: an unlisted memory may score
                 # anything, so a full list bounds nothing.
-                run.kw_tail = 1.0
+                run.kw_full = True
         # Unindexed memories: the weighted share of the query's terms, on the same scale. A
         # term the index has not seen yet is as rare as its rarest.
         unseen = max(res.idf.values(), default=1.0)

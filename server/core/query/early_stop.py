@@ -120,8 +120,8 @@ class EarlyStop(Reader):
             times = self._cols.pocket_span(pid)  # every event time ever put in the pocket
             possible = Possible(
                 cosine=-1.0 if cap is None else best_cosine(query, *cap) + COSINE_SLACK,
-                # an unlisted memory of it scores at most the list's lowest, if it was full
-                keyword=max(best_kw.get(pid, 0.0), run.kw_tail),
+                # a full list bounds nothing: an unlisted memory of it may score anything
+                keyword=1.0 if run.kw_full else best_kw.get(pid, 0.0),
                 exact=pid in exact,
                 in_window=span is not None
                 and (times is None or (times[0] < span[1] and times[1] >= span[0])),

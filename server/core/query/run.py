@@ -65,11 +65,11 @@ class Run:
     hnsw_vectors: int = 0  # in the plan's pockets searched by HNSW
     hot: set[int] = field(default_factory=set)  # keys the hot tier scored: exact, newest
     weights: tuple[float, float] = (0.5, 0.5)
-    # The keyword query, its reference (Σ idf: the keyword scale), and the least score an
-    # unlisted memory could have had on that scale (the lowest listed one if the list was full).
+    # The keyword query, its reference (Σ idf: the keyword scale), and whether its list was
+    # full (then an unlisted memory may hold a query term, and score anything).
     kq: KeywordQuery | None = None
     reference: float = 0.0
-    kw_tail: float = 0.0
+    kw_full: bool = False
     # Of the query, read once: its time cue's event-time window, and whether it asks "when".
     window: tuple[float, float] | None = None
     temporal: bool = False

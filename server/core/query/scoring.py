@@ -118,8 +118,8 @@ class Scorer(Reader):
                 cosines.update((k, c) for k, ok, c in zip(mine, present, sims, strict=True) if ok)
             run.vec = cosines
         # The keyword channel listed every memory that holds a query term unless its list was
-        # full (`kw_tail`): only then can a vector candidate have an unlisted BM25.
-        if run.kq is not None and run.kw_tail > 0:
+        # full: only then can a vector candidate have an unlisted BM25.
+        if run.kq is not None and run.kw_full:
             missing = [k for k in run.vec if k not in run.kw]
             if missing:
                 got = self._keywords.score(run.kq, missing)
