@@ -174,6 +174,16 @@ class TantivyKeywordIndex:
         return self._analyzer(text)
 
     def upsert(self, docs: Sequence[KeywordDoc]) -> None:
+        # A turn's text is its own document's and each of its neighbours' context: analyse it
+        # once per batch (jieba and the stemmer are most of the indexer's keyword work).
+        analysed: dict[str, str] = {}
+
+        def terms_of(text: str) -> str:
+            got = analysed.get(text)
+            if got is None:
+                got = analysed[text] = " ".join(self.analyze(text))
+            return got
+
         with self._lock:
             for d in docs:
                 rec = d.record
@@ -191,9 +201,9 @@ class TantivyKeywordIndex:
                     created=float(rec.created_at),
                     expires=math.inf if rec.expires_at is None else float(rec.expires_at),
                 )
-                own = " ".join(self.analyze(rec.text))
+                own = terms_of(rec.text)
                 meta = " ".join([*self.analyze(rec.speaker), *date_terms(rec.created_at)])
-                lines = [(dist, " ".join(self.analyze(text))) for dist, text in d.context]
+                lines = [(dist, terms_of(text)) for dist, text in d.context]
                 lines = [(dist, t) for dist, t in lines if t]
                 doc.add_text("txt", own)
                 doc.add_text("mix", " ".join([own, *(t for _, t in lines)]))
