@@ -31,6 +31,11 @@ memories therefore never shift another's scores, and a score does not depend on 
 happens to be segmented. `score(q, keys)` rescores given memories the same way, so a memory
 the keyword channel did not list still gets its own BM25.
 
+The rescoring reads each document's terms from a `TermCache` (the documents written or read
+lately, parsed, valid per view); only the others are read out of tantivy (a search's hits by
+address, `score`'s by one lookup of their keys). A search reads its hits' keys from the `key`
+fast field, not from the stored documents.
+
 `commit(rev)` makes changes durable and searchable, then records `rev` in `rev.json`. An index of
 another schema (`schema.json`) is deleted on open and rebuilt from the record store.
 """
@@ -52,6 +57,7 @@ import tantivy
 from tantivy import Document, FieldType, Index, Occur, Query, SchemaBuilder
 
 from server.adapters.analysis import Analyzer, date_terms
+from server.adapters.term_cache import DocTerms, TermCache, parse
 from server.core.memory.ports import KeywordDoc, KeywordQuery, KeywordResult
 
 log = logging.getLogger(__name__)
@@ -60,6 +66,8 @@ SCHEMA_VERSION = 4
 STATS_CACHE = 16_384
 # Queries whose prepared statistics a view keeps (between a Recall's search and its score).
 PREPARED_CACHE = 64
+# Documents whose parsed terms are held for the rescoring (a few hundred bytes each).
+TERM_CACHE = 131_072
 # The bags of terms a document has, pre-analysed (see the module docstring). `txt` and `meta`
 # are stored for the exact rescoring, with their lengths as fast fields; `mix` is searched and
 # counted, and rescored from `ctx_terms` (each neighbour's terms, by distance) and `txt`.
@@ -93,6 +101,7 @@ class _View:
     (namespace, bag, term) → document count. A commit replaces the whole view."""
 
     searcher: tantivy.Searcher
+    generation: int = 0  # the commits since the process opened the index
     lengths: dict[tuple[str, str], float] = field(default_factory=dict)
     counts: dict[tuple[str, str, str], int] = field(default_factory=dict)
     # (namespace, term) → pocket → documents of the pocket whose text holds the term.
@@ -122,6 +131,7 @@ class _View:
         lengths, counts, by_pocket = dict(self.lengths), dict(self.counts), dict(self.by_pocket)
         return _View(
             searcher,
+            self.generation + 1,
             {k: v for k, v in lengths.items() if k[0] not in touched},
             {k: v for k, v in counts.items() if k[0] not in touched},
             {k: v for k, v in by_pocket.items() if k[0] not in touched},
@@ -148,7 +158,7 @@ def _idf(docs: int, df: int) -> float:
 class TantivyKeywordIndex:
     """`KeywordIndex` over one tantivy directory."""
 
-    def __init__(self, root: Path, heap_bytes: int) -> None:
+    def __init__(self, root: Path, heap_bytes: int, term_cache: int = TERM_CACHE) -> None:
         _check_schema(root)
         self._root = root
         self._schema = _schema()
@@ -157,6 +167,9 @@ class TantivyKeywordIndex:
         self._writer = self._index.writer(heap_size=heap_bytes, num_threads=1)
         self._lock = threading.Lock()
         self._touched: set[str] = set()  # namespaces changed since the last commit
+        # Documents changed since the last commit: their terms, or None when removed.
+        self._pending: dict[int, DocTerms | None] = {}
+        self._terms = TermCache(term_cache)
         self._rev = self._read_rev()
         self._index.reload()
         self._view = _View(self._index.searcher())
@@ -215,12 +228,18 @@ class TantivyKeywordIndex:
                 for tag in rec.tags:
                     doc.add_text("tags", tag)
                 self._writer.add_document(doc)
+                self._pending[rec.key] = DocTerms(
+                    tuple(own.split(" ")) if own else (),
+                    tuple((dist, tuple(t.split(" "))) for dist, t in lines),
+                    tuple(meta.split(" ")) if meta else (),
+                )
 
     def remove(self, namespace: str, keys: Sequence[int]) -> None:
         with self._lock:
             self._touched.add(namespace)
             for key in keys:
                 self._writer.delete_documents_by_term("key", key)
+                self._pending[key] = None
 
     def commit(self, rev: int) -> None:
         with self._lock:
@@ -233,12 +252,18 @@ class TantivyKeywordIndex:
             os.replace(tmp, self._rev_file())
             self._rev = rev
             touched, self._touched = self._touched, set()
+            pending, self._pending = self._pending, {}
+            generation = self._view.generation + 1  # the next view's, whenever it comes
+            self._terms.changed(pending, generation)  # before a reader can see that view
             try:
                 self._index.reload()
                 self._view = self._view.carried(self._index.searcher(), touched)
             except BaseException:
                 self._touched |= touched  # the next commit drops their statistics instead
                 raise
+            for key, terms in pending.items():
+                if terms is not None:
+                    self._terms.put(key, generation, terms)
 
     def committed_rev(self) -> int:
         return self._rev
@@ -370,23 +395,18 @@ class TantivyKeywordIndex:
             avg_mix=own * (1.0 + sum(ctx.values())),
         )
 
-    def _rescore(self, doc: tantivy.Document, p: _Prepared, q: KeywordQuery) -> float:
+    def _rescore(self, doc: DocTerms, p: _Prepared, q: KeywordQuery) -> float:
         """BM25F over the turn and its weighted neighbours, plus the meta field (b = 0)."""
         k1, b = q.k1, q.b
         score = 0.0
         mix = p.idf["mix"]
         if mix:
-            own = bytes(doc["txt_terms"][0]).decode().split(" ")
-            tf: dict[str, float] = dict(Counter([w for w in own if w in mix]))
-            length = float(len(own))
-            for line in bytes(doc["ctx_terms"][0]).decode().split("\n"):
-                if not line:
-                    continue
-                dist, _, text = line.partition(" ")
-                w = p.context.get(int(dist), 0.0)
+            tf: dict[str, float] = dict(Counter([w for w in doc.own if w in mix]))
+            length = float(len(doc.own))
+            for dist, words in doc.context:
+                w = p.context.get(dist, 0.0)
                 if w <= 0.0:
                     continue
-                words = text.split(" ")
                 length += w * len(words)
                 for t in words:
                     if t in mix:
@@ -395,11 +415,21 @@ class TantivyKeywordIndex:
             score += sum(mix[t] * n * (k1 + 1.0) / (n + norm) for t, n in tf.items() if n > 0)
         meta = p.idf["meta"]
         if meta:
-            words = bytes(doc["meta_terms"][0]).decode().split(" ")
-            counts = Counter([w for w in words if w in meta])
+            counts = Counter([w for w in doc.meta if w in meta])
             part = sum(meta[t] * n * (k1 + 1.0) / (n + k1) for t, n in counts.items())
             score += p.meta_weight * part
         return score
+
+    def _doc_terms(self, view: _View, key: int, addr: tantivy.DocAddress) -> DocTerms:
+        """A hit's terms: held, else read from its stored document (and then held)."""
+        got = self._terms.get(key, view.generation)
+        if got is None:
+            doc = view.searcher.doc(addr)
+            got = parse(
+                bytes(doc["txt_terms"][0]), bytes(doc["ctx_terms"][0]), bytes(doc["meta_terms"][0])
+            )
+            self._terms.put(key, view.generation, got)
+        return got
 
     def search(self, q: KeywordQuery) -> KeywordResult:
         if q.count <= 0:
@@ -429,12 +459,12 @@ class TantivyKeywordIndex:
         }
         ident_ok = bool(ident) and all(txt_df.get(t, 0) > 0 for t in ident)
         hits, exact = [], set()
-        for _, addr in searcher.search(query, q.count).hits:
-            doc = searcher.doc(addr)
-            key = int(doc["key"][0])
-            if ident_ok and ident.issubset(bytes(doc["txt_terms"][0]).decode().split(" ")):
+        addrs = [addr for _, addr in searcher.search(query, q.count).hits]
+        for key, addr in zip(_keys(searcher, addrs), addrs, strict=True):
+            terms = self._doc_terms(view, key, addr)
+            if ident_ok and ident.issubset(terms.own):
                 exact.add(key)
-            hits.append((key, self._rescore(doc, p, q)))
+            hits.append((key, self._rescore(terms, p, q)))
         hits.sort(key=lambda h: (-h[1], h[0]))
         # Every holder holds each identifier, so there are at most the rarest one's document
         # count of them. If the candidates have fewer, others may rank below them (a long
@@ -444,30 +474,42 @@ class TantivyKeywordIndex:
             if len(exact) < holders:
                 must = [(Occur.Must, self._zero(self._term("txt", t))) for t in ident]
                 found = searcher.search(Query.boolean_query([*restrict, *must]), q.count).hits
-                exact |= {int(searcher.doc(addr)["key"][0]) for _, addr in found}
+                exact |= set(_keys(searcher, [addr for _, addr in found]))
         return KeywordResult(hits, p.reference, p.postings, frozenset(exact))
 
     def score(self, q: KeywordQuery, keys: Sequence[int]) -> dict[int, float]:
-        """The BM25 of the given memories of the namespace, as `search` would score them (0 for
-        one that holds no query term): a memory's keyword score whichever channel found it."""
+        """The BM25 of the given memories of the namespace, as `search` would score them (left
+        out when it holds no query term): a memory's keyword score whichever channel found it.
+        Their terms come from the cache; the others' documents are looked up by key at once."""
         if not keys:
             return {}
         view = self._view
         p = self._prepare(q, view)
         if p is None or not p.should:
             return {}
-        searcher = view.searcher
-        query = Query.boolean_query(
-            [
-                (Occur.Must, self._zero(self._term("ns", q.namespace))),
-                (Occur.Must, self._zero(Query.term_set_query(self._schema, "key", list(keys)))),
-                (Occur.Must, Query.boolean_query(p.should)),
-            ]
-        )
+        found: dict[int, DocTerms] = {}
+        missing: list[int] = []
+        for k in keys:
+            got = self._terms.get(k, view.generation)
+            if got is None:
+                missing.append(k)
+            else:
+                found[k] = got
+        if missing:
+            searcher = view.searcher
+            query = Query.boolean_query(
+                [
+                    (Occur.Must, self._term("ns", q.namespace)),
+                    (Occur.Must, Query.term_set_query(self._schema, "key", missing)),
+                ]
+            )
+            addrs = [addr for _, addr in searcher.search(query, len(missing)).hits]
+            for key, addr in zip(_keys(searcher, addrs), addrs, strict=True):
+                found[key] = self._doc_terms(view, key, addr)
         out: dict[int, float] = {}
-        for _, addr in searcher.search(query, len(keys)).hits:
-            doc = searcher.doc(addr)
-            out[int(doc["key"][0])] = self._rescore(doc, p, q)
+        for key, terms in found.items():
+            if (score := self._rescore(terms, p, q)) > 0.0:
+                out[key] = score
         return out
 
     @staticmethod
@@ -538,6 +580,11 @@ class TantivyKeywordIndex:
     def close(self) -> None:
         with self._lock:
             self._writer.wait_merging_threads()
+
+
+def _keys(searcher: tantivy.Searcher, addrs: list[tantivy.DocAddress]) -> list[int]:
+    """The memory keys of hits, from the `key` fast field (no stored document is read)."""
+    return [int(k) for k in searcher.fast_field_values("key", addrs)]  # type: ignore[arg-type]
 
 
 def _count(searcher: tantivy.Searcher, query: Query) -> int:

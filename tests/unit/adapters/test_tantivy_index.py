@@ -464,3 +464,40 @@ def test_commits_while_searches_cache_new_statistics(index: TantivyKeywordIndex)
         sys.setswitchinterval(before)
     assert not errors
     assert index.committed_rev() == 199
+
+
+def test_rescoring_follows_each_commit_through_the_term_cache(root: Path) -> None:
+    """Terms held for the rescoring never outlive their document: a changed text scores by its
+    new terms, a removed one not at all, in `search` and in `score` alike, and a reopened index
+    (an empty cache) scores as the warm one did."""
+    idx = TantivyKeywordIndex(root, HEAP)
+    load(idx, [doc(1, "apple pie"), doc(2, "apple"), doc(3, "pear")], rev=1)
+    q = query("apple pie")
+    first = dict(idx.search(q).hits)
+    assert idx.score(q, [1, 2, 3]) == first  # the pear holds no query term
+    idx.upsert([doc(1, "pear tart")])
+    idx.remove(NS, [2])
+    assert idx.score(q, [1, 2]) == first  # not committed yet: the old view's terms
+    idx.commit(2)
+    assert idx.search(q).hits == []
+    assert idx.score(q, [1, 2, 3]) == {}
+    tart = query("tart")
+    assert set(idx.score(tart, [1, 3])) == {1}
+    warm = (dict(idx.search(tart).hits), idx.score(tart, [1, 3]))
+    idx.close()
+    cold = TantivyKeywordIndex(root, HEAP)
+    assert (dict(cold.search(tart).hits), cold.score(tart, [1, 3])) == warm
+    cold.close()
+
+
+def test_a_cache_too_small_for_the_candidates_scores_them_alike(root: Path) -> None:
+    docs = [doc(i, f"apple word{i % 7}", context=((-1, f"pie word{i % 3}"),)) for i in range(40)]
+    big = TantivyKeywordIndex(root / "big", HEAP)
+    small = TantivyKeywordIndex(root / "small", HEAP, term_cache=3)
+    for idx in (big, small):
+        load(idx, docs)
+    q = query("apple pie word2", context_weights=((-1, 0.5),))
+    assert small.search(q).hits == big.search(q).hits
+    assert small.score(q, list(range(40))) == big.score(q, list(range(40)))
+    big.close()
+    small.close()
