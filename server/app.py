@@ -318,10 +318,12 @@ def build_engine(
             f"memory.hybrid_search.vector_floor ({m.hybrid_search.floor}) must be below"
             f" vector_ceiling ({m.hybrid_search.ceiling}, set or the encoder's)"
         )
-    keywords = TantivyKeywordIndex(data / "keywords", m.index.keyword_heap_bytes)
+    keywords = TantivyKeywordIndex(
+        data / "keywords", m.index.keyword_heap_bytes, m.index.keyword_term_cache
+    )
     engine = assemble_engine(
         m,
-        SqliteRecordStore(data / "records.sqlite3"),
+        SqliteRecordStore(data / "records.sqlite3", m.index.record_cache_bytes),
         UsearchIndexSet(
             data / "vectors",
             m.embedding_dim,

@@ -50,7 +50,7 @@ def reembed(settings: Settings, say: Callable[[str], None]) -> int:
             raise StartupError("encoder.text is none: configure the encoder to re-embed with")
         enc = encoders[1]
         old = recorded_space(data)
-        store = SqliteRecordStore(data / "records.sqlite3")
+        store = SqliteRecordStore(data / "records.sqlite3", cache_bytes=0)  # nothing to serve
         try:
             records = list(store.scan_live())
             textless = [r.key for r in records if not r.text]

@@ -93,7 +93,7 @@ def open_engine(
     s = resolve_thresholds(settings or MemorySettings(), thresholds_of(encoder))
     eng = assemble_engine(
         s,
-        SqliteRecordStore(data / "records.sqlite3"),
+        SqliteRecordStore(data / "records.sqlite3", s.index.record_cache_bytes),
         UsearchIndexSet(
             data / "vectors",
             s.embedding_dim,
@@ -103,7 +103,9 @@ def open_engine(
             s.hybrid_search.expansion_search,
             (s.pockets.coarse_min_rows, s.pockets.exact_max_rows),
         ),
-        TantivyKeywordIndex(data / "keywords", s.index.keyword_heap_bytes),
+        TantivyKeywordIndex(
+            data / "keywords", s.index.keyword_heap_bytes, s.index.keyword_term_cache
+        ),
         encoder,
         clock,
         background_nice,

@@ -5,6 +5,8 @@ Each write is one transaction committed with `synchronous=FULL`, so a record is 
 are raw little-endian float32. Every change gets a new, strictly increasing revision `rev`, which
 the background indexer follows (`changes_since`) to catch the warm indexes up, also after a crash.
 Forgotten records keep a tombstone row (no text, no vector) so the indexer sees the deletion.
+Payloads are also held in a `RecordCache` (write-through, bounded in bytes), so `get` (a
+Recall's hits) is served from memory; vectors are read from SQLite.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
+from server.adapters.record_cache import RecordCache
 from server.core.memory.changes import Applied, Erase, Op, Put, Touch
 from server.core.memory.model import Record, Tier, Vector
 from server.core.memory.ports import ChangedRow
@@ -41,6 +44,8 @@ _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Record)
 # SQLite's limit on the variables of one statement, with room to spare.
 MAX_VARIABLES = 900
+# Bytes of payloads held in memory by default.
+CACHE_BYTES = 128 << 20
 
 
 def _decode(payload: bytes) -> Record:
@@ -67,8 +72,9 @@ def _vec(b: bytes | None) -> Vector | None:
 class SqliteRecordStore:
     """`RecordStore` over one SQLite file. One writer connection; one reader per thread."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, cache_bytes: int = CACHE_BYTES) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        self._cache = RecordCache(cache_bytes)
         self._path = path
         self._wlock = threading.Lock()
         self._local = threading.local()
@@ -98,18 +104,22 @@ class SqliteRecordStore:
     def apply(self, ops: Sequence[Op]) -> list[Applied]:
         """Apply a change in one durable transaction; every Put and Erase gets a revision."""
         out: list[Applied] = []
+        written: dict[int, bytes | None] = {}  # each key's new payload, None when erased
         with self._wlock:
             cur = self._w.cursor()
             cur.execute("BEGIN IMMEDIATE")
             try:
                 for op in ops:
                     if isinstance(op, Put):
-                        out.append(self._put(cur, op))
+                        applied, payload = self._put(cur, op)
+                        out.append(applied)
+                        written[applied.key] = payload
                     elif isinstance(op, Erase):
                         if (gone := self._erase(cur, op.key)) is not None:
                             out.append(gone)
-                    else:
-                        self._touch(cur, op)
+                            written[op.key] = None
+                    elif (touched := self._touch(cur, op)) is not None:
+                        written[op.key] = touched
                 cur.execute("COMMIT")
             except BaseException:
                 cur.execute("ROLLBACK")
@@ -117,9 +127,10 @@ class SqliteRecordStore:
                     self._w.execute("SELECT COALESCE(MAX(rev),0) FROM records").fetchone()[0]
                 )
                 raise
+            self._cache.committed(written)
         return out
 
-    def _put(self, cur: sqlite3.Cursor, op: Put) -> Applied:
+    def _put(self, cur: sqlite3.Cursor, op: Put) -> tuple[Applied, bytes]:
         rec = op.record
         self._rev += 1
         payload = _encoder.encode(rec)
@@ -147,7 +158,7 @@ class SqliteRecordStore:
             assert cur.lastrowid is not None
             key = cur.lastrowid
         stored = msgspec.structs.replace(rec, key=key)
-        return Applied(self._rev, key, rec.namespace, stored, _vec(vec))
+        return Applied(self._rev, key, rec.namespace, stored, _vec(vec)), payload
 
     def _erase(self, cur: sqlite3.Cursor, key: int) -> Applied | None:
         row = cur.execute(
@@ -162,16 +173,19 @@ class SqliteRecordStore:
         )
         return Applied(self._rev, key, str(row[0]), None, None)
 
-    def _touch(self, cur: sqlite3.Cursor, op: Touch) -> None:
+    def _touch(self, cur: sqlite3.Cursor, op: Touch) -> bytes | None:
+        """The accesses added to a live record: its new payload (None: it was forgotten)."""
         row = cur.execute(
             "SELECT payload FROM records WHERE key=? AND deleted=0", (op.key,)
         ).fetchone()
         if row is None:  # forgotten since it was read
-            return
+            return None
         rec = _decode(row[0])
         rec.access_count += op.accesses
         rec.last_accessed_at = max(rec.last_accessed_at or 0.0, op.last)
-        cur.execute("UPDATE records SET payload=? WHERE key=?", (_encoder.encode(rec), op.key))
+        payload = _encoder.encode(rec)
+        cur.execute("UPDATE records SET payload=? WHERE key=?", (payload, op.key))
+        return payload
 
     def _live_column(self, column: str, keys: Sequence[int]) -> list[tuple[int, bytes]]:
         """(key, column) of the live rows among `keys`, in statements of at most
@@ -185,8 +199,16 @@ class SqliteRecordStore:
         return rows
 
     def get(self, keys: Sequence[int]) -> dict[int, Record]:
+        """The live records among `keys`: held payloads first, the others from SQLite (and
+        then held, unless a change was committed meanwhile)."""
+        held, missed = self._cache.get(keys)
+        if missed:
+            changes = self._cache.changes()
+            read = dict(self._live_column("payload", missed))
+            self._cache.put(read, changes)
+            held.update(read)
         out: dict[int, Record] = {}
-        for key, payload in self._live_column("payload", keys):
+        for key, payload in held.items():
             rec = _decode(payload)
             rec.key = key
             out[key] = rec

@@ -470,6 +470,12 @@ class IndexSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     snapshot_rows: Annotated[int, between(1, 1 << 30)] = 4096
     snapshot_fraction: Annotated[float, between(0.0, 10.0)] = 0.1
     keyword_heap_bytes: Annotated[int, between(15_000_000, 1 << 32)] = 64_000_000
+    # Records' payloads held in memory (write-through), so a Recall's hits are not read from
+    # SQLite: about 300 bytes a memory of a few sentences, so the default holds some 400,000.
+    record_cache_bytes: Annotated[int, between(0, 1 << 40)] = 128 << 20
+    # Keyword documents whose analysed terms are held for the exact BM25 rescoring (a few
+    # hundred bytes each): a candidate missing from it is read out of tantivy.
+    keyword_term_cache: Annotated[int, between(0, 1 << 30)] = 131_072
 
 
 class EncoderSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

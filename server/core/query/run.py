@@ -74,6 +74,10 @@ class Run:
     window: tuple[float, float] | None = None
     temporal: bool = False
     asks_when: bool = False  # it asks when: the answer type is a memory that says when
+    # The plan's pockets as a table of pocket ids, for the dict it was made of.
+    _table: tuple[dict[int, PlanStep], npt.NDArray[np.bool_]] | None = field(
+        default=None, repr=False
+    )
 
     def add_vectors(self, keys: KeyArray, sims: npt.NDArray[np.float32]) -> None:
         """A warm pocket's candidates; the hot tier's score of a key stands (it is exact and
@@ -86,5 +90,18 @@ class Run:
         q = self.q
         m = cols.mask(keys, self.ns_id, q.filter, self.now, q.include_obsolete, q.include_expired)
         inside = keys < len(cols.pocket)
-        m[inside] &= np.isin(cols.pocket[keys[inside]], list(self.pockets))
+        of = cols.pocket[keys[inside]]
+        table = self._in_plan()
+        if len(table) == 0:
+            m[inside] = False
+        else:
+            m[inside] &= (of >= 0) & (of < len(table)) & table[np.clip(of, 0, len(table) - 1)]
         return m
+
+    def _in_plan(self) -> npt.NDArray[np.bool_]:
+        """Pocket id → whether the plan searches it (a table: a lookup, not a set test)."""
+        if self._table is None or self._table[0] is not self.pockets:
+            table = np.zeros(max(self.pockets, default=-1) + 1, np.bool_)
+            table[list(self.pockets)] = True
+            self._table = (self.pockets, table)
+        return self._table[1]

@@ -80,7 +80,9 @@ class Scorer(Reader):
 
     def __init__(self, src: Sources, decay: DecaySettings) -> None:
         super().__init__(src)
-        self._decay_kinds = np.array([int(Kind[k.upper()]) for k in decay.kinds], dtype=np.int8)
+        # Kind → whether it decays (a table over the kinds' values: a lookup per candidate).
+        self._decays = np.zeros(max(int(k) for k in Kind) + 1, np.bool_)
+        self._decays[[int(Kind[k.upper()]) for k in decay.kinds]] = True
         self._thresholds = np.array([x * _DAY for x in decay.after_days], dtype=np.float64)
         self._factors = np.array(decay.factors, dtype=np.float32)
 
@@ -149,7 +151,7 @@ class Scorer(Reader):
 
     def decay(self, run: Run, keys: KeyArray) -> npt.NDArray[np.float32]:
         c = self._cols
-        decays = np.isin(c.kind[keys], self._decay_kinds) & (not run.temporal)
+        decays = self._decays[c.kind[keys]] & (not run.temporal)
         age = np.maximum(run.ref - c.refreshed[keys], 0.0)
         out: npt.NDArray[np.float32] = step_decay(age, decays, self._thresholds, self._factors)
         return out

@@ -13,7 +13,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from server.adapters.sqlite_store import SqliteRecordStore
+from server.adapters.sqlite_store import CACHE_BYTES, SqliteRecordStore
 from server.core.memory.changes import Applied, Cause, Erase, Put, Touch
 from server.core.memory.model import Kind, Record, Tier, Vector
 from tests.conftest import unit_vec
@@ -35,9 +35,11 @@ def path(tmp_path: Path) -> Path:
     return tmp_path / "records.sqlite3"
 
 
-@pytest.fixture
-def store(path: Path) -> Iterator[SqliteRecordStore]:
-    s = SqliteRecordStore(path)
+# Every test runs with no record cache, a tiny one (a few records) and the default: the cache
+# must never change what the store returns.
+@pytest.fixture(params=[0, 600, CACHE_BYTES], ids=["uncached", "tiny-cache", "cached"])
+def store(path: Path, request: pytest.FixtureRequest) -> Iterator[SqliteRecordStore]:
+    s = SqliteRecordStore(path, request.param)
     yield s
     s.close()
 
@@ -331,3 +333,20 @@ def test_reads_of_many_keys_stay_under_the_statement_variable_limit(
 ) -> None:
     keys = [insert(store, f"m{i}", i).key for i in range(3)]
     assert set(store.get(keys + list(range(10_000, 12_000)))) == set(keys)
+
+
+def test_hits_are_served_from_memory_once_written_or_read(path: Path) -> None:
+    store = SqliteRecordStore(path)
+    a, b = insert(store, "a"), insert(store, "b")
+    reads: list[str] = []
+    store._reader().set_trace_callback(reads.append)  # this thread's reads of SQLite
+    assert store.get([a.key, b.key])[b.key].text == "text b"
+    assert reads == []  # both were written through
+    store.close()
+    again = SqliteRecordStore(path)
+    again._reader().set_trace_callback(reads.append)
+    again.get([a.key])
+    assert len(reads) == 1  # a new process reads it once,
+    assert again.get([a.key])[a.key].text == "text a"
+    assert len(reads) == 1  # then holds it
+    again.close()
