@@ -48,7 +48,6 @@ import math
 import os
 import shutil
 import threading
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -275,7 +274,7 @@ class TantivyKeywordIndex:
         return Query.term_query(self._schema, field, value)
 
     def _restriction(self, q: KeywordQuery) -> list[tuple[Occur, Query]]:
-        """The namespace, pocket and filter clauses, each scoring 0."""
+        """The namespace, pocket and filter clauses, each scoring 0 (or excluding)."""
         f = q.filter
         must = [self._term("ns", q.namespace)]
         if q.pockets is not None:
@@ -308,13 +307,19 @@ class TantivyKeywordIndex:
                     f.created_before is None,
                 )
             )
+        # What is left out is the rare case: excluding obsolete and expired documents reads
+        # their postings, not those of every live one (a filter on `obsolete = 0` or on
+        # `expires > now` would walk the whole namespace).
+        must_not = []
         if not q.include_obsolete:
-            must.append(self._term("obsolete", 0))
+            must_not.append(self._term("obsolete", 1))
         if not q.include_expired:
-            must.append(
-                Query.range_query(self._schema, "expires", FieldType.Float, q.now, None, False)
+            must_not.append(
+                Query.range_query(self._schema, "expires", FieldType.Float, None, q.now, True, True)
             )
-        return [(Occur.Must, self._zero(m)) for m in must]
+        return [(Occur.Must, self._zero(m)) for m in must] + [
+            (Occur.MustNot, m) for m in must_not
+        ]
 
     def _prepare(self, q: KeywordQuery, view: _View) -> _Prepared | None:
         """The query's terms with their namespace idf per scored bag, the first stage's
@@ -396,27 +401,25 @@ class TantivyKeywordIndex:
         )
 
     def _rescore(self, doc: DocTerms, p: _Prepared, q: KeywordQuery) -> float:
-        """BM25F over the turn and its weighted neighbours, plus the meta field (b = 0)."""
+        """BM25F over the turn and its weighted neighbours, plus the meta field (b = 0). The
+        loops run over the query's few terms; counting one in a document is a C-level scan."""
         k1, b = q.k1, q.b
         score = 0.0
         mix = p.idf["mix"]
         if mix:
-            tf: dict[str, float] = dict(Counter([w for w in doc.own if w in mix]))
-            length = float(len(doc.own))
-            for dist, words in doc.context:
-                w = p.context.get(dist, 0.0)
-                if w <= 0.0:
-                    continue
-                length += w * len(words)
-                for t in words:
-                    if t in mix:
-                        tf[t] = tf.get(t, 0.0) + w
+            lines = [(w, words) for d, words in doc.context if (w := p.context.get(d, 0.0)) > 0]
+            length = len(doc.own) + sum(w * len(words) for w, words in lines)
             norm = k1 * (1.0 - b + b * length / max(p.avg_mix, 1.0))
-            score += sum(mix[t] * n * (k1 + 1.0) / (n + norm) for t, n in tf.items() if n > 0)
+            for t, idf in mix.items():
+                n = doc.own.count(t) + sum(w * words.count(t) for w, words in lines)
+                if n > 0:
+                    score += idf * n * (k1 + 1.0) / (n + norm)
         meta = p.idf["meta"]
         if meta:
-            counts = Counter([w for w in doc.meta if w in meta])
-            part = sum(meta[t] * n * (k1 + 1.0) / (n + k1) for t, n in counts.items())
+            part = 0.0
+            for t, idf in meta.items():
+                if n := doc.meta.count(t):
+                    part += idf * n * (k1 + 1.0) / (n + k1)
             score += p.meta_weight * part
         return score
 
