@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kernels.warmup import compile_all
+from server.adapters.columns_file import ColumnsFile
 from server.adapters.decision_log import FileDecisionLog
 from server.adapters.difficulty_models import load_difficulty
 from server.adapters.model_store import ModelStore, ModelWatcher
@@ -55,8 +56,15 @@ from server.core.clock import Clock
 from server.core.deadline import no_deadline
 from server.core.engine import EngineParts, MemoryEngine
 from server.core.memory.pockets import PocketCatalog, PocketScheme
-from server.core.memory.ports import KeywordIndex, RecordStore, TextEncoder, VectorIndexSet
+from server.core.memory.ports import (
+    ColumnsSnapshots,
+    KeywordIndex,
+    RecordStore,
+    TextEncoder,
+    VectorIndexSet,
+)
 from server.core.memory.state.access import AccessRecorder
+from server.core.memory.state.checkpoint import Checkpoint
 from server.core.memory.state.columns import Columns
 from server.core.memory.state.hot import MemoryHotTier
 from server.core.memory.state.indexer import Indexer
@@ -250,10 +258,12 @@ def assemble_engine(
     keywords: KeywordIndex,
     encoder: TextEncoder | None,
     clock: Clock,
+    snapshots: ColumnsSnapshots,
     background_nice: int = 0,
     write_encoder: TextEncoder | None = None,
 ) -> MemoryEngine:
-    """The engine and its parts over the given stores. `background_nice`: the niceness of the
+    """The engine and its parts over the given stores (`snapshots`: where the metadata
+    columns' checkpoint is kept). `background_nice`: the niceness of the
     indexer's and the maintenance's threads; `write_encoder`: the encoder of memories, apart
     from the queries' (the same one when None)."""
     columns = Columns(PocketCatalog(PocketScheme(settings.pockets)))
@@ -284,10 +294,12 @@ def assemble_engine(
         background_nice,
     )
     access = AccessRecorder(writer.add_access)
+    checkpoint = Checkpoint(columns, store, snapshots, settings.index.columns_snapshot_seconds)
     maintenance = Maintenance(
         [
             ("access statistics", access.flush),
             ("tier moves", lambda: writer.move_tiers(no_deadline())),
+            ("metadata snapshot", checkpoint.save_if_due),
         ],
         settings.access_flush_seconds,
         background_nice,
@@ -301,6 +313,7 @@ def assemble_engine(
         indexer=indexer,
         access=access,
         maintenance=maintenance,
+        checkpoint=checkpoint,
     )
     return MemoryEngine(settings, parts, store, vectors, keywords, clock)
 
@@ -336,6 +349,7 @@ def build_engine(
         keywords,
         encoder,
         SystemClock(),
+        ColumnsFile(data / "columns"),
         settings.server.background_nice,
         write_encoder,
     )

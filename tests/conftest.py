@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from hypothesis import settings as hsettings
 
+from server.adapters.columns_file import ColumnsFile
 from server.adapters.onnx_encoder import OnnxTextEncoder
 from server.adapters.sqlite_ledger import SqliteLedgerStore
 from server.adapters.sqlite_store import SqliteRecordStore
@@ -108,6 +109,7 @@ def open_engine(
         ),
         encoder,
         clock,
+        ColumnsFile(data / "columns"),
         background_nice,
     )
     eng.load()

@@ -16,8 +16,9 @@ A document has three bags of analysed terms:
 
 Each document also carries its namespace, pocket and filter fields (kind, modality, session,
 tags, importance, event time, expiry, obsolete). Restrictions are clauses of the tantivy query
-wrapped in zero-score queries, so they filter inside the index without changing BM25, and a
-selective filter still gets its full count of candidates.
+wrapped in zero-score queries, or exclusions (obsolete and expired documents, by their own few
+postings), so they filter inside the index without changing BM25, and a selective filter still
+gets its full count of candidates.
 
 Scores are BM25 (k1 and b from the query) under the namespace's own statistics, computed here:
 tantivy's own scores use index-wide statistics, and even those per segment, so they move with
@@ -317,9 +318,7 @@ class TantivyKeywordIndex:
             must_not.append(
                 Query.range_query(self._schema, "expires", FieldType.Float, None, q.now, True, True)
             )
-        return [(Occur.Must, self._zero(m)) for m in must] + [
-            (Occur.MustNot, m) for m in must_not
-        ]
+        return [(Occur.Must, self._zero(m)) for m in must] + [(Occur.MustNot, m) for m in must_not]
 
     def _prepare(self, q: KeywordQuery, view: _View) -> _Prepared | None:
         """The query's terms with their namespace idf per scored bag, the first stage's

@@ -52,6 +52,7 @@ from server.core.memory.ports import (
     VectorIndexSet,
 )
 from server.core.memory.state.access import AccessRecorder
+from server.core.memory.state.checkpoint import Checkpoint
 from server.core.memory.state.indexer import Indexer
 from server.core.memory.state.maintenance import Maintenance
 from server.core.memory.write.writer import Writer
@@ -75,6 +76,7 @@ class EngineParts:
     indexer: Indexer
     access: AccessRecorder
     maintenance: Maintenance
+    checkpoint: Checkpoint
 
 
 class MemoryEngine:
@@ -113,23 +115,22 @@ class MemoryEngine:
         self.indexer = parts.indexer
         self.access = parts.access
         self.maintenance = parts.maintenance
+        self._checkpoint = parts.checkpoint
 
     def load(self) -> dict[str, float]:
-        """Load the metadata columns and the unindexed tail into the hot tier; start the indexer.
-
-        Returns timings for the start-up log.
+        """Load the metadata columns (their checkpoint and the changes since, else a scan of
+        the store), the hot memories and the unindexed tail into the hot tier; start the
+        indexer. Returns timings for the start-up log.
         """
         t0 = time.perf_counter()
-        n = 0
-        hot: list[Record] = []
-        for rec in self._store.scan_live():
-            self.columns.put(rec)
-            n += 1
-            if rec.tier == Tier.HOT:
-                hot.append(rec)
+        got = self._checkpoint.load()
+        n = got["records"]
         t1 = time.perf_counter()
-        for start in range(0, len(hot), 4096):  # hot memories live in the hot tier only
-            chunk = hot[start : start + 4096]
+        c = self.columns
+        hot_keys = np.nonzero((c.ns >= 0) & (c.tier == int(Tier.HOT)))[0].tolist()
+        for start in range(0, len(hot_keys), 4096):  # hot memories live in the hot tier only
+            records = self._store.get(hot_keys[start : start + 4096])
+            chunk = [records[k] for k in hot_keys[start : start + 4096] if k in records]
             vecs = self._store.get_vectors([r.key for r in chunk])
             # Rebuilt like a follower, at revision 0: indexed already (nothing to wait for).
             self.hot.follow([Applied(0, r.key, r.namespace, r, vecs.get(r.key)) for r in chunk])
@@ -145,17 +146,28 @@ class MemoryEngine:
             rev = rows[-1].rev
         self.indexer.start()
         self.maintenance.start()
-        log.info("loaded %d records, %d awaiting the indexer", n, tail)
+        log.info(
+            "loaded %d records (%s), %d awaiting the indexer",
+            n,
+            f"a snapshot and {got['replayed']} changes since" if got["restored"] else "a scan",
+            tail,
+        )
         return {
             "columns_s": t1 - t0,
             "tail_s": time.perf_counter() - t1,
             "records": n,
             "tail": tail,
+            "replayed": got["replayed"],
         }
 
     def close(self) -> None:
-        """Flush the access counts, stop indexing, snapshot the indexes and close the stores."""
+        """Flush the access counts, snapshot the columns, stop indexing, snapshot the indexes
+        and close the stores."""
         self.maintenance.stop()
+        try:
+            self._checkpoint.save()
+        except Exception:  # the next start-up scans the store instead
+            log.exception("saving the columns snapshot failed")
         if self.planner is not None:  # first: its shadow runs still use the engine
             self.planner.close()
         self._encoding.close()

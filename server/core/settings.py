@@ -476,6 +476,9 @@ class IndexSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # Keyword documents whose analysed terms are held for the exact BM25 rescoring (a few
     # hundred bytes each): a candidate missing from it is read out of tantivy.
     keyword_term_cache: Annotated[int, between(0, 1 << 30)] = 131_072
+    # The metadata columns are snapshotted at most this often once they have changed, and at
+    # shutdown, so a start-up replays the changes since instead of scanning every record.
+    columns_snapshot_seconds: Annotated[float, Meta(gt=0.0, le=86_400.0)] = 60.0
 
 
 class EncoderSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -1,14 +1,18 @@
 """The engine as a state machine, against a plain-Python model of its records.
 
 Hypothesis drives random sequences of remember (merging identical texts), upsert (kind changes
-included), supersede, forget by id and by filter, recall and restart (clean, or a crash that
-loses the unsaved vector snapshot), and after every step checks:
+included), supersede, forget by id and by filter, recall, a checkpoint of the metadata columns
+and restart (clean, or a crash that loses the unsaved vector snapshot and whatever the columns'
+checkpoint has not seen), and after every step checks:
 - Get agrees with the model (text, kind, obsolete) and forgotten records are NOT_FOUND;
 - Recall (by vector, or by vector and words) never returns a forgotten record, nor an obsolete
   one unless asked for, and a write is found at once, before the indexer has it;
 - once indexed, every live record is in exactly one place (its pocket's vector index, or the hot
   tier for a hot one), which is the pocket it is listed in, no record is in two pockets, and the
-  pocket sizes sum to the live count.
+  pocket sizes sum to the live count;
+- the metadata columns (restored from their checkpoint and the changes since, after a restart)
+  hold what a scan of the store would: each live row's fields, pocket and session neighbours,
+  and the pocket sizes.
 
 Episodes are turns of one session: they arrive in tier hot, merge only as the same words, and
 `move_tiers` (time passes) moves them to warm, which changes their pocket.
@@ -44,6 +48,8 @@ from server.core.memory.model import (
     Record,
     Tier,
 )
+from server.core.memory.pockets import PocketCatalog, PocketScheme
+from server.core.memory.state.columns import ARRAYS, Columns
 from server.core.settings import MemorySettings
 from tests.conftest import DIM, FakeClock, open_engine
 
@@ -200,6 +206,10 @@ class EngineMachine(RuleBasedStateMachine):
         self.clock.t += hours * 3600.0
         self.engine._writer.move_tiers(no_deadline())
 
+    @rule()
+    def checkpoint(self) -> None:
+        self.engine._checkpoint.save()  # what maintenance does now and then
+
     @rule(crash=st.booleans())
     def restart(self, crash: bool) -> None:
         eng = self.engine
@@ -225,6 +235,35 @@ class EngineMachine(RuleBasedStateMachine):
         for mid in list(self.forgotten)[:5]:
             with pytest.raises(NotFoundError):
                 self.engine.get(NS, mid, False)
+
+    @invariant()
+    def the_columns_hold_what_a_scan_would(self) -> None:
+        eng = self.engine
+        fresh = Columns(PocketCatalog(PocketScheme(SETTINGS.pockets)))
+        for rec in eng._store.scan_live():
+            fresh.put(rec)
+        cols = eng.columns
+        live = np.nonzero(fresh.ns >= 0)[0]
+        assert np.array_equal(np.nonzero(cols.ns >= 0)[0], live)
+        names = {v: k for k, v in fresh.namespaces().items()}
+        mine = {v: k for k, v in cols.namespaces().items()}
+        for k in live.tolist():
+            assert mine[int(cols.ns[k])] == names[int(fresh.ns[k])]
+            for name in ARRAYS:
+                if name not in ("ns", "pocket", "session"):
+                    assert getattr(cols, name)[k] == getattr(fresh, name)[k], (k, name)
+            assert (
+                cols.catalog.key(int(cols.pocket[k])).name
+                == fresh.catalog.key(int(fresh.pocket[k])).name
+            )
+            assert cols.tags.get(k) == fresh.tags.get(k)
+            got, want = cols.neighbours(k, 2), fresh.neighbours(k, 2)
+            assert [a.tolist() for a in got] == [a.tolist() for a in want], k
+        sizes = {cols.catalog.key(p).name: cols.pocket_size(p) for p in range(len(cols.catalog))}
+        scanned = {
+            fresh.catalog.key(p).name: fresh.pocket_size(p) for p in range(len(fresh.catalog))
+        }
+        assert {n: c for n, c in sizes.items() if c} == {n: c for n, c in scanned.items() if c}
 
     @invariant()
     def each_record_is_in_exactly_one_pocket(self) -> None:

@@ -91,6 +91,12 @@ class PocketScheme:
         self._granularity = settings.time_bucket
         self._bucketed = frozenset(Kind[k.upper()] for k in settings.bucketed_kinds)
 
+    @property
+    def fingerprint(self) -> str:
+        """What decides a record's pocket: a placement made under another one is not valid."""
+        kinds = ",".join(sorted(k.name.lower() for k in self._bucketed))
+        return f"{self._granularity}:{kinds}"
+
     def key_of(self, rec: Record) -> PocketKey:
         bucket = bucket_of(rec.created_at, self._granularity) if rec.kind in self._bucketed else ""
         return PocketKey(rec.kind, rec.tier, rec.modality, bucket)
@@ -130,6 +136,15 @@ class PocketCatalog:
                 self._ordered.pop(ns_id, None)
                 self._ids[(ns_id, key)] = pid
         return pid
+
+    def restore(self, pockets: list[tuple[int, PocketKey]]) -> None:
+        """Intern `pockets` ((namespace id, key), in pocket id order) into an empty catalog, so
+        that each gets its id again."""
+        if self._keys:
+            raise ValueError("a catalog can only be restored while empty")
+        for pid, (ns_id, key) in enumerate(pockets):
+            if self.intern(ns_id, key) != pid:
+                raise ValueError(f"pocket {pid} ({key.name}) is listed twice")
 
     def __len__(self) -> int:
         return len(self._keys)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -15,7 +15,7 @@ from server.core.memory.model import (
     Record,
     Vector,
 )
-from server.core.memory.pockets import PocketCatalog
+from server.core.memory.pockets import PocketCatalog, PocketKey
 
 KeyArray = npt.NDArray[np.int64]
 
@@ -377,4 +377,36 @@ class TextEncoder(Protocol):
 
     def encode(self, texts: Sequence[str]) -> Vector:
         """One unit row per text."""
+        ...
+
+
+@dataclass(frozen=True)
+class ColumnsSnapshot:
+    """Everything the columns hold, as of revision `rev`, under the pocket scheme `scheme`."""
+
+    rev: int
+    scheme: str
+    arrays: dict[str, npt.NDArray[Any]]  # each of `ARRAYS`, one entry per key up to the last
+    namespaces: dict[str, int]
+    session_ids: dict[str, int]
+    tags: dict[int, list[str]]
+    sizes: dict[int, int]
+    spans: dict[int, tuple[float, float]]
+    # Each session's turn list: (namespace id, session id, count) and the keys, concatenated.
+    session_heads: npt.NDArray[np.int64]
+    session_keys: npt.NDArray[np.int64]
+    pockets: list[tuple[int, PocketKey]]  # (namespace id, key), in pocket id order
+
+
+class ColumnsSnapshots(Protocol):
+    """Where the metadata columns' latest snapshot is kept (the built-in one is
+    `server.adapters.columns_file.ColumnsFile`)."""
+
+    def save(self, snap: ColumnsSnapshot) -> None:
+        """Replace the kept snapshot with `snap`, atomically and durably."""
+        ...
+
+    def load(self) -> ColumnsSnapshot | None:
+        """The kept snapshot; None when there is none or it cannot be read (then the columns
+        are rebuilt from the store)."""
         ...

@@ -5,6 +5,11 @@ whole candidate list with a few vectorised numpy operations, and list a partitio
 when a filter is selective enough to scan exactly. Loaded from the record store at start-up and
 kept current by the writer. Readers may run concurrently with the single writer: each update
 writes plain array slots, and arrays only grow (a reader holding an old array sees old data).
+
+`rev` is the last revision followed. `snapshot()` copies the whole state with it, and
+`restore(snapshot)` takes it back into an empty instance, so a start-up reads the snapshot and
+replays the store's changes since its revision instead of scanning every record
+(`server.core.memory.state.checkpoint`).
 """
 
 from __future__ import annotations
@@ -20,9 +25,27 @@ import numpy.typing as npt
 from server.core.memory.changes import Applied
 from server.core.memory.model import MemoryFilter, Record
 from server.core.memory.pockets import PocketCatalog
+from server.core.memory.ports import ColumnsSnapshot
 
 BoolArray = npt.NDArray[np.bool_]
 KeyArray = npt.NDArray[np.int64]
+# The per-key arrays, `ns` last (see `_grow`), and each one's value for an empty row.
+ARRAYS = (
+    "kind",
+    "modality",
+    "importance",
+    "created",
+    "refreshed",
+    "expires",
+    "obsolete",
+    "session",
+    "tier",
+    "pocket",
+    "turn",
+    "says_when",
+    "ns",
+)
+_EMPTY = {"ns": -1, "expires": np.inf, "pocket": -1, "turn": -1}
 
 
 class Columns:
@@ -42,6 +65,7 @@ class Columns:
         self._spans: dict[int, tuple[float, float]] = {}
         # (namespace id, session id) → the keys of its turns, for neighbours and next positions.
         self._sessions: dict[tuple[int, int], array[int]] = {}
+        self.rev = 0  # the last revision followed
         self._alloc(capacity)
 
     def _alloc(self, n: int) -> None:
@@ -66,25 +90,11 @@ class Columns:
         m = max(key + 1, n * 2)
         # `ns` is swapped in last: a reader that takes `ns` first and slices the other arrays
         # to its length never mixes arrays of two sizes (readers take no lock).
-        for name in (
-            "kind",
-            "modality",
-            "importance",
-            "created",
-            "refreshed",
-            "expires",
-            "obsolete",
-            "session",
-            "tier",
-            "pocket",
-            "turn",
-            "says_when",
-            "ns",
-        ):
+        for name in ARRAYS:
             old = getattr(self, name)
             new = np.empty(m, dtype=old.dtype)
             new[:n] = old
-            new[n:] = {"ns": -1, "expires": np.inf, "pocket": -1, "turn": -1}.get(name, 0)
+            new[n:] = _EMPTY.get(name, 0)
             setattr(self, name, new)
 
     def ns_id(self, namespace: str) -> int:
@@ -100,35 +110,38 @@ class Columns:
     def put(self, rec: Record) -> int:
         """Insert or update the row of `rec.key`; return the pocket it is placed in."""
         with self._lock:
-            self._grow(rec.key)
-            k = rec.key
-            ns = self._ns_ids.setdefault(rec.namespace, len(self._ns_ids))
-            sid = self._session_ids.setdefault(rec.session_id, len(self._session_ids))
-            pocket = self.catalog.place(ns, rec)
-            self._count_out(k)
-            self._sizes[pocket] = self._sizes.get(pocket, 0) + 1
-            lo, hi = self._spans.get(pocket, (math.inf, -math.inf))
-            self._spans[pocket] = (min(lo, rec.created_at), max(hi, rec.created_at))
-            self.kind[k] = int(rec.kind)
-            self.modality[k] = int(rec.modality)
-            self.importance[k] = rec.importance
-            self.created[k] = rec.created_at
-            self.refreshed[k] = rec.refreshed_at or rec.created_at
-            self.expires[k] = math.inf if rec.expires_at is None else rec.expires_at
-            self.obsolete[k] = rec.obsolete
-            self._leave_session(k)
-            self.session[k] = sid
-            self.tier[k] = int(rec.tier)
-            self.pocket[k] = pocket
-            self.turn[k] = rec.turn
-            self.says_when[k] = rec.says_when
-            if rec.session_id and rec.turn >= 0:
-                self._sessions.setdefault((ns, sid), array("q")).append(k)
-            if rec.tags:
-                self.tags[k] = frozenset(rec.tags)
-            else:
-                self.tags.pop(k, None)
-            self.ns[k] = ns  # last: a reader that sees the namespace sees a complete row
+            return self._put(rec)
+
+    def _put(self, rec: Record) -> int:
+        self._grow(rec.key)
+        k = rec.key
+        ns = self._ns_ids.setdefault(rec.namespace, len(self._ns_ids))
+        sid = self._session_ids.setdefault(rec.session_id, len(self._session_ids))
+        pocket = self.catalog.place(ns, rec)
+        self._count_out(k)
+        self._sizes[pocket] = self._sizes.get(pocket, 0) + 1
+        lo, hi = self._spans.get(pocket, (math.inf, -math.inf))
+        self._spans[pocket] = (min(lo, rec.created_at), max(hi, rec.created_at))
+        self.kind[k] = int(rec.kind)
+        self.modality[k] = int(rec.modality)
+        self.importance[k] = rec.importance
+        self.created[k] = rec.created_at
+        self.refreshed[k] = rec.refreshed_at or rec.created_at
+        self.expires[k] = math.inf if rec.expires_at is None else rec.expires_at
+        self.obsolete[k] = rec.obsolete
+        self._leave_session(k)
+        self.session[k] = sid
+        self.tier[k] = int(rec.tier)
+        self.pocket[k] = pocket
+        self.turn[k] = rec.turn
+        self.says_when[k] = rec.says_when
+        if rec.session_id and rec.turn >= 0:
+            self._sessions.setdefault((ns, sid), array("q")).append(k)
+        if rec.tags:
+            self.tags[k] = frozenset(rec.tags)
+        else:
+            self.tags.pop(k, None)
+        self.ns[k] = ns  # last: a reader that sees the namespace sees a complete row
         return pocket
 
     def current(self, keys: KeyArray, kind: int | None = None) -> BoolArray:
@@ -144,20 +157,78 @@ class Columns:
         return out
 
     def follow(self, applied: Sequence[Applied]) -> None:
-        """Follow committed revisions: a written record is put, an erased one dropped."""
-        for a in applied:
-            if a.record is None:
-                self.drop(a.key)
-            else:
-                self.put(a.record)
+        """Follow committed revisions: a written record is put, an erased one dropped. A change
+        is taken whole (a snapshot never holds half of one)."""
+        with self._lock:
+            for a in applied:
+                if a.record is None:
+                    self._drop(a.key)
+                else:
+                    self._put(a.record)
+                self.rev = max(self.rev, a.rev)
 
     def drop(self, key: int) -> None:
         with self._lock:
-            if key < len(self.ns):
-                self._leave_session(key)
-                self._count_out(key)
-                self.ns[key] = -1
-                self.tags.pop(key, None)
+            self._drop(key)
+
+    def _drop(self, key: int) -> None:
+        if key < len(self.ns):
+            self._leave_session(key)
+            self._count_out(key)
+            self.ns[key] = -1
+            self.tags.pop(key, None)
+
+    def snapshot(self) -> ColumnsSnapshot:
+        """A copy of the whole state as of `rev` (under the lock: a few copies of arrays)."""
+        with self._lock:
+            live = np.nonzero(self.ns >= 0)[0]
+            rows = int(live[-1]) + 1 if len(live) else 0
+            heads = [(ns, sid, len(keys)) for (ns, sid), keys in self._sessions.items()]
+            joined = [k for keys in self._sessions.values() for k in keys]
+            cat = self.catalog
+            return ColumnsSnapshot(
+                rev=self.rev,
+                scheme=cat.scheme.fingerprint,
+                arrays={name: getattr(self, name)[:rows].copy() for name in ARRAYS},
+                namespaces=dict(self._ns_ids),
+                session_ids=dict(self._session_ids),
+                tags={k: sorted(v) for k, v in self.tags.items()},
+                sizes=dict(self._sizes),
+                spans=dict(self._spans),
+                session_heads=np.array(heads, dtype=np.int64).reshape(-1, 3),
+                session_keys=np.array(joined, dtype=np.int64),
+                pockets=[(cat.namespace_of(p), cat.key(p)) for p in range(len(cat))],
+            )
+
+    def restore(self, snap: ColumnsSnapshot) -> None:
+        """Take `snap` into these (empty) columns, under the same pocket scheme."""
+        with self._lock:
+            if self.rev or len(self.catalog) or self._ns_ids:
+                raise ValueError("columns can only be restored while empty")
+            if snap.scheme != self.catalog.scheme.fingerprint:
+                raise ValueError(
+                    f"the snapshot's pocket scheme {snap.scheme!r} is not the configured"
+                    f" {self.catalog.scheme.fingerprint!r}"
+                )
+            rows = len(snap.arrays["ns"])
+            self._alloc(max(rows, 1024))
+            for name in ARRAYS:
+                got = snap.arrays[name]
+                if len(got) != rows:
+                    raise ValueError(f"the snapshot's {name} has {len(got)} rows, not {rows}")
+                getattr(self, name)[:rows] = got
+            self.catalog.restore(snap.pockets)
+            self._ns_ids = dict(snap.namespaces)
+            self._session_ids = dict(snap.session_ids)
+            self.tags = {k: frozenset(v) for k, v in snap.tags.items()}
+            self._sizes = dict(snap.sizes)
+            self._spans = dict(snap.spans)
+            self._sessions = {}
+            at = 0
+            for ns, sid, n in snap.session_heads.tolist():
+                self._sessions[(ns, sid)] = array("q", snap.session_keys[at : at + n].tolist())
+                at += n
+            self.rev = snap.rev
 
     def _count_out(self, key: int) -> None:
         """Take a live row out of its pocket's count (before it moves or goes)."""
