@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-import onnx
 import onnxruntime as ort
-from onnx import TensorProto, helper, numpy_helper
 
 from server.core.routing.mlp import Mlp
 
@@ -27,6 +25,11 @@ class ModelError(ValueError):
 
 def export(mlp: Mlp, layout: int, version: str) -> bytes:
     """The serialised ONNX model of `mlp`."""
+    # Imported here: onnx (with ml_dtypes) takes about a second to import, and only training
+    # exports a model; the server only runs them, on onnxruntime.
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
     inits = [
         numpy_helper.from_array(mlp.mean.astype(np.float32), "mean"),
         numpy_helper.from_array(mlp.scale.astype(np.float32), "scale"),
