@@ -66,8 +66,8 @@ SCHEMA_VERSION = 4
 STATS_CACHE = 16_384
 # Queries whose prepared statistics a view keeps (between a Recall's search and its score).
 PREPARED_CACHE = 64
-# Documents whose parsed terms are held for the rescoring (a few hundred bytes each).
-TERM_CACHE = 131_072
+# Documents whose parsed terms are held for the rescoring (see `term_cache`: about 1.6 KB each).
+TERM_CACHE = 65_536
 # The bags of terms a document has, pre-analysed (see the module docstring). `txt` and `meta`
 # are stored for the exact rescoring, with their lengths as fast fields; `mix` is searched and
 # counted, and rescored from `ctx_terms` (each neighbour's terms, by distance) and `txt`.
@@ -228,11 +228,7 @@ class TantivyKeywordIndex:
                 for tag in rec.tags:
                     doc.add_text("tags", tag)
                 self._writer.add_document(doc)
-                self._pending[rec.key] = DocTerms(
-                    tuple(own.split(" ")) if own else (),
-                    tuple((dist, tuple(t.split(" "))) for dist, t in lines),
-                    tuple(meta.split(" ")) if meta else (),
-                )
+                self._pending[rec.key] = DocTerms.of(own, lines, meta)
 
     def remove(self, namespace: str, keys: Sequence[int]) -> None:
         with self._lock:

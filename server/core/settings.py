@@ -471,11 +471,12 @@ class IndexSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     snapshot_fraction: Annotated[float, between(0.0, 10.0)] = 0.1
     keyword_heap_bytes: Annotated[int, between(15_000_000, 1 << 32)] = 64_000_000
     # Records' payloads held in memory (write-through), so a Recall's hits are not read from
-    # SQLite: about 300 bytes a memory of a few sentences, so the default holds some 400,000.
+    # SQLite: about 550 bytes with its entry for a memory of a sentence or two, so the default
+    # holds some 240,000.
     record_cache_bytes: Annotated[int, between(0, 1 << 40)] = 128 << 20
-    # Keyword documents whose analysed terms are held for the exact BM25 rescoring (a few
-    # hundred bytes each): a candidate missing from it is read out of tantivy.
-    keyword_term_cache: Annotated[int, between(0, 1 << 30)] = 131_072
+    # Keyword documents whose analysed terms are held for the exact BM25 rescoring (about
+    # 1.6 KB each, interned): a candidate missing from it is read out of tantivy.
+    keyword_term_cache: Annotated[int, between(0, 1 << 30)] = 65_536
     # The metadata columns are snapshotted at most this often once they have changed, and at
     # shutdown, so a start-up replays the changes since instead of scanning every record.
     columns_snapshot_seconds: Annotated[float, Meta(gt=0.0, le=86_400.0)] = 60.0
