@@ -14,14 +14,18 @@ def test_committed_payloads_are_held_and_forgotten_ones_dropped() -> None:
     assert cache.size_bytes == 3 + OVERHEAD
 
 
-def test_a_read_racing_a_commit_is_not_held() -> None:
+def test_a_read_racing_a_commit_of_its_record_is_not_held() -> None:
     cache = RecordCache(10_000)
     before = cache.changes()
     cache.committed({5: b"new"})  # committed while the old payload was being read
     cache.put({5: b"old", 6: b"six"}, before)
-    assert cache.get([5, 6]) == ({5: b"new"}, [6])
-    cache.put({6: b"six"}, cache.changes())
-    assert cache.get([6]) == ({6: b"six"}, [])
+    # 5's read is stale; 6 was not written meanwhile, so its read is held.
+    assert cache.get([5, 6]) == ({5: b"new", 6: b"six"}, [])
+    cache.committed({6: None})  # forgotten meanwhile: an older read of it is not held either
+    cache.put({6: b"six"}, before)
+    assert cache.get([6]) == ({}, [6])
+    cache.put({7: b"seven"}, before)  # far beyond every key written: never written since
+    assert cache.get([7]) == ({7: b"seven"}, [])
 
 
 def test_the_least_recently_used_go_first_at_the_byte_bound() -> None:
