@@ -75,6 +75,11 @@ class ColumnsFile:
         os.replace(tmp, self._path)
         _fsync_dir(self._root)
 
+    def discard(self) -> None:
+        if self._path.exists():
+            self._path.unlink()
+            _fsync_dir(self._root)
+
     def load(self) -> ColumnsSnapshot | None:
         if not self._path.exists():
             return None

@@ -142,6 +142,8 @@ class PocketCatalog:
         that each gets its id again."""
         if self._keys:
             raise ValueError("a catalog can only be restored while empty")
+        if len(set(pockets)) != len(pockets):
+            raise ValueError("a pocket is listed twice")
         for pid, (ns_id, key) in enumerate(pockets):
             if self.intern(ns_id, key) != pid:
                 raise ValueError(f"pocket {pid} ({key.name}) is listed twice")

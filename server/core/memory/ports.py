@@ -410,3 +410,7 @@ class ColumnsSnapshots(Protocol):
         """The kept snapshot; None when there is none or it cannot be read (then the columns
         are rebuilt from the store)."""
         ...
+
+    def discard(self) -> None:
+        """Remove the kept snapshot, durably (the next start-up rebuilds the columns)."""
+        ...

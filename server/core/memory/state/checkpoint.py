@@ -7,8 +7,13 @@ change whole and record the last revision they followed, so whatever a snapshot 
 revision, and a row changed several times since is replayed once, in its latest state (a
 forgotten one as its tombstone). A snapshot is not used when its pocket scheme is not the
 configured one (placements would differ) or its revision is beyond the store's head (it belongs
-to another store); the columns are then rebuilt by the scan, and a new snapshot is saved soon
-after.
+to another store), or when it does not fit the columns (another layout); the columns are then
+rebuilt by the scan, and a new snapshot is saved soon after. Columns that failed to follow a
+change (`Columns.broken`) are never saved, and their last snapshot is discarded: it would make
+the gap permanent, where a scan at the next start-up heals it.
+
+Not detected: a store replaced by another one (a backup of the same store, say) whose head
+revision is at or beyond the snapshot's; the indexes' saved revisions have the same limit.
 """
 
 from __future__ import annotations
@@ -48,6 +53,11 @@ class Checkpoint:
             why = f"its revision {snap.rev} is beyond the store's {head}"
         elif snap is not None and snap.scheme != self._cols.catalog.scheme.fingerprint:
             why = f"it was placed under another pocket scheme ({snap.scheme})"
+        elif snap is not None:
+            try:
+                self._cols.restore(snap)  # checks everything before it takes anything
+            except ValueError as exc:
+                why = str(exc)
         if snap is None or why:
             if why:
                 log.warning("the columns snapshot is not used: %s; scanning the store", why)
@@ -57,7 +67,6 @@ class Checkpoint:
                 n += 1
             self._cols.rev = head
             return {"records": n, "replayed": 0, "restored": 0}
-        self._cols.restore(snap)
         replayed, rev = 0, snap.rev
         while rows := self._store.changes_since(rev, REPLAY_BATCH):
             self._cols.follow([_applied(r) for r in rows])
@@ -70,7 +79,7 @@ class Checkpoint:
     def save_if_due(self) -> bool:
         """Save when the columns have moved on since the last save and `every_s` has passed
         (at once after a start-up that could not use or did not find a snapshot)."""
-        if self._cols.rev == self._saved_rev:
+        if self._cols.rev == self._saved_rev or self._saved_rev == -1:
             return False
         if self._saved_rev is not None and time.monotonic() - self._saved_at < self._every:
             return False
@@ -78,6 +87,12 @@ class Checkpoint:
         return True
 
     def save(self) -> None:
+        if self._cols.broken:
+            if self._saved_rev != -1:
+                log.error("the columns missed a change: their snapshot is discarded until restart")
+                self._sink.discard()
+                self._saved_rev = -1  # discarded: never saved again by this process
+            return
         snap = self._cols.snapshot()
         if snap.rev == self._saved_rev:
             return

@@ -66,6 +66,9 @@ class Columns:
         # (namespace id, session id) → the keys of its turns, for neighbours and next positions.
         self._sessions: dict[tuple[int, int], array[int]] = {}
         self.rev = 0  # the last revision followed
+        # A change failed half-way: these columns may miss part of it while `rev` moves past it,
+        # so no snapshot of them may be kept (the next start-up scans the store).
+        self.broken = False
         self._alloc(capacity)
 
     def _alloc(self, n: int) -> None:
@@ -160,12 +163,16 @@ class Columns:
         """Follow committed revisions: a written record is put, an erased one dropped. A change
         is taken whole (a snapshot never holds half of one)."""
         with self._lock:
-            for a in applied:
-                if a.record is None:
-                    self._drop(a.key)
-                else:
-                    self._put(a.record)
-                self.rev = max(self.rev, a.rev)
+            try:
+                for a in applied:
+                    if a.record is None:
+                        self._drop(a.key)
+                    else:
+                        self._put(a.record)
+                    self.rev = max(self.rev, a.rev)
+            except BaseException:
+                self.broken = True
+                raise
 
     def drop(self, key: int) -> None:
         with self._lock:
@@ -180,25 +187,36 @@ class Columns:
 
     def snapshot(self) -> ColumnsSnapshot:
         """A copy of the whole state as of `rev` (under the lock: a few copies of arrays)."""
-        with self._lock:
+        with self._lock:  # copies only: the writer waits for no Python loop over the rows
             live = np.nonzero(self.ns >= 0)[0]
             rows = int(live[-1]) + 1 if len(live) else 0
-            heads = [(ns, sid, len(keys)) for (ns, sid), keys in self._sessions.items()]
-            joined = [k for keys in self._sessions.values() for k in keys]
-            cat = self.catalog
-            return ColumnsSnapshot(
-                rev=self.rev,
-                scheme=cat.scheme.fingerprint,
-                arrays={name: getattr(self, name)[:rows].copy() for name in ARRAYS},
-                namespaces=dict(self._ns_ids),
-                session_ids=dict(self._session_ids),
-                tags={k: sorted(v) for k, v in self.tags.items()},
-                sizes=dict(self._sizes),
-                spans=dict(self._spans),
-                session_heads=np.array(heads, dtype=np.int64).reshape(-1, 3),
-                session_keys=np.array(joined, dtype=np.int64),
-                pockets=[(cat.namespace_of(p), cat.key(p)) for p in range(len(cat))],
+            arrays = {name: getattr(self, name)[:rows].copy() for name in ARRAYS}
+            sessions = list(self._sessions.items())
+            heads = np.array(
+                [(ns, sid, len(keys)) for (ns, sid), keys in sessions], dtype=np.int64
+            ).reshape(-1, 3)
+            joined = np.concatenate(
+                [np.frombuffer(keys, dtype=np.int64).copy() for _, keys in sessions]
+                or [np.empty(0, np.int64)]
             )
+            tags, rev = dict(self.tags), self.rev
+            namespaces, session_ids = dict(self._ns_ids), dict(self._session_ids)
+            sizes, spans = dict(self._sizes), dict(self._spans)
+            cat = self.catalog
+            pockets = [(cat.namespace_of(p), cat.key(p)) for p in range(len(cat))]
+        return ColumnsSnapshot(
+            rev=rev,
+            scheme=cat.scheme.fingerprint,
+            arrays=arrays,
+            namespaces=namespaces,
+            session_ids=session_ids,
+            tags={k: sorted(v) for k, v in tags.items()},
+            sizes=sizes,
+            spans=spans,
+            session_heads=heads,
+            session_keys=joined,
+            pockets=pockets,
+        )
 
     def restore(self, snap: ColumnsSnapshot) -> None:
         """Take `snap` into these (empty) columns, under the same pocket scheme."""
@@ -210,14 +228,25 @@ class Columns:
                     f"the snapshot's pocket scheme {snap.scheme!r} is not the configured"
                     f" {self.catalog.scheme.fingerprint!r}"
                 )
+            # Everything is checked before anything is taken: a snapshot that does not fit
+            # leaves the columns empty, to be rebuilt by a scan.
+            missing = [n for n in ARRAYS if n not in snap.arrays]
+            if missing:
+                raise ValueError(f"the snapshot has no {', '.join(missing)} column")
             rows = len(snap.arrays["ns"])
+            for name in ARRAYS:
+                got, want = snap.arrays[name], getattr(self, name).dtype
+                if len(got) != rows or got.dtype != want:
+                    raise ValueError(
+                        f"the snapshot's {name} is {len(got)} rows of {got.dtype}, not {rows}"
+                        f" of {want}"
+                    )
+            if int(snap.session_heads[:, 2].sum()) != len(snap.session_keys):
+                raise ValueError("the snapshot's session lists do not add up")
+            self.catalog.restore(snap.pockets)
             self._alloc(max(rows, 1024))
             for name in ARRAYS:
-                got = snap.arrays[name]
-                if len(got) != rows:
-                    raise ValueError(f"the snapshot's {name} has {len(got)} rows, not {rows}")
-                getattr(self, name)[:rows] = got
-            self.catalog.restore(snap.pockets)
+                getattr(self, name)[:rows] = snap.arrays[name]
             self._ns_ids = dict(snap.namespaces)
             self._session_ids = dict(snap.session_ids)
             self.tags = {k: frozenset(v) for k, v in snap.tags.items()}

@@ -1,8 +1,9 @@
 """The maintenance thread: periodic jobs that issue changes through the writer.
 
-Every `memory.access_flush_seconds` it runs each job in turn: the access statistics flush and
-the tier move (hot memories past their TTL or over the cap go to warm). A failing job is logged
-and retried on the next tick; the others still run. `stop` runs every job once more.
+Every `memory.access_flush_seconds` it runs each job in turn: the access statistics flush, the
+tier move (hot memories past their TTL or over the cap go to warm) and the metadata columns'
+checkpoint (saved when due, `checkpoint.Checkpoint.save_if_due`). A failing job is logged and
+retried on the next tick; the others still run. `stop` runs every job once more.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ store or pocket scheme, or cannot be read, falls back to a scan of the store."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -16,6 +18,7 @@ from server.adapters.sqlite_store import SqliteRecordStore
 from server.core.memory.changes import Cause, Erase, Put
 from server.core.memory.model import Kind, MemoryFilter, Record, Tier
 from server.core.memory.pockets import PocketCatalog, PocketScheme
+from server.core.memory.ports import ColumnsSnapshot
 from server.core.memory.state.checkpoint import Checkpoint
 from server.core.memory.state.columns import ARRAYS, Columns
 from server.core.settings import PocketSettings
@@ -175,3 +178,57 @@ def test_a_save_is_due_once_the_columns_moved_on_and_the_interval_passed(
     cp.save()
     loaded = file.load()
     assert loaded is not None and loaded.rev == 6
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda s: dataclasses.replace(s, arrays={k: v for k, v in s.arrays.items() if k != "tier"}),
+        lambda s: dataclasses.replace(s, arrays={**s.arrays, "kind": s.arrays["kind"][:-1]}),
+        lambda s: dataclasses.replace(
+            s, arrays={**s.arrays, "created": s.arrays["created"].astype(np.float32)}
+        ),
+        lambda s: dataclasses.replace(s, pockets=s.pockets + s.pockets[:1]),
+        lambda s: dataclasses.replace(s, session_keys=s.session_keys[:-1]),
+    ],
+    ids=["a-column-missing", "a-short-column", "another-dtype", "a-pocket-twice", "short-sessions"],
+)
+def test_a_snapshot_that_does_not_fit_is_set_aside_for_a_scan(
+    tmp_path: Path,
+    store: SqliteRecordStore,
+    spoil: Callable[[ColumnsSnapshot], ColumnsSnapshot],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    file = ColumnsFile(tmp_path / "columns")
+    cols = columns()
+    write(store, cols, records(20))
+    file.save(spoil(cols.snapshot()))
+    fresh = columns()
+    assert Checkpoint(fresh, store, file, 60.0).load()["restored"] == 0
+    assert "not used" in caplog.text
+    assert state(fresh)["rows"] == state(cols)["rows"]
+
+
+def test_columns_that_missed_a_change_are_never_saved_and_their_snapshot_goes(
+    tmp_path: Path, store: SqliteRecordStore
+) -> None:
+    file = ColumnsFile(tmp_path / "columns")
+    cols = columns()
+    cp = Checkpoint(cols, store, file, 60.0)
+    cp.load()
+    write(store, cols, records(5))
+    cp.save()
+    assert file.load() is not None
+    bad = store.apply([Put(records(6)[5], None, Cause.STORE)])
+    with pytest.raises(AttributeError):
+        cols.follow([dataclasses.replace(bad[0], record=object())])  # type: ignore[arg-type]
+    assert cols.broken
+    cp.save()
+    assert file.load() is None
+    assert not cp.save_if_due()
+    fresh = columns()
+    assert Checkpoint(fresh, store, file, 60.0).load() == {
+        "records": 6,
+        "replayed": 0,
+        "restored": 0,
+    }
