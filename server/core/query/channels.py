@@ -235,17 +235,18 @@ class KeywordChannel(Reader):
             run.kw.update(
                 zip(keys[keep][:depth].tolist(), norm[keep][:depth].tolist(), strict=True)
             )
-            if len(res.hits) >= kq.count:
-                # The first stage only approximates the rescoring: an unlisted memory may score
-                # anything, so a full list bounds nothing.
+            if len(res.hits) >= kq.count or keep.sum() > depth:
+                # The first stage only approximates the rescoring: an unlisted memory (or one
+                # cut at the depth) may score anything, so a full list bounds nothing.
                 run.kw_full = True
         # Unindexed memories: the weighted share of the query's terms, on the same scale. A
         # term the index has not seen yet is as rare as its rarest.
         unseen = max(res.idf.values(), default=1.0)
         weights = {t: res.idf.get(t, unseen) for t in terms}
         hk, hs = self._hot.keyword(q.namespace, weights, lambda k: run.mask(self._cols, k))
-        for k, s in zip(hk.tolist(), hs.tolist(), strict=True):
-            run.kw[k] = max(run.kw.get(k, 0.0), s)
+        # The hot tier holds the newest version of what it scores: its share stands (the index
+        # may still hold an older version of a memory written again), as its vector does.
+        run.kw.update(zip(hk.tolist(), hs.tolist(), strict=True))
         run.exact = res.exact | self._hot_exact(run, ident)
 
     def _hot_exact(self, run: Run, ident: tuple[str, ...]) -> frozenset[int]:
