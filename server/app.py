@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import IO, Any
@@ -134,7 +135,20 @@ def build_encoder(settings: Settings) -> tuple[OnnxTextEncoder, OnnxTextEncoder]
         except ModelMissingError as exc:
             raise StartupError(f"{exc} ({origin})") from exc
 
-    encoder = open_session(enc_s.threads, True)
+    def opened(threads: int, serialize: bool) -> OnnxTextEncoder:
+        # One encode now, on a thread that is not niced: the tokenizer's and onnxruntime's
+        # worker threads are made at the first one and inherit its niceness, so a niced writer
+        # must not be the first.
+        enc = open_session(threads, serialize)
+        enc.encode(["warm-up"])
+        return enc
+
+    # The writes' session is built beside the queries' (onnxruntime builds a session without
+    # the GIL): about half the start-up time of building them one after the other.
+    with ThreadPoolExecutor(1, thread_name_prefix="pocketd-encoder-open") as pool:
+        later = pool.submit(opened, enc_s.write_threads, False) if enc_s.write_session else None
+        encoder = opened(enc_s.threads, True)
+        writes = encoder if later is None else later.result()
     dim = settings.memory.embedding_dim
     if encoder.dim != dim:
         raise StartupError(
@@ -142,13 +156,6 @@ def build_encoder(settings: Settings) -> tuple[OnnxTextEncoder, OnnxTextEncoder]
             f" makes {encoder.dim}-d vectors: set memory.embedding_dim: {encoder.dim}, or"
             " encoder.text: none and send vectors of your own"
         )
-    # One encode now, on this thread: the tokenizer's and onnxruntime's worker threads are made
-    # at the first one and inherit its niceness, so a niced writer must not be the first.
-    encoder.encode(["warm-up"])
-    if not enc_s.write_session:
-        return encoder, encoder
-    writes = open_session(enc_s.write_threads, False)
-    writes.encode(["warm-up"])
     return encoder, writes
 
 
