@@ -34,8 +34,9 @@ the keyword channel did not list still gets its own BM25.
 
 The rescoring reads each document's terms from a `TermCache` (the documents written or read
 lately, parsed, valid per view); only the others are read out of tantivy (a search's hits by
-address, `score`'s by one lookup of their keys). A search reads its hits' keys from the `key`
-fast field, not from the stored documents.
+address, `score`'s by one query of their keys and the query's terms, so that only those holding
+a term are read). A search reads its hits' keys from the `key` fast field, not from the stored
+documents.
 
 `commit(rev)` makes changes durable and searchable, then records `rev` in `rev.json`. An index of
 another schema (`schema.json`) is deleted on open and rebuilt from the record store.
@@ -478,7 +479,8 @@ class TantivyKeywordIndex:
     def score(self, q: KeywordQuery, keys: Sequence[int]) -> dict[int, float]:
         """The BM25 of the given memories of the namespace, as `search` would score them (left
         out when it holds no query term): a memory's keyword score whichever channel found it.
-        Their terms come from the cache; the others' documents are looked up by key at once."""
+        Their terms come from the cache; of the others, those holding a query term are looked
+        up by key in one query."""
         if not keys:
             return {}
         view = self._view
@@ -494,11 +496,13 @@ class TantivyKeywordIndex:
             else:
                 found[k] = got
         if missing:
+            # Only those holding a query term: the others score 0 and need not be read.
             searcher = view.searcher
             query = Query.boolean_query(
                 [
-                    (Occur.Must, self._term("ns", q.namespace)),
-                    (Occur.Must, Query.term_set_query(self._schema, "key", missing)),
+                    (Occur.Must, self._zero(self._term("ns", q.namespace))),
+                    (Occur.Must, self._zero(Query.term_set_query(self._schema, "key", missing))),
+                    (Occur.Must, Query.boolean_query(p.should)),
                 ]
             )
             addrs = [addr for _, addr in searcher.search(query, len(missing)).hits]
