@@ -52,7 +52,7 @@ MIXED_NS = "bench-mixed"
 MIXED_MAX = 50_000
 KINDS = ("fact", "preference", "episode", "skill")
 BENCH_PY = ROOT / ".venv-bench" / "bin" / "python"
-TAIL_RE = re.compile(r"loaded \d+ records, (\d+) awaiting the indexer")
+TAIL_RE = re.compile(r"loaded \d+ records \([^)]*\), (\d+) awaiting the indexer")
 
 
 def log(msg: str) -> None:

@@ -21,7 +21,7 @@ from tests.conftest import wait_for
 from tests.e2e.conftest import Proc, spawn
 
 pytestmark = pytest.mark.e2e
-TAIL_RE = re.compile(r"loaded (\d+) records, (\d+) awaiting the indexer")
+TAIL_RE = re.compile(r"loaded (\d+) records \([^)]*\), (\d+) awaiting the indexer")
 DIM = 512
 
 
