@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from server.adapters.durable import fsync_dir
 from server.core.memory.pockets import PocketKey
 from server.core.memory.ports import ColumnsSnapshot
 
@@ -73,12 +74,12 @@ class ColumnsFile:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self._path)
-        _fsync_dir(self._root)
+        fsync_dir(self._root)
 
     def discard(self) -> None:
         if self._path.exists():
             self._path.unlink()
-            _fsync_dir(self._root)
+            fsync_dir(self._root)
 
     def load(self) -> ColumnsSnapshot | None:
         if not self._path.exists():
@@ -112,11 +113,3 @@ class ColumnsFile:
             session_keys=keys,
             pockets=meta.pockets,
         )
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from server.adapters.durable import fsync_dir
 from server.core.routing.ports import PocketModel
 
 log = logging.getLogger(__name__)
@@ -50,14 +51,6 @@ def scope_of(namespace: str | None) -> str:
 def new_version() -> str:
     """A sortable, unique version name: the UTC time and a random suffix."""
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _write_file(path: Path, data: bytes) -> None:
@@ -98,9 +91,9 @@ class ModelStore:
             tmp.mkdir()
             _write_file(tmp / "model.onnx", model)
             _write_file(tmp / "report.json", json.dumps(report, indent=2).encode())
-            _fsync_dir(tmp)
+            fsync_dir(tmp)
             tmp.rename(scope / version)
-            _fsync_dir(scope)  # the version is on disk before the pointer names it
+            fsync_dir(scope)  # the version is on disk before the pointer names it
             old = self.pointer(namespace)
             self._point(scope, namespace, version, None if old is None else old["current"])
 
@@ -138,7 +131,7 @@ class ModelStore:
         tmp = scope / f".{POINTER}.tmp"
         _write_file(tmp, json.dumps(data).encode())
         tmp.replace(scope / POINTER)
-        _fsync_dir(scope)
+        fsync_dir(scope)
         keep = {current, previous, ".lock", POINTER}
         for p in scope.iterdir():  # older versions and what a crash left
             if p.name not in keep and p.is_dir():
