@@ -58,7 +58,7 @@ import tantivy
 from tantivy import Document, FieldType, Index, Occur, Query, SchemaBuilder
 
 from server.adapters.analysis import Analyzer, date_terms
-from server.adapters.term_cache import DocTerms, TermCache, parse
+from server.adapters.term_cache import DocTerms, TermCache, interned, parse
 from server.core.memory.ports import KeywordDoc, KeywordQuery, KeywordResult
 
 log = logging.getLogger(__name__)
@@ -189,13 +189,15 @@ class TantivyKeywordIndex:
 
     def upsert(self, docs: Sequence[KeywordDoc]) -> None:
         # A turn's text is its own document's and each of its neighbours' context: analyse it
-        # once per batch (jieba and the stemmer are most of the indexer's keyword work).
-        analysed: dict[str, str] = {}
+        # once per batch (jieba and the stemmer are most of the indexer's keyword work), as the
+        # terms the cache holds and as the string tantivy indexes.
+        analysed: dict[str, tuple[tuple[str, ...], str]] = {}
 
-        def terms_of(text: str) -> str:
+        def terms_of(text: str) -> tuple[tuple[str, ...], str]:
             got = analysed.get(text)
             if got is None:
-                got = analysed[text] = " ".join(self.analyze(text))
+                words = interned(self.analyze(text))
+                got = analysed[text] = (words, " ".join(words))
             return got
 
         with self._lock:
@@ -215,10 +217,12 @@ class TantivyKeywordIndex:
                     created=float(rec.created_at),
                     expires=math.inf if rec.expires_at is None else float(rec.expires_at),
                 )
-                own = terms_of(rec.text)
-                meta = " ".join([*self.analyze(rec.speaker), *date_terms(rec.created_at)])
-                lines = [(dist, terms_of(text)) for dist, text in d.context]
-                lines = [(dist, t) for dist, t in lines if t]
+                own_words, own = terms_of(rec.text)
+                meta_words = interned([*self.analyze(rec.speaker), *date_terms(rec.created_at)])
+                meta = " ".join(meta_words)
+                analysed_context = [(dist, terms_of(text)) for dist, text in d.context]
+                context = [(dist, words) for dist, (words, _) in analysed_context if words]
+                lines = [(dist, t) for dist, (_, t) in analysed_context if t]
                 doc.add_text("txt", own)
                 doc.add_text("mix", " ".join([own, *(t for _, t in lines)]))
                 doc.add_text("meta", meta)
@@ -229,7 +233,7 @@ class TantivyKeywordIndex:
                 for tag in rec.tags:
                     doc.add_text("tags", tag)
                 self._writer.add_document(doc)
-                self._pending[rec.key] = DocTerms.of(own, lines, meta)
+                self._pending[rec.key] = DocTerms(own_words, tuple(context), meta_words)
 
     def remove(self, namespace: str, keys: Sequence[int]) -> None:
         with self._lock:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import numpy as np
@@ -37,12 +37,6 @@ class DocTerms(NamedTuple):
     context: tuple[tuple[int, tuple[str, ...]], ...]
     meta: tuple[str, ...]
 
-    @classmethod
-    def of(cls, own: str, context: Sequence[tuple[int, str]], meta: str) -> DocTerms:
-        """From space-separated analysed terms: the own text's, each neighbour's by signed
-        distance, the meta bag's."""
-        return cls(_words(own), tuple((d, _words(t)) for d, t in context), _words(meta))
-
 
 def parse(own: bytes, context: bytes, meta: bytes) -> DocTerms:
     """A document's terms from its stored fields ("<distance> <terms>" per neighbour line)."""
@@ -50,12 +44,17 @@ def parse(own: bytes, context: bytes, meta: bytes) -> DocTerms:
     for line in context.decode().split("\n"):
         if line:
             dist, _, text = line.partition(" ")
-            lines.append((int(dist), text))
-    return DocTerms.of(own.decode(), lines, meta.decode())
+            lines.append((int(dist), _words(text)))
+    return DocTerms(_words(own.decode()), tuple(lines), _words(meta.decode()))
+
+
+def interned(words: Iterable[str]) -> tuple[str, ...]:
+    """Analysed terms as the cache holds them: one string object per distinct term."""
+    return tuple(sys.intern(w) for w in words if w)
 
 
 def _words(text: str) -> tuple[str, ...]:
-    return tuple(sys.intern(w) for w in text.split(" ")) if text else ()
+    return interned(text.split(" "))
 
 
 class TermCache:
