@@ -91,17 +91,14 @@ class Run:
         m = cols.mask(keys, self.ns_id, q.filter, self.now, q.include_obsolete, q.include_expired)
         inside = keys < len(cols.pocket)
         of = cols.pocket[keys[inside]]
-        table = self._in_plan()
-        if len(table) == 0:
-            m[inside] = False
-        else:
-            m[inside] &= (of >= 0) & (of < len(table)) & table[np.clip(of, 0, len(table) - 1)]
+        table = self._in_plan()  # its last slot is False: every id beyond the plan's lands there
+        m[inside] &= (of >= 0) & table[np.minimum(of, len(table) - 1)]
         return m
 
     def _in_plan(self) -> npt.NDArray[np.bool_]:
         """Pocket id → whether the plan searches it (a table: a lookup, not a set test)."""
         if self._table is None or self._table[0] is not self.pockets:
-            table = np.zeros(max(self.pockets, default=-1) + 1, np.bool_)
+            table = np.zeros(max(self.pockets, default=-1) + 2, np.bool_)
             table[list(self.pockets)] = True
             self._table = (self.pockets, table)
         return self._table[1]
