@@ -129,8 +129,9 @@ class MemoryEngine:
         c = self.columns
         hot_keys = np.nonzero((c.ns >= 0) & (c.tier == int(Tier.HOT)))[0].tolist()
         for start in range(0, len(hot_keys), 4096):  # hot memories live in the hot tier only
-            records = self._store.get(hot_keys[start : start + 4096])
-            chunk = [records[k] for k in hot_keys[start : start + 4096] if k in records]
+            part = hot_keys[start : start + 4096]
+            records = self._store.get(part)
+            chunk = [records[k] for k in part if k in records]  # in key order, as written
             vecs = self._store.get_vectors([r.key for r in chunk])
             # Rebuilt like a follower, at revision 0: indexed already (nothing to wait for).
             self.hot.follow([Applied(0, r.key, r.namespace, r, vecs.get(r.key)) for r in chunk])

@@ -42,6 +42,7 @@ class Checkpoint:
         self._every = every_s
         self._saved_rev: int | None = None  # none saved by this process yet
         self._saved_at = 0.0
+        self._discarded = False  # the columns missed a change: nothing is saved until restart
 
     def load(self) -> dict[str, int]:
         """Fill the (empty) columns: from the snapshot and the changes since, else by a scan.
@@ -79,7 +80,7 @@ class Checkpoint:
     def save_if_due(self) -> bool:
         """Save when the columns have moved on since the last save and `every_s` has passed
         (at once after a start-up that could not use or did not find a snapshot)."""
-        if self._cols.rev == self._saved_rev or self._saved_rev == -1:
+        if self._discarded or self._cols.rev == self._saved_rev:
             return False
         if self._saved_rev is not None and time.monotonic() - self._saved_at < self._every:
             return False
@@ -87,11 +88,12 @@ class Checkpoint:
         return True
 
     def save(self) -> None:
+        if self._discarded:
+            return
         if self._cols.broken:
-            if self._saved_rev != -1:
-                log.error("the columns missed a change: their snapshot is discarded until restart")
-                self._sink.discard()
-                self._saved_rev = -1  # discarded: never saved again by this process
+            log.error("the columns missed a change: their snapshot is discarded until restart")
+            self._sink.discard()
+            self._discarded = True
             return
         snap = self._cols.snapshot()
         if snap.rev == self._saved_rev:
