@@ -219,13 +219,14 @@ class MemoryEngine:
     def now(self) -> float:
         return self._clock.now()
 
-    def routing_vector(self, q: RecallQuery) -> Vector | None:
-        """The vector a router sees for `q`: its own (unit), or its text's if that is cached. A
-        text-only query is routed without one otherwise: its vector is encoded while the
-        keyword channel runs, after the plan is chosen."""
+    def routing_vector(self, q: RecallQuery, deadline: Deadline | None = None) -> Vector | None:
+        """The vector a router reads for `q`: its own (unit), else its text's, encoded now (or
+        cached); None for a query with no text, or with the built-in encoder disabled."""
         if q.vector is not None:
             return unit(q.vector)
-        return self._encoding.cached(q.namespace, q.text) if q.text else None
+        if not q.text or not self._encoding.available():
+            return None
+        return self._encoding.query(q.namespace, q.text, deadline or no_deadline())
 
     def cached_vector(self, namespace: str, text: str) -> Vector | None:
         """The vector a Recall just encoded for `text` in `namespace`, if it is still cached."""
@@ -234,17 +235,21 @@ class MemoryEngine:
     def recall(
         self, q: RecallQuery, deadline: Deadline | None = None, shadow: bool = False
     ) -> RecallResult:
-        """A text-only query is encoded on the encoding thread while the keyword channel runs
-        (the encoder releases the GIL), unless its vector is cached. `shadow`: a router's
-        comparison run of the default plan, neither routed nor counted as an access."""
+        """A routed query is encoded first: the router reads its vector. Otherwise a text-only
+        query is encoded on the encoding thread while the keyword channel runs (the encoder
+        releases the GIL), unless its vector is cached. `shadow`: a router's comparison run of
+        the default plan, neither routed nor counted as an access."""
         deadline = deadline or no_deadline()
         later: Callable[[], Vector] | None = None
         routed: RoutedPlan | None = None
         if q.vector is not None:
             q.vector = unit(q.vector)
-        if q.plan is None and self.planner is not None and not shadow:
+        planner = self.planner
+        if q.plan is None and planner is not None and not shadow and planner.routes(q):
+            if q.vector is None and self.columns.ns_id(q.namespace) >= 0:
+                q.vector = self.routing_vector(q, deadline)  # deadline errors are the Recall's
             try:
-                routed = self.planner.plan(q, self.routing_vector(q), self._clock.now())
+                routed = planner.plan(q, q.vector, self._clock.now())
             except Exception:  # routing must never fail a Recall: run the default plan
                 log.exception("routing failed; this Recall runs the default plan")
             if routed is not None:

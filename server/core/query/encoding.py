@@ -61,6 +61,10 @@ class Encoding:
             )
         return self._encoder
 
+    def available(self) -> bool:
+        """Whether queries can be encoded (an encoder of the configured dimension)."""
+        return self._encoder is not None and self._encoder.dim == self._dim
+
     def encode(
         self,
         texts: list[str],

@@ -1,7 +1,7 @@
 """Explain: the plan each routing policy would choose for a Recall, and why, without searching
 (so a router can be evaluated offline, on queries alone); with `run`, each plan's result too.
-The router sees what it would see in that Recall (`MemoryEngine.routing_vector`): a text-only
-query's vector only if it is cached, since a Recall encodes it after routing.
+The router sees what it would see in that Recall (`MemoryEngine.routing_vector`): the query's
+vector, encoded first for a text query.
 
 The route features and the heuristic are computed once (`Router.context`) and every policy
 decides on the same view, so the explanations differ only by policy. A run is a shadow Recall
@@ -38,7 +38,7 @@ class Explainer:
         self, q: RecallQuery, policies: Sequence[str], run: bool, deadline: Deadline
     ) -> tuple[Context, list[Explained]]:
         """`policies` empty: all four, in their order."""
-        vector = self._engine.routing_vector(q)  # what Recall would route with
+        vector = self._engine.routing_vector(q, deadline)  # what Recall would route with
         ctx = self._router.context(q, vector, self._engine.now())
         out = []
         for policy in policies or POLICIES:

@@ -229,6 +229,10 @@ class Router:
             [costs.get(p.name, 0.0) for p in ctx.pockets],
         )  # fmt: skip
 
+    def routes(self, q: RecallQuery) -> bool:
+        """Whether `q` is routed: its policy (or the configured one) is not `full`."""
+        return (q.route_policy or self._s.policy) != "full"
+
     def plan(
         self, q: RecallQuery, vector: npt.NDArray[np.float32] | None, now: float
     ) -> RoutedPlan | None:

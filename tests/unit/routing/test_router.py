@@ -147,6 +147,9 @@ def test_a_routed_recall_is_logged_with_what_each_step_did(
 
 def test_a_failing_router_never_fails_a_recall(loaded: MemoryEngine) -> None:
     class Broken:
+        def routes(self, *_: object) -> bool:
+            return True
+
         def plan(self, *_: object) -> None:
             raise IndexError("a pocket appeared meanwhile")
 
