@@ -399,8 +399,10 @@ class HotSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The hot tier: a session's raw recent turns, scanned exactly, and every memory until the
     indexer has it."""
 
-    # Memories of these kinds, with a session, whose event time lies within `ttl_seconds`
-    # arrive in tier hot; the rest arrive warm. Hot memories move to warm after `ttl_seconds`.
+    # Memories of these kinds, with a session, whose event time lies within `ttl_seconds`, or
+    # of the namespace's current session (the one of its latest hot turn), arrive in tier hot;
+    # the rest arrive warm. Hot memories move to warm after `ttl_seconds`, except those of the
+    # current session: it stays one hot pocket, apart from past sessions, until another begins.
     kinds: tuple[str, ...] = ("episode", "observation")
     ttl_seconds: Seconds = 1800.0
     # Hot memories per namespace beyond this move to warm early, oldest first.

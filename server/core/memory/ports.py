@@ -311,6 +311,7 @@ class MetadataColumns(Protocol):
     obsolete: BoolArray
     tier: npt.NDArray[np.int8]
     pocket: npt.NDArray[np.int32]
+    session: npt.NDArray[np.int32]
     turn: npt.NDArray[np.int32]
     says_when: BoolArray
 
@@ -323,6 +324,15 @@ class MetadataColumns(Protocol):
     def ns_id(self, namespace: str) -> int: ...
 
     def namespaces(self) -> dict[str, int]: ...
+
+    def session_id(self, session: str) -> int:
+        """The interned id of a session (-2 for one never seen)."""
+        ...
+
+    def current_session(self, ns_id: int) -> tuple[float, int]:
+        """(event time, session id) of the namespace's current session: the one of its latest
+        hot turn ((-inf, -1) before any)."""
+        ...
 
     def current(self, keys: KeyArray, kind: int | None = None) -> BoolArray: ...
 

@@ -135,7 +135,14 @@ def test_hot_memories_move_to_warm_after_the_ttl_and_change_pocket(
     engine.indexer.catch_up()
     assert engine._writer.move_tiers(no_deadline()) == 0  # not yet due
     clock.advance(engine._s.hot.ttl_seconds + 1)
-    assert engine._writer.move_tiers(no_deadline()) == 1
+    assert engine._writer.move_tiers(no_deadline()) == 0  # s1 is still the current session
+    w = unit_vec(rng)
+    later = engine.remember([mem("The printer needs new toner", Kind.EPISODE, w, session_id="s2")])[
+        0
+    ]
+    assert later.tier == Tier.HOT
+    assert engine._writer.move_tiers(no_deadline()) == 1  # s2 began: s1 is past
+    engine.forget(NS, later.memory_id, None)
     engine.indexer.catch_up()
     week = bucket_of(r.expires_at or 0, "week")  # unused: the bucket is of the event time
     del week
@@ -442,3 +449,53 @@ def test_a_mid_sized_pocket_is_searched_coarse_to_fine(
     assert step.cost_units < costs.exact(1500)
     truth = np.argsort(-(np.stack(vecs) @ q))[:5]
     assert [h.record.text for h in res.hits] == [f"fact {i}" for i in truth]
+
+
+def test_the_current_session_stays_one_hot_pocket_whatever_its_age(
+    engine: MemoryEngine, clock: FakeClock
+) -> None:
+    """A session stays hot past the TTL while it is the namespace's latest hot session; a late
+    turn of it arrives hot whatever its event time, while imported history arrives warm; once
+    another session begins, its old turns move to warm."""
+    rng = np.random.default_rng(3)
+    ttl = engine._s.hot.ttl_seconds
+    old = clock.t - 10 * ttl
+    history = engine.remember(
+        [
+            mem(
+                "We compared two laptops",
+                Kind.EPISODE,
+                unit_vec(rng),
+                session_id="past",
+                created_at=old,
+            )
+        ]
+    )[0]
+    assert history.tier == Tier.WARM  # imported history: never current
+    first = engine.remember(
+        [mem("We planned the Kyoto trip", Kind.EPISODE, unit_vec(rng), session_id="now")]
+    )
+    assert first[0].tier == Tier.HOT
+    clock.advance(3 * ttl)
+    late = engine.remember(
+        [
+            mem(
+                "The hotel is near the station",
+                Kind.EPISODE,
+                unit_vec(rng),
+                session_id="now",
+                created_at=old,
+            )
+        ]
+    )[0]
+    assert late.tier == Tier.HOT  # a turn of the current session, however old
+    assert engine._writer.move_tiers(no_deadline()) == 0
+    engine.indexer.catch_up()
+    hot = {n: c for n, c in _pockets(engine).items() if "/hot/" in n}
+    assert sum(hot.values()) == 2
+    engine.remember(
+        [mem("The dentist moved my appointment", Kind.EPISODE, unit_vec(rng), session_id="next")]
+    )
+    assert engine._writer.move_tiers(no_deadline()) == 2  # "now" is past: both turns move
+    for mid in (first[0].memory_id, late.memory_id):
+        assert engine.get(NS, mid, False)[0].tier == Tier.WARM

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from server.core.memory.changes import Applied
-from server.core.memory.model import MemoryFilter, Record
+from server.core.memory.model import MemoryFilter, Record, Tier
 from server.core.memory.pockets import PocketCatalog
 from server.core.memory.ports import ColumnsSnapshot
 
@@ -65,6 +65,9 @@ class Columns:
         self._spans: dict[int, tuple[float, float]] = {}
         # (namespace id, session id) → the keys of its turns, for neighbours and next positions.
         self._sessions: dict[tuple[int, int], array[int]] = {}
+        # namespace id → (event time, session id) of its latest hot session turn ever put: the
+        # namespace's current session (`current_session`).
+        self._newest: dict[int, tuple[float, int]] = {}
         self.rev = 0  # the last revision followed
         # A change failed half-way: these columns may miss part of it while `rev` moves past it,
         # so no snapshot of them may be kept (the next start-up scans the store).
@@ -110,6 +113,12 @@ class Columns:
     def session_id(self, session: str) -> int:
         return self._session_ids.get(session, -2)
 
+    def current_session(self, ns_id: int) -> tuple[float, int]:
+        """(event time, session id) of the namespace's current session: the one of its latest
+        turn that arrived hot ((-inf, -1) before any). It stays current until a later hot turn
+        of another session begins one."""
+        return self._newest.get(ns_id, (-math.inf, -1))
+
     def put(self, rec: Record) -> int:
         """Insert or update the row of `rec.key`; return the pocket it is placed in."""
         with self._lock:
@@ -140,6 +149,8 @@ class Columns:
         self.says_when[k] = rec.says_when
         if rec.session_id and rec.turn >= 0:
             self._sessions.setdefault((ns, sid), array("q")).append(k)
+            if rec.tier == Tier.HOT and rec.created_at >= self._newest.get(ns, (-math.inf, 0))[0]:
+                self._newest[ns] = (rec.created_at, sid)
         if rec.tags:
             self.tags[k] = frozenset(rec.tags)
         else:
@@ -253,10 +264,17 @@ class Columns:
             self._sizes = dict(snap.sizes)
             self._spans = dict(snap.spans)
             self._sessions = {}
+            self._newest = {}
             at = 0
             for ns, sid, n in snap.session_heads.tolist():
-                self._sessions[(ns, sid)] = array("q", snap.session_keys[at : at + n].tolist())
+                keys = snap.session_keys[at : at + n]
+                self._sessions[(ns, sid)] = array("q", keys.tolist())
                 at += n
+                hot = keys[self.tier[keys] == int(Tier.HOT)]
+                if len(hot):
+                    latest = float(self.created[hot].max())
+                    if latest >= self._newest.get(ns, (-math.inf, 0))[0]:
+                        self._newest[ns] = (latest, sid)
             self.rev = snap.rev
 
     def _count_out(self, key: int) -> None:

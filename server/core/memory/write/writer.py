@@ -189,16 +189,20 @@ class Writer:
         return applied
 
     def _arrival_tier(self, rec: Record, event_time: float, now: float) -> Tier:
-        """Hot for a recent turn of a session of a hot kind (a session's raw memory), else
-        warm."""
-        recent = now - event_time < self._s.hot.ttl_seconds
-        hot = rec.kind in self._hot_kinds and bool(rec.session_id) and recent
-        return Tier.HOT if hot else Tier.WARM
+        """Hot for a session's turn of a hot kind (a session's raw memory) that is recent or
+        of the namespace's current session, else warm."""
+        if rec.kind not in self._hot_kinds or not rec.session_id:
+            return Tier.WARM
+        if now - event_time < self._s.hot.ttl_seconds:
+            return Tier.HOT
+        _, current = self._cols.current_session(self._cols.ns_id(rec.namespace))
+        return Tier.HOT if current == self._cols.session_id(rec.session_id) else Tier.WARM
 
     def move_tiers(self, deadline: Deadline) -> int:
-        """Move hot memories to warm: those older than `hot.ttl_seconds`, and the oldest beyond
-        `hot.max_records_per_namespace` in a namespace. One change per record, through the same
-        lock and the same publish as every write; return how many moved."""
+        """Move hot memories to warm: those older than `hot.ttl_seconds` but of their
+        namespace's current session, and the oldest beyond `hot.max_records_per_namespace` in a
+        namespace. One change per record, through the same lock and the same publish as every
+        write; return how many moved."""
         hs = self._s.hot
         with self._lock:
             now = self._clock.now()
@@ -209,6 +213,8 @@ class Writer:
             due = c.created[hot] <= now - hs.ttl_seconds
             for ns_id in np.unique(c.ns[hot]).tolist():
                 mine = np.nonzero(c.ns[hot] == ns_id)[0]
+                current = c.current_session(ns_id)[1]
+                due[mine[c.session[hot[mine]] == current]] = False  # current: stays hot
                 over = len(mine) - hs.max_records_per_namespace
                 if over > 0:
                     due[mine[np.argsort(c.created[hot[mine]], kind="stable")[:over]]] = True

@@ -76,6 +76,7 @@ def state(cols: Columns) -> dict[str, object]:
             cols.ns_id("a"), None, MemoryFilter(tags=("x",)), NOW, False, False
         ).tolist(),
         "rev": cols.rev,
+        "current": {ns: cols.current_session(i) for ns, i in cols.namespaces().items()},
     }
 
 
