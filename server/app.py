@@ -376,8 +376,18 @@ def build_engine(
         decisions,
         partial(engine.recall, shadow=True),
         models=models,
+        encode=None if encoder is None else engine.encode,
     )
+    if encoder is not None and r.policy != "full":  # the first routed Recall need not wait
+        threading.Thread(target=_warm, args=(engine.planner,), daemon=True).start()
     return engine
+
+
+def _warm(router: Router) -> None:
+    try:
+        router.intents.warm()
+    except Exception:  # the first decision encodes them again, and says why it cannot
+        log.exception("encoding the router's intent examples failed")
 
 
 def _open(

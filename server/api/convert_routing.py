@@ -29,9 +29,16 @@ def route_features(ctx: Context) -> spb.RouteFeatures:
             radius=p.radius,
             term_documents=m.docs[i],
             heuristic_probability=h,
+            store=m.stores[i],
+            intent_probability=-1.0 if m.intent[i] is None else m.intent[i],
         )
         timestamp(p.oldest, pf.oldest)
         timestamp(p.newest, pf.newest)
+    out.vector = ctx.vector is not None
+    for intent, sim in ctx.similarity.items():
+        out.intents.add(
+            intent=intent, similarity=sim, probability=ctx.evidence.intents.get(intent, 0.0)
+        )
     if ctx.evidence.window is not None:
         timestamp(ctx.evidence.window[0], out.window_start)
         timestamp(ctx.evidence.window[1], out.window_end)
@@ -61,6 +68,7 @@ def explain_response(ctx: Context, explained: list[Explained]) -> spb.ExplainRes
             cost_units=d.cost_units,
             full_cost_units=d.full_cost_units,
             budget_units=ctx.budget,
+            skip_below=ctx.skip_below,
             searched_steps=e.searched_steps,
         )
         if e.result is not None:

@@ -536,8 +536,18 @@ class RouterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # model. learned and hybrid run the heuristic until a model is installed (cold start).
     # A Recall's `route_policy` overrides it.
     policy: Literal["full", "heuristic", "learned", "hybrid"] = "full"
-    # A routed plan's budget, as a share of what the full plan would cost.
-    max_cost_share: Ratio = 0.25
+    # A routed plan searches every pocket whose probability of holding what the query needs
+    # is at least this (and the most probable one whatever its probability): coverage first,
+    # since a missed pocket costs a wrong answer and an extra one microseconds. Lower it to
+    # search more; `python -m bench router` draws coverage and cost against it.
+    skip_below: Ratio = 0.3
+    # A cap on a routed plan's estimated cost, as a share of what the full plan would cost: past
+    # it, the least probable pockets are dropped (1: no cap).
+    max_cost_share: Ratio = 1.0
+    # The example questions of each intent the router reads from a query's vector (session,
+    # profile, summary, history, none: `server.core.routing.intents`); empty: the built-in
+    # English and Chinese ones. An intent given no example is never read.
+    intent_examples: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
     # A plan whose most probable pocket is below this is widened to the full plan.
     min_confidence: Ratio = 0.5
     # The share of routed Recalls that also run the full plan in shadow, off the request path,
@@ -560,8 +570,6 @@ class RouterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         "last year",
         "ago",
         "recently",
-        "before",
-        "after",
         "什么时候",
         "今天",
         "昨天",
@@ -596,29 +604,47 @@ class RouterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         "更",
         "还是",
     )
+    # A reference to the current conversation. Not "earlier", "before", "you said" or "我说":
+    # they as often point back to a past conversation ("from our earlier chats").
     just_said_cues: tuple[str, ...] = (
         "just said",
-        "you said",
-        "i said",
-        "earlier",
+        "just told",
+        "just mentioned",
+        "just asked",
         "a moment ago",
+        "a minute ago",
+        "a few minutes ago",
         "just now",
+        "in this conversation",
+        "in this chat",
+        "earlier today",
         "刚才",
         "刚刚",
-        "你说",
-        "我说",
+        "方才",
+        "这次对话",
+        "这次聊天",
     )
+    # A question about the user's standing facts, in the first person or the third. Not a bare
+    # "my" or "我的": "my trip last spring" asks for the history.
     about_me_cues: tuple[str, ...] = (
         "what is my",
         "what's my",
+        "my name",
         "my favorite",
         "my favourite",
         "do i like",
         "do i prefer",
         "who am i",
-        "我的",
+        "the user's",
+        "user's",
+        "the user prefer",
+        "我叫什么",
+        "我的名字",
         "我喜欢",
+        "我最喜欢",
         "我是谁",
+        "用户的",
+        "用户喜欢",
     )
     # Critical patterns: a query that names one is searched in full (seed 003 §5.2).
     safety_cues: tuple[str, ...] = (

@@ -123,6 +123,15 @@ async def test_explain_gives_every_policy_without_searching(
         resp = await r.stub.Explain(explain("what is my shoe size"))
         assert [p.policy for p in resp.policies] == ["full", "heuristic", "learned", "hybrid"]
         assert "about_me" in resp.features.flags
+        # A text query is read with its vector, encoded first: the intents say what it asks.
+        assert resp.features.vector
+        intents = {i.intent: i for i in resp.features.intents}
+        assert max(intents, key=lambda k: intents[k].similarity) == "profile"
+        assert intents["profile"].probability > 0.5 > intents["none"].probability
+        stores = {p.pocket: p.store for p in resp.features.pockets}
+        assert all(stores[n] == "profile" for n in stores if n.startswith(("fact/", "preference/")))
+        assert all(p.intent_probability >= 0 for p in resp.features.pockets if p.store)
+        assert resp.policies[1].skip_below == pytest.approx(0.3)
         names = [p.pocket for p in resp.features.pockets]
         assert len(names) >= 4 and all(p.size > 0 for p in resp.features.pockets)
         by = {p.policy: p for p in resp.policies}

@@ -1,16 +1,18 @@
-"""The budget split: a policy's pockets, each with the probability that it is needed, become plan
-steps whose cost fits `max_cost_units`.
+"""The plan of a policy's probabilities: coverage first, then cost.
 
-Pockets are taken most probable first, while the budget lasts (greedily: a more probable pocket
-is never passed over to pay for a less probable one), and none below `MIN_PROBABILITY` but the
-first. Each has its probability's share of what is left:
-- a pocket scanned whole (small warm pockets, exactly or coarse to fine; hot pockets) costs
-  about the same at any depth: it is searched, at the full depth, if what is left pays for it;
-- an HNSW pocket's cost grows with its depth: it gets the deepest search its share pays for, at
-  least `top_k` (the minimum useful depth) if what is left pays for that, at most the full depth.
-The most probable pocket is searched, within the budget or not (unless `at_least_one` is off), so
-a plan is never empty.
-No budget (None) keeps every pocket of positive probability at the full depth.
+A routed plan that misses a needed pocket costs a wrong answer, while an extra small pocket costs
+microseconds; so the budget is stated as a probability, not as a share of the full scan:
+- every pocket at or above `skip_below` (the chance that it holds what the query needs below
+  which the router may skip it) is searched, most probable first; the most probable pocket is
+  searched whatever its probability, so a plan is never empty;
+- each is searched as THE plan would search it (`query.plan.full_plan` over the plan's pockets):
+  a pocket scanned whole (small warm pockets, hot pockets) at the full depth, the HNSW pockets
+  sharing the depth in proportion to their sizes, each at least `top_k`;
+- `max_cost` (cost units; None: no cap) caps the estimated cost: the least probable pockets are
+  dropped until the plan fits (the most probable one stays), and what a dropped pocket would
+  have held is the cap's price. By default the cap is the full plan's own cost (no cap).
+
+Lowering `skip_below` trades cost for coverage; `bench router` draws the curve.
 """
 
 from __future__ import annotations
@@ -19,13 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from server.core.memory.costs import CostModel
+from server.core.query import plan
 from server.core.query.plan import Pocket
 
-MIN_PROBABILITY = 0.1  # a less probable pocket is never worth budget (the first one excepted)
-
-
-# What the split needs of a pocket (a `PocketStats`, or one read back from the log): what the
-# plan needs of one.
+# What the plan needs of a pocket (a `PocketStats`, or one read back from the log).
 Candidate = Pocket
 
 
@@ -45,63 +44,43 @@ class RoutedStep:
     cost_units: float
 
 
-def split(
+def select(
     scored: Sequence[Scored],
-    budget: float | None,
+    skip_below: float,
+    max_cost: float | None,
     depth: int,
     top_k: int,
     costs: CostModel,
     at_least_one: bool = True,
 ) -> list[RoutedStep]:
-    """`at_least_one`: the most probable pocket is searched even beyond the budget."""
-    if budget is not None and not budget >= 0:
-        raise ValueError(f"a budget of {budget} cost units; it must be at least 0")
+    """The plan's steps, most probable first (see the module docstring). `at_least_one`: the
+    most probable pocket is searched even below `skip_below` and beyond `max_cost`."""
+    if not 0.0 <= skip_below <= 1.0:
+        raise ValueError(f"skip_below is {skip_below}; it must be in [0, 1]")
+    if max_cost is not None and not max_cost >= 0:
+        raise ValueError(f"a cost cap of {max_cost} cost units; it must be at least 0")
     ranked = sorted(
         (s for s in scored if s.probability > 0 and s.pocket.size > 0),
         key=lambda s: (-s.probability, s.pocket.name),
     )
-    if budget is None:
-        return [_step(s, depth, costs) for s in ranked]
-    out: list[RoutedStep] = []
-    left = budget
-    ranked = [s for i, s in enumerate(ranked) if i == 0 or s.probability >= MIN_PROBABILITY]
-    mass = sum(s.probability for s in ranked)
-    for i, s in enumerate(ranked):
-        share = left * s.probability / mass if mass > 0 else 0.0
-        mass -= s.probability
-        step = _fit(s, share, left, depth, top_k, costs)
-        if step is None and i == 0 and at_least_one:  # the most probable pocket is always searched
-            step = _step(s, max(top_k, 1) if s.pocket.method == "hnsw" else depth, costs)
-        if step is not None:
-            out.append(step)
-            left -= step.cost_units
-    return out
+    chosen = [
+        s for i, s in enumerate(ranked) if s.probability >= skip_below or (i == 0 and at_least_one)
+    ]
+    while True:
+        steps = _steps(chosen, depth, top_k, costs)
+        if max_cost is None or len(steps) <= 1 or sum(s.cost_units for s in steps) <= max_cost:
+            return steps
+        chosen = chosen[:-1]  # the least probable goes first
 
 
-def _cost(p: Candidate, depth: int, costs: CostModel) -> float:
-    return costs.of(p.method, p.size, depth)
-
-
-def _step(s: Scored, depth: int, costs: CostModel) -> RoutedStep:
-    return RoutedStep(s.pocket.name, depth, s.probability, _cost(s.pocket, depth, costs))
-
-
-def _fit(
-    s: Scored, share: float, left: float, depth: int, top_k: int, costs: CostModel
-) -> RoutedStep | None:
-    """The step of `s` that its `share` of the budget pays for, or None. An exact pocket costs
-    its size at any depth: it is searched if what is `left` pays for it. An HNSW pocket gets the
-    deepest search its share pays for, and at least `top_k` if what is left pays for that."""
-    p = s.pocket
-    if p.method != "hnsw":  # exact, coarse or hot: about the same cost at any depth
-        return _step(s, depth, costs) if _cost(p, depth, costs) <= left else None
-    if _cost(p, top_k, costs) > left:
-        return None
-    lo, hi = top_k, max(depth, top_k)  # the cost is monotone in the depth: bisect
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if _cost(p, mid, costs) <= max(share, _cost(p, top_k, costs)):
-            lo = mid
-        else:
-            hi = mid - 1
-    return _step(s, lo, costs)
+def _steps(chosen: Sequence[Scored], depth: int, top_k: int, costs: CostModel) -> list[RoutedStep]:
+    by_name = {s.pocket.name: s for s in chosen}
+    return [
+        RoutedStep(
+            st.pocket,
+            st.depth,
+            by_name[st.pocket].probability,
+            costs.of(by_name[st.pocket].pocket.method, by_name[st.pocket].pocket.size, st.depth),
+        )
+        for st in plan.full_plan([s.pocket for s in chosen], depth, top_k)
+    ]

@@ -1,30 +1,32 @@
 """The heuristic policy (seed 003 §3.1, §4.2): the probability that each pocket holds what a
-query needs, from rules over the route features and the pockets' own statistics. It needs no
-training data, so it is also the cold-start policy.
+query needs, from the query's intent, rules over the route features and the pockets' own
+statistics. It needs no training data, so it is also the cold-start policy.
 
-Every pocket starts at a prior, and each rule can only move it as it says:
-- `centroid`: a query vector near the pocket's centroid raises it (cosine 0.1 → nothing, 0.7 and
-  above → 0.8);
-- `terms`: a pocket holding a query term (its BM25 document count) is raised to 0.5–0.9 by the
-  share of the query's terms it holds; one holding none of them is halved;
-- `about_me` ("what is my …", "我的"): fact and preference pockets, the user's profile, → 0.95;
-- `time_window` ("last week", "上周"): pockets of a time bucket whose records' times overlap the
-  window → 0.95, those of a bucket that does not → ×0.3;
-- `just_said` ("as I said", "刚才"): hot pockets → 0.95;
-- `hot`: a hot pocket (recent, often read) is at least 0.6.
-The rules that fired are returned with the scores, for the decision log and Explain.
+Every pocket starts from its store's intent probability (`intents`: the query's vector against
+example questions of the current session, the profile, summaries, the history and skills), or
+from `PRIOR` when the query has no vector or the pocket serves no store (an unspecified kind);
+then each rule can only move it as it says:
+- `just_said` ("as I just said", "刚才"): the current session's pockets → 0.95;
+- `about_me` ("what is my …", "the user's …", "我的名字"): the profile's pockets → at least 0.9;
+- `identifier` (an order id, a code): the pockets holding it (BM25 statistics) → 0.95;
+- `in_session` (the current session holds most of the query's terms): → at least 0.5;
+- `time_window` ("last week", "上周"): bucketed pockets whose events miss the window → ×0.3.
+A pocket holding a query term is not raised for it: with a big history every week holds some
+term of every question. The rules that fired are returned with the scores, for the decision log
+and Explain.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from server.core.memory.model import Kind, PocketStats, Tier
+from server.core.memory.model import Kind, PocketStats
 from server.core.routing.budget import Scored
 from server.core.routing.features import QueryFeatures
+from server.core.routing.intents import store_of
 
 PRIOR = 0.3
 PROFILE = (Kind.FACT, Kind.PREFERENCE)
@@ -36,6 +38,7 @@ class Evidence:
 
     term_hits: Mapping[str, Mapping[str, int]]  # pocket name → query term → documents holding it
     window: tuple[float, float] | None  # the time cue's event-time window, if any
+    intents: Mapping[str, float] = field(default_factory=dict)  # intent → probability ({}: none)
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,8 @@ class Measures:
     docs: list[int]  # its documents holding a query term, summed over the terms
     overlaps: list[float | None]  # whether its events meet the time window (None: no window
     # or no bucket)
+    stores: list[str]  # the store it serves ("" for none)
+    intent: list[float | None]  # its store's intent probability (None: no vector or no store)
 
 
 def measure(
@@ -63,6 +68,7 @@ def measure(
     held: list[int] = []
     docs: list[int] = []
     overlaps: list[float | None] = []
+    stores = [store_of(p.kind, p.tier) for p in pockets]
     for p in pockets:
         counts = [n for t, n in ev.term_hits.get(p.name, {}).items() if t in terms and n > 0]
         held.append(len(counts))
@@ -72,41 +78,37 @@ def measure(
             overlaps.append(float(p.oldest < end and p.newest >= start))
         else:
             overlaps.append(None)
-    return Measures(cos, held, docs, overlaps)
+    intent = [ev.intents.get(s) if s else None for s in stores]
+    return Measures(cos, held, docs, overlaps, stores, intent)
 
 
 def heuristic(
     f: QueryFeatures,
-    vector: np.ndarray | None,
     pockets: Sequence[PocketStats],
     ev: Evidence,
-    m: Measures | None = None,
+    m: Measures,
 ) -> tuple[list[Scored], list[str]]:
-    """`m`: the pockets' measures, if already computed."""
-    m = m or measure(f, vector, pockets, ev)
+    """`m`: the pockets' measures (`measure`)."""
     fired: set[str] = set()
     out: list[Scored] = []
     n_terms = len(set(f.terms))
+    any_overlap = any(o == 1.0 for o in m.overlaps)
+    ident = set(f.identifiers)
     for i, p in enumerate(pockets):
         rules: dict[str, float] = {}  # rule → the probability it sets
-        prob = PRIOR
-        if vector is not None and p.centroid is not None:
-            near = 0.8 * min(max((m.cosine[i] - 0.1) / 0.6, 0.0), 1.0)
-            if near > prob:
-                prob = rules["centroid"] = near
-        if n_terms:
-            if m.held[i]:
-                prob = rules["terms"] = max(prob, 0.5 + 0.4 * m.held[i] / n_terms)
-            elif p.tier != Tier.HOT:  # hot memories are not in BM25 yet: no term statistics
-                prob = rules["terms"] = prob * 0.5
-        if "about_me" in f.flags and p.kind in PROFILE:
-            prob = rules["about_me"] = max(prob, 0.95)
-        if m.overlaps[i] is not None:
-            prob = rules["time_window"] = max(prob, 0.95) if m.overlaps[i] else prob * 0.3
-        if "just_said" in f.flags and p.tier == Tier.HOT:
+        intent = m.intent[i]
+        prob = PRIOR if intent is None else intent
+        store = m.stores[i]
+        if "just_said" in f.flags and store == "session":
             prob = rules["just_said"] = max(prob, 0.95)
-        if p.tier == Tier.HOT and prob < 0.6:
-            prob = rules["hot"] = 0.6
+        if "about_me" in f.flags and store == "profile":
+            prob = rules["about_me"] = max(prob, 0.9)
+        if ident and ident & set(ev.term_hits.get(p.name, {})):
+            prob = rules["identifier"] = max(prob, 0.95)
+        if store == "session" and n_terms >= 2 and m.held[i] * 2 >= n_terms:
+            prob = rules["in_session"] = max(prob, 0.5)
+        if any_overlap and m.overlaps[i] == 0.0:
+            prob = rules["time_window"] = prob * 0.3
         fired.update(rules)
         out.append(Scored(p, prob))
     return out, sorted(fired)

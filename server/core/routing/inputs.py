@@ -21,7 +21,7 @@ from server.core.memory.model import Kind, PocketStats, Tier
 from server.core.routing.features import FLAGS, QueryFeatures
 from server.core.routing.heuristic import Measures
 
-LAYOUT = 3
+LAYOUT = 4
 DAY = 86_400.0
 KINDS = tuple(k for k in Kind if k != Kind.UNSPECIFIED)
 POCKET_FEATURES = (
@@ -44,6 +44,8 @@ POCKET_FEATURES = (
     "window_misses",
     "cost_share",
     "heuristic",
+    "intent",
+    "no_intent",
 )
 
 
@@ -89,6 +91,8 @@ def pocket_inputs(
             float(overlap == 0.0),
             costs[i] / total,
             heuristic[i],
+            0.0 if m.intent[i] is None else m.intent[i],
+            float(m.intent[i] is None),
         )
     return out
 

@@ -4,15 +4,17 @@ The router calls it on live pockets; training calls it on pockets read back from
 log, so the held-out report measures exactly the plans the server would run.
 
 - `full`: every pocket at the full depth (the reference);
-- `heuristic`: the heuristic's probabilities, split under the budget;
-- `learned`: the model's probabilities, split under the budget;
+- `heuristic`: the heuristic's probabilities;
+- `learned`: the model's probabilities;
 - `hybrid` (seed 003 §4.2): the pockets a strong rule names (a heuristic probability of at least
-  `STRONG`: "what is my …", a time window, "as I said") are split the budget first, as if
-  certain; then the model's probabilities share what is left; the most probable of those is the
-  default pocket when no strong rule fired.
+  `STRONG`: "as I just said", an exact identifier's holders) are certain; the model's
+  probabilities decide the rest.
+Each becomes a plan by `budget.select`: every pocket at or above `skip_below`, most probable
+first, under the cost cap.
 
-A routed policy's plan is widened to `full` when its most probable pocket is below
-`min_confidence` (seed 003 §5.2: an unsure router searches everything), when a probability is
+A routed policy's plan is widened to `full` when its most probable pocket, and the probability
+that nothing is needed, are below `min_confidence` (seed 003 §5.2: an unsure router searches
+everything), when a probability is
 not a number, or when the split leaves the plan empty. (The safety net, which widens before any
 policy runs, is the router's: `Router.choose`, and `training.evaluate` for the replay.)
 """
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 
 from server.core.memory.costs import CostModel
 from server.core.query import plan
-from server.core.routing.budget import Candidate, RoutedStep, Scored, split
+from server.core.routing.budget import Candidate, RoutedStep, Scored, select
 
 POLICIES = ("full", "heuristic", "learned", "hybrid")
 ROUTED = POLICIES[1:]
@@ -57,14 +59,18 @@ def choose(
     pockets: Sequence[Candidate],
     heuristic: Sequence[float],
     model: Sequence[float] | None,
-    budget: float,
+    skip_below: float,
+    max_cost: float | None,
     min_confidence: float,
     depth: int,
     top_k: int,
     c: CostModel,
+    nothing: float = 0.0,
 ) -> Planned:
-    """The plan of `policy` (`model`: the learned probabilities, needed by learned and hybrid).
-    `budget`: the cost units a routed plan may spend."""
+    """The plan of `policy` (`model`: the learned probabilities, needed by learned and hybrid):
+    the pockets at or above `skip_below`, under the cost cap `max_cost` (`budget.select`).
+    `nothing`: the probability that the query needs no memory (small talk), which makes a
+    policy as sure as a probable pocket does."""
     if policy not in POLICIES:
         raise ValueError(f"unknown routing policy {policy!r}; expected one of {POLICIES}")
     if policy == "full":
@@ -77,7 +83,7 @@ def choose(
         scores = list(model)
     else:
         scores = [1.0 if h >= STRONG else m for h, m in zip(heuristic, model, strict=True)]
-    best = max(scores, default=0.0)
+    best = max(max(scores, default=0.0), nothing)
     why = ""
     if not all(math.isfinite(x) for x in scores):
         why = "a probability is not a number"
@@ -86,15 +92,7 @@ def choose(
     if why:
         return Planned(full_plan(pockets, depth, top_k, c), why, scores)
     scored = [Scored(p, x) for p, x in zip(pockets, scores, strict=True)]
-    if policy != "hybrid":
-        steps = split(scored, budget, depth, top_k, c)
-    else:
-        strong = [s for s, h in zip(scored, heuristic, strict=True) if h >= STRONG]
-        steps = split(strong, budget, depth, top_k, c) if strong else []
-        taken = {s.pocket for s in steps} | {s.pocket.name for s in strong}
-        left = max(budget - sum(s.cost_units for s in steps), 0.0)
-        rest = [s for s in scored if s.pocket.name not in taken]
-        steps += split(rest, left, depth, top_k, c, at_least_one=not steps)
+    steps = select(scored, skip_below, max_cost, depth, top_k, c)
     if not steps:
         return Planned(full_plan(pockets, depth, top_k, c), "an empty plan", scores)
     return Planned(steps, "", scores)

@@ -10,7 +10,7 @@ class LoggedStep(msgspec.Struct, frozen=True):
     pocket: str
     depth: int
     probability: float
-    estimated_cost: float  # what the budget split expected it to cost
+    estimated_cost: float  # what the plan expected it to cost
     method: str  # how it ran: "exact", "coarse", "hnsw", "hot", "skipped" (early stop)
     cost_units: float  # what it cost
     best: float  # the best cosine it found (0 when it found none)
@@ -18,7 +18,7 @@ class LoggedStep(msgspec.Struct, frozen=True):
 
 class Inputs(msgspec.Struct, frozen=True):
     """What a learned policy sees of one decision, kept for explored decisions: the training
-    rows, and enough of each candidate pocket to replay any policy's budget split offline."""
+    rows, and enough of each candidate pocket to replay any policy's plan offline."""
 
     layout: int  # `inputs.LAYOUT`
     width: int  # values per row
@@ -28,7 +28,9 @@ class Inputs(msgspec.Struct, frozen=True):
     heuristic: list[float]  # the heuristic's probability of each
     rows: bytes  # float32, len(pockets) × width, row-major
     top_k: int
-    budget: float  # the cost units a routed plan could spend
+    budget: float  # the cost cap of a routed plan (cost units)
+    skip_below: float = 0.3  # the probability below which a pocket could be skipped
+    nothing: float = 0.0  # the probability that the query needed no memory
 
 
 class Shadow(msgspec.Struct, frozen=True):

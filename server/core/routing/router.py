@@ -1,17 +1,20 @@
 """The router: it chooses a Recall's plan, which pockets to search and how deep (seed 003).
 
-For each query it builds the route features and the heuristic's view once (`Context`), asks the
-policy (`policies.choose`: full, heuristic, learned, hybrid) for each candidate pocket's
-probability of being needed, and splits the budget (`max_cost_share` of what the full plan would
-cost) over them (`budget.split`). The plan it returns runs with the early stop on, so a routed
-pocket is still skipped once it cannot matter. learned and hybrid score the pockets with the
-namespace's installed model, else the global one; with neither they run the heuristic (cold
-start), and the decision says so.
+For each query it builds the route features and the heuristic's view once (`Context`): the
+query's intent from its vector (`intents`: the engine encodes a routed text query first, so no
+decision is blind to its meaning), the rules, the pockets' statistics. It asks the policy
+(`policies.choose`: full, heuristic, learned, hybrid) for each candidate pocket's probability
+of being needed, and searches every pocket at or above `skip_below` under the cost cap
+(`max_cost_share` of what the full plan would cost; `budget.select`). The plan it returns runs
+with the early stop on, so a routed pocket is still skipped once it cannot matter. learned and
+hybrid score the pockets with the namespace's installed model, else the global one; with neither
+they run the heuristic (cold start), and the decision says so.
 
 It widens a plan to `full`, and records why, when:
 - the query names a critical pattern (allergy, medication, payment, identity, security, and the
   configured `safety_cues`): missing one of those memories costs more than any scan (§5.2);
-- the policy is unsure: its most probable pocket is below `min_confidence`.
+- the policy is unsure: its most probable pocket is below `min_confidence` (a query with no
+  vector and no rule that fired is).
 
 `full` is the reference policy (every pocket the filter allows, at full depth) and the switch:
 `router.policy: full`, or a Recall's `route_policy: full`, turns routing off.
@@ -51,6 +54,7 @@ from server.core.routing.budget import RoutedStep
 from server.core.routing.features import FeatureExtractor, QueryFeatures
 from server.core.routing.heuristic import Evidence, Measures, heuristic, measure
 from server.core.routing.inputs import LAYOUT, pocket_inputs
+from server.core.routing.intents import Encode, IntentModel, probabilities
 from server.core.routing.policies import POLICIES, choose, full_plan
 from server.core.routing.ports import DecisionSink, ModelSource
 from server.core.routing.record import DecisionRecord, Inputs, LoggedStep, Shadow
@@ -75,10 +79,17 @@ class Context:
     measures: Measures
     full: list[RoutedStep]
     full_cost: float
-    budget: float
+    budget: float  # the cost cap (cost units)
+    skip_below: float
     top_k: int
     now: float
     vector: npt.NDArray[np.float32] | None
+    similarity: dict[str, float]  # intent → the query's similarity to its examples ({}: none)
+
+    @property
+    def nothing(self) -> float:
+        """The probability that the query needs no memory (the `none` intent's)."""
+        return self.evidence.intents.get("none", 0.0)
 
 
 @dataclass(frozen=True)
@@ -115,10 +126,13 @@ class Router:
         shadow: Callable[[RecallQuery], RecallResult] | None = None,
         seed: int | None = None,
         models: ModelSource | None = None,
+        encode: Encode | None = None,
     ) -> None:
         """`shadow` runs a query's full plan (the engine's, unrouted); `seed` fixes which
-        decisions are explored; `models`: the installed learned models."""
+        decisions are explored; `models`: the installed learned models; `encode`: unit vectors
+        of texts, in the queries' space (the intents' examples; None: no intent is read)."""
         self._s = settings
+        self.intents = IntentModel(encode, settings.intent_examples)
         self._sink = sink
         self._shadow = shadow
         self._models = models
@@ -142,12 +156,14 @@ class Router:
         full = full_plan(pockets, self._depth, top_k, self._costs)
         full_cost = sum(s.cost_units for s in full)
         ref = now if q.as_of is None else q.as_of
+        similarity = self.intents.similarities(vector) if pockets else {}
         ev = Evidence(
             self._term_hits(q.namespace, list(f.terms)) if f.terms and pockets else {},
             window(q.text, ref) if q.text else None,
+            probabilities(similarity),
         )
         m = measure(f, vector, pockets, ev)
-        scored, rules = heuristic(f, vector, pockets, ev, m) if pockets else ([], [])
+        scored, rules = heuristic(f, pockets, ev, m) if pockets else ([], [])
         return Context(
             f,
             pockets,
@@ -158,9 +174,11 @@ class Router:
             full,
             full_cost,
             self._s.max_cost_share * full_cost,
+            self._s.skip_below,
             top_k,
             ref,
             vector,
+            similarity,
         )
 
     def decide(
@@ -204,8 +222,8 @@ class Router:
         probs = None if model is None or matrix is None else model.score(matrix).tolist()
         policy = asked if probs is not None else "heuristic"
         planned = choose(
-            policy, ctx.pockets, ctx.heuristic, probs, ctx.budget, self._s.min_confidence,
-            self._depth, ctx.top_k, self._costs,
+            policy, ctx.pockets, ctx.heuristic, probs, ctx.skip_below, ctx.budget,
+            self._s.min_confidence, self._depth, ctx.top_k, self._costs, ctx.nothing,
         )  # fmt: skip
         cost = sum(s.cost_units for s in planned.steps)
         return Decision(
@@ -352,4 +370,6 @@ def _inputs(d: Decision) -> Inputs | None:
         rows=np.ascontiguousarray(d.rows, np.float32).tobytes(),
         top_k=ctx.top_k,
         budget=ctx.budget,
+        skip_below=ctx.skip_below,
+        nothing=ctx.nothing,
     )

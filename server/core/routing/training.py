@@ -32,7 +32,7 @@ from server.core.routing.record import DecisionRecord
 
 @dataclass(frozen=True)
 class LoggedPocket:
-    """A candidate pocket as the log holds it: enough for the budget split."""
+    """A candidate pocket as the log holds it: enough for a policy's plan."""
 
     name: str
     size: int
@@ -47,9 +47,11 @@ class Example:
     pockets: list[LoggedPocket]
     heuristic: list[float]
     budget: float
+    skip_below: float
     top_k: int
     held_out: bool
     safety: bool  # the safety net widened it: every routed policy replays as full
+    nothing: float = 0.0  # the probability that it needed no memory
 
 
 @dataclass(frozen=True)
@@ -98,9 +100,11 @@ def examples(
                 pockets,
                 list(inp.heuristic),
                 inp.budget,
+                inp.skip_below,
                 inp.top_k,
                 int.from_bytes(digest, "big") / 2**64 < holdout,
                 "safety" in rec.flags,
+                inp.nothing,
             )
         )
     return out, skipped
@@ -132,11 +136,11 @@ def evaluate(
         for e in test:
             model = None if score is None else score(e.rows).tolist()
             planned = choose(
-                "full" if e.safety else policy, e.pockets, e.heuristic, model, e.budget,
-                min_confidence, depth, e.top_k, costs,
+                "full" if e.safety else policy, e.pockets, e.heuristic, model, e.skip_below,
+                e.budget, min_confidence, depth, e.top_k, costs, e.nothing,
             )  # fmt: skip
             everything = choose(
-                "full", e.pockets, e.heuristic, None, e.budget, 0.0, depth, e.top_k, costs
+                "full", e.pockets, e.heuristic, None, 0.0, None, 0.0, depth, e.top_k, costs
             )
             searched = {s.pocket for s in planned.steps}
             need = {p.name for p, n in zip(e.pockets, e.needed, strict=True) if n}

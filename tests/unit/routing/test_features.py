@@ -19,10 +19,20 @@ def fx() -> FeatureExtractor:
     ("text", "flags"),
     [
         ("What is my favourite colour?", {"about_me"}),
-        ("我的生日是哪天", {"about_me"}),
+        ("What is the user's preferred seat?", {"about_me"}),  # the third person
+        ("用户的妹妹叫什么", {"about_me"}),
+        ("我的名字是什么", {"about_me"}),
+        # A bare "my" / "我的" asks for the history as often as for the profile.
+        ("Where did my trip to Kyoto start?", set()),
+        ("我的那次旅行住在哪家酒店", set()),
         ("What did you just say about the deploy?", set()),
-        ("As I said earlier, the deploy failed", {"just_said"}),
+        ("As I just said, the deploy failed", {"just_said"}),
+        ("In this conversation, which hotel did we pick?", {"just_said"}),
         ("刚才说的那个地址", {"just_said"}),
+        # "earlier", "before", "I said" point back to past conversations as often.
+        ("From our earlier conversations, what did I say about the deploy?", set()),
+        ("Before the move, which movers did I say I liked?", set()),
+        ("我说过我喜欢哪家餐厅吗", {"about_me"}),
         ("How many tickets did we close last week?", {"quantity", "time"}),
         ("上周一共多少张工单", {"quantity", "time"}),
         ("Is the new plan better than the old one?", {"comparison"}),
@@ -58,3 +68,14 @@ def test_the_model_input_has_a_fixed_layout(fx: FeatureExtractor) -> None:
     flags = dict(zip(FLAGS, x[128 : 128 + len(FLAGS)].tolist(), strict=True))
     assert flags["quantity"] == 1.0 and flags["identifier"] == 1.0 and flags["time"] == 0.0
     assert x[-1] == 1.0  # an image query
+
+
+def test_the_router_reads_the_keyword_analysers_terms_without_stopwords() -> None:
+    from server.adapters.analysis import Analyzer
+
+    fx = FeatureExtractor(RouterSettings(), Analyzer())
+    terms = fx.extract("What is the name of the hotel that we booked?", None, False).terms
+    assert "the" not in terms and "what" not in terms and "of" not in terms
+    assert {"name", "hotel"} <= set(terms)
+    zh = fx.extract("我们之前订的是哪家酒店", None, False).terms
+    assert "酒店" in zh and "的" not in zh and "是" not in zh

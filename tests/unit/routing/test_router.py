@@ -4,6 +4,7 @@ plan under its budget, the safety net and the confidence floor, and a routed Rec
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from functools import partial
 from pathlib import Path
 
@@ -23,9 +24,33 @@ from tests.unit.test_engine import NS, mem
 WEEK = 7 * 86_400.0
 
 
+# Each intent's one example: a query that says it exactly reads as that intent.
+EXAMPLES = {
+    "profile": ("what is my shoe size",),
+    "history": ("what did we say about the printer last week",),
+    "summary": ("give me an overview of our chats",),
+    "session": ("what did I just say",),
+    "skill": ("how do I deploy",),
+    "none": ("hello there",),
+}
+
+
+def encode(texts: list[str]) -> np.ndarray:
+    """A stand-in encoder: a text's own random unit vector (the same text, the same vector)."""
+    return np.stack(
+        [unit_vec(np.random.default_rng(int.from_bytes(hashlib.blake2b(t.encode()).digest()[:8])))
+         for t in texts]
+    )  # fmt: skip
+
+
+def vec(text: str) -> np.ndarray:
+    return encode([text])[0]
+
+
 def router(
     engine: MemoryEngine, sink: DecisionSink | None = None, explore: bool = False, **kw: object
 ) -> Router:
+    kw.setdefault("intent_examples", EXAMPLES)
     s = msgspec.structs.replace(RouterSettings(), **kw)
     return Router(
         s,
@@ -36,6 +61,7 @@ def router(
         sink,
         partial(engine.recall, shadow=True) if explore else None,
         seed=0,
+        encode=encode,
     )
 
 
@@ -81,20 +107,21 @@ def test_the_full_policy_searches_every_allowed_pocket(
     assert {s.pocket for s in kinds.steps} == {"skill/warm/text"}
 
 
-def test_the_heuristic_routes_a_profile_question_within_its_budget(
+def test_the_heuristic_routes_a_profile_question_to_the_profile(
     loaded: MemoryEngine, clock: FakeClock
 ) -> None:
-    r = router(loaded, policy="heuristic", max_cost_share=0.25)
-    d = r.decide(RecallQuery(NS, text="what is my shoe size"), None, clock.now())
+    r = router(loaded, policy="heuristic")
+    q = "what is my shoe size"
+    d = r.decide(RecallQuery(NS, text=q), vec(q), clock.now())
     assert d.policy == "heuristic" and "about_me" in d.rules
-    assert d.steps[0].pocket == "preference/warm/text"
-    assert d.cost_units <= max(0.25 * d.full_cost_units, d.steps[0].cost_units) + 1e-6
-    assert len(d.steps) < len(loaded.routable(NS, MemoryFilter()))
+    assert d.context.similarity["profile"] == pytest.approx(1.0, abs=1e-5)
+    assert [s.pocket for s in d.steps] == ["preference/warm/text"]  # the rest below skip_below
+    assert d.cost_units < d.full_cost_units
     # Routed through the engine: the answer is the same as the full plan's.
     loaded.planner = r
-    routed = loaded.recall(RecallQuery(NS, text="what is my shoe size", top_k=3))
+    routed = loaded.recall(RecallQuery(NS, text=q, vector=vec(q), top_k=3))
     loaded.planner = None
-    full = loaded.recall(RecallQuery(NS, text="what is my shoe size", top_k=3))
+    full = loaded.recall(RecallQuery(NS, text=q, vector=vec(q), top_k=3))
     assert [h.record.key for h in routed.hits] == [h.record.key for h in full.hits]
     assert routed.cost_units < full.cost_units
 
@@ -110,18 +137,33 @@ def test_a_critical_pattern_widens_the_plan_to_full(loaded: MemoryEngine, clock:
 
 def test_an_unsure_policy_widens_the_plan_to_full(loaded: MemoryEngine, clock: FakeClock) -> None:
     r = router(loaded, policy="heuristic", min_confidence=0.99)
-    d = r.decide(RecallQuery(NS, text="zebra"), None, clock.now())
+    d = r.decide(RecallQuery(NS, text="zebra"), vec("zebra"), clock.now())
     assert d.policy == "full" and d.widened.startswith("low confidence")
+    # A query read blind (no vector) with no rule firing is unsure at the default floor too.
+    blind = router(loaded, policy="heuristic").decide(RecallQuery(NS, text="zebra"), None, 0.0)
+    assert blind.policy == "full" and blind.widened.startswith("low confidence: 0.30")
+    assert blind.context.similarity == {}
+
+
+def test_small_talk_searches_one_pocket(loaded: MemoryEngine, clock: FakeClock) -> None:
+    d = router(loaded, policy="heuristic").decide(
+        RecallQuery(NS, text="hello there"), vec("hello there"), clock.now()
+    )
+    assert d.policy == "heuristic" and len(d.steps) == 1
 
 
 def test_a_time_cue_routes_to_the_buckets_it_names(loaded: MemoryEngine, clock: FakeClock) -> None:
-    r = router(loaded, policy="heuristic", max_cost_share=0.3)
-    d = r.decide(
-        RecallQuery(NS, text="what did we say about the printer last week"), None, clock.now()
-    )
+    r = router(loaded, policy="heuristic")
+    q = "what did we say about the printer last week"
+    d = r.decide(RecallQuery(NS, text=q), vec(q), clock.now())
     last_week = dt.datetime.fromtimestamp(clock.now() - WEEK, dt.UTC).isocalendar()
     bucket = f"episode/warm/text/{last_week.year}-W{last_week.week:02d}"
-    assert "time_window" in d.rules and d.steps[0].pocket == bucket
+    assert "time_window" in d.rules and [s.pocket for s in d.steps] == [bucket]
+    # With no time cue, the history is searched whole: its topic may be in any week.
+    q = "what did we say about the printer"
+    d = r.decide(RecallQuery(NS, text=q), vec(q), clock.now())
+    weeks = {p.name for p in loaded.routable(NS, MemoryFilter()) if p.name.startswith("episode")}
+    assert weeks <= {s.pocket for s in d.steps} or d.policy == "full"
 
 
 def test_a_routed_recall_is_logged_with_what_each_step_did(

@@ -325,7 +325,7 @@ class ExplainRequest(_message.Message):
     def __init__(self, recall: _Optional[_Union[RecallRequest, _Mapping]] = ..., policies: _Optional[_Iterable[str]] = ..., run: _Optional[bool] = ...) -> None: ...
 
 class PocketFeatures(_message.Message):
-    __slots__ = ("pocket", "size", "method", "full_cost_units", "centroid_cosine", "radius", "term_documents", "heuristic_probability", "oldest", "newest")
+    __slots__ = ("pocket", "size", "method", "full_cost_units", "centroid_cosine", "radius", "term_documents", "heuristic_probability", "oldest", "newest", "store", "intent_probability")
     POCKET_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     METHOD_FIELD_NUMBER: _ClassVar[int]
@@ -336,6 +336,8 @@ class PocketFeatures(_message.Message):
     HEURISTIC_PROBABILITY_FIELD_NUMBER: _ClassVar[int]
     OLDEST_FIELD_NUMBER: _ClassVar[int]
     NEWEST_FIELD_NUMBER: _ClassVar[int]
+    STORE_FIELD_NUMBER: _ClassVar[int]
+    INTENT_PROBABILITY_FIELD_NUMBER: _ClassVar[int]
     pocket: str
     size: int
     method: str
@@ -346,10 +348,22 @@ class PocketFeatures(_message.Message):
     heuristic_probability: float
     oldest: _timestamp_pb2.Timestamp
     newest: _timestamp_pb2.Timestamp
-    def __init__(self, pocket: _Optional[str] = ..., size: _Optional[int] = ..., method: _Optional[str] = ..., full_cost_units: _Optional[float] = ..., centroid_cosine: _Optional[float] = ..., radius: _Optional[float] = ..., term_documents: _Optional[int] = ..., heuristic_probability: _Optional[float] = ..., oldest: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., newest: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    store: str
+    intent_probability: float
+    def __init__(self, pocket: _Optional[str] = ..., size: _Optional[int] = ..., method: _Optional[str] = ..., full_cost_units: _Optional[float] = ..., centroid_cosine: _Optional[float] = ..., radius: _Optional[float] = ..., term_documents: _Optional[int] = ..., heuristic_probability: _Optional[float] = ..., oldest: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., newest: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., store: _Optional[str] = ..., intent_probability: _Optional[float] = ...) -> None: ...
+
+class IntentScore(_message.Message):
+    __slots__ = ("intent", "similarity", "probability")
+    INTENT_FIELD_NUMBER: _ClassVar[int]
+    SIMILARITY_FIELD_NUMBER: _ClassVar[int]
+    PROBABILITY_FIELD_NUMBER: _ClassVar[int]
+    intent: str
+    similarity: float
+    probability: float
+    def __init__(self, intent: _Optional[str] = ..., similarity: _Optional[float] = ..., probability: _Optional[float] = ...) -> None: ...
 
 class RouteFeatures(_message.Message):
-    __slots__ = ("flags", "terms", "identifiers", "safety", "image", "pockets", "window_start", "window_end")
+    __slots__ = ("flags", "terms", "identifiers", "safety", "image", "pockets", "window_start", "window_end", "vector", "intents")
     FLAGS_FIELD_NUMBER: _ClassVar[int]
     TERMS_FIELD_NUMBER: _ClassVar[int]
     IDENTIFIERS_FIELD_NUMBER: _ClassVar[int]
@@ -358,6 +372,8 @@ class RouteFeatures(_message.Message):
     POCKETS_FIELD_NUMBER: _ClassVar[int]
     WINDOW_START_FIELD_NUMBER: _ClassVar[int]
     WINDOW_END_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_FIELD_NUMBER: _ClassVar[int]
+    INTENTS_FIELD_NUMBER: _ClassVar[int]
     flags: _containers.RepeatedScalarFieldContainer[str]
     terms: _containers.RepeatedScalarFieldContainer[str]
     identifiers: _containers.RepeatedScalarFieldContainer[str]
@@ -366,7 +382,9 @@ class RouteFeatures(_message.Message):
     pockets: _containers.RepeatedCompositeFieldContainer[PocketFeatures]
     window_start: _timestamp_pb2.Timestamp
     window_end: _timestamp_pb2.Timestamp
-    def __init__(self, flags: _Optional[_Iterable[str]] = ..., terms: _Optional[_Iterable[str]] = ..., identifiers: _Optional[_Iterable[str]] = ..., safety: _Optional[_Iterable[str]] = ..., image: _Optional[bool] = ..., pockets: _Optional[_Iterable[_Union[PocketFeatures, _Mapping]]] = ..., window_start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., window_end: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    vector: bool
+    intents: _containers.RepeatedCompositeFieldContainer[IntentScore]
+    def __init__(self, flags: _Optional[_Iterable[str]] = ..., terms: _Optional[_Iterable[str]] = ..., identifiers: _Optional[_Iterable[str]] = ..., safety: _Optional[_Iterable[str]] = ..., image: _Optional[bool] = ..., pockets: _Optional[_Iterable[_Union[PocketFeatures, _Mapping]]] = ..., window_start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., window_end: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., vector: _Optional[bool] = ..., intents: _Optional[_Iterable[_Union[IntentScore, _Mapping]]] = ...) -> None: ...
 
 class PlannedStep(_message.Message):
     __slots__ = ("pocket", "depth", "probability", "cost_units")
@@ -381,7 +399,7 @@ class PlannedStep(_message.Message):
     def __init__(self, pocket: _Optional[str] = ..., depth: _Optional[int] = ..., probability: _Optional[float] = ..., cost_units: _Optional[float] = ...) -> None: ...
 
 class PolicyExplanation(_message.Message):
-    __slots__ = ("policy", "ran", "widened", "rules", "model_version", "steps", "scores", "cost_units", "full_cost_units", "budget_units", "result", "searched_steps")
+    __slots__ = ("policy", "ran", "widened", "rules", "model_version", "steps", "scores", "cost_units", "full_cost_units", "budget_units", "result", "searched_steps", "skip_below")
     POLICY_FIELD_NUMBER: _ClassVar[int]
     RAN_FIELD_NUMBER: _ClassVar[int]
     WIDENED_FIELD_NUMBER: _ClassVar[int]
@@ -394,6 +412,7 @@ class PolicyExplanation(_message.Message):
     BUDGET_UNITS_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     SEARCHED_STEPS_FIELD_NUMBER: _ClassVar[int]
+    SKIP_BELOW_FIELD_NUMBER: _ClassVar[int]
     policy: str
     ran: str
     widened: str
@@ -406,7 +425,8 @@ class PolicyExplanation(_message.Message):
     budget_units: float
     result: RecallResponse
     searched_steps: int
-    def __init__(self, policy: _Optional[str] = ..., ran: _Optional[str] = ..., widened: _Optional[str] = ..., rules: _Optional[_Iterable[str]] = ..., model_version: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[PlannedStep, _Mapping]]] = ..., scores: _Optional[_Iterable[float]] = ..., cost_units: _Optional[float] = ..., full_cost_units: _Optional[float] = ..., budget_units: _Optional[float] = ..., result: _Optional[_Union[RecallResponse, _Mapping]] = ..., searched_steps: _Optional[int] = ...) -> None: ...
+    skip_below: float
+    def __init__(self, policy: _Optional[str] = ..., ran: _Optional[str] = ..., widened: _Optional[str] = ..., rules: _Optional[_Iterable[str]] = ..., model_version: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[PlannedStep, _Mapping]]] = ..., scores: _Optional[_Iterable[float]] = ..., cost_units: _Optional[float] = ..., full_cost_units: _Optional[float] = ..., budget_units: _Optional[float] = ..., result: _Optional[_Union[RecallResponse, _Mapping]] = ..., searched_steps: _Optional[int] = ..., skip_below: _Optional[float] = ...) -> None: ...
 
 class ExplainResponse(_message.Message):
     __slots__ = ("features", "policies")
