@@ -58,7 +58,7 @@ import tantivy
 from tantivy import Document, FieldType, Index, Occur, Query, SchemaBuilder
 
 from server.adapters.analysis import Analyzer, date_terms
-from server.adapters.term_cache import DocTerms, TermCache, interned, parse
+from server.adapters.term_cache import DocTerms, TermCache, interned, parse, size, to_bag
 from server.core.memory.ports import KeywordDoc, KeywordQuery, KeywordResult
 
 log = logging.getLogger(__name__)
@@ -221,7 +221,7 @@ class TantivyKeywordIndex:
                 meta_words = interned([*self.analyze(rec.speaker), *date_terms(rec.created_at)])
                 meta = " ".join(meta_words)
                 analysed_context = [(dist, terms_of(text)) for dist, text in d.context]
-                context = [(dist, words) for dist, (words, _) in analysed_context if words]
+                context = [(dist, to_bag(words)) for dist, (words, _) in analysed_context if words]
                 lines = [(dist, t) for dist, (_, t) in analysed_context if t]
                 doc.add_text("txt", own)
                 doc.add_text("mix", " ".join([own, *(t for _, t in lines)]))
@@ -233,7 +233,9 @@ class TantivyKeywordIndex:
                 for tag in rec.tags:
                     doc.add_text("tags", tag)
                 self._writer.add_document(doc)
-                self._pending[rec.key] = DocTerms(own_words, tuple(context), meta_words)
+                self._pending[rec.key] = DocTerms(
+                    to_bag(own_words), tuple(context), to_bag(meta_words)
+                )
 
     def remove(self, namespace: str, keys: Sequence[int]) -> None:
         with self._lock:
@@ -408,17 +410,18 @@ class TantivyKeywordIndex:
         mix = p.idf["mix"]
         if mix:
             lines = [(w, words) for d, words in doc.context if (w := p.context.get(d, 0.0)) > 0]
-            length = len(doc.own) + sum(w * len(words) for w, words in lines)
+            length = size(doc.own) + sum(w * size(words) for w, words in lines)
             norm = k1 * (1.0 - b + b * length / max(p.avg_mix, 1.0))
+            own = doc.own
             for t, idf in mix.items():
-                n = doc.own.count(t) + sum(w * words.count(t) for w, words in lines)
+                n = (own.count(t) or 0) + sum(w * (words.count(t) or 0) for w, words in lines)
                 if n > 0:
                     score += idf * n * (k1 + 1.0) / (n + norm)
         meta = p.idf["meta"]
         if meta:
             part = 0.0
             for t, idf in meta.items():
-                if n := doc.meta.count(t):
+                if n := doc.meta.count(t) or 0:
                     part += idf * n * (k1 + 1.0) / (n + k1)
             score += p.meta_weight * part
         return score

@@ -14,7 +14,7 @@ a newer document's terms, nor a new reader an old one's.
 At most `capacity` documents are kept; the oldest written go first. Terms are interned, so a
 word held by many documents (and a turn's words held again as its neighbours' context) is one
 string: an entry costs its tuples, about 1.6 KB for a turn of 20 terms with two neighbours on
-each side.
+each side (a text longer than `LONG` words is held as its terms' counts instead).
 """
 
 from __future__ import annotations
@@ -28,14 +28,46 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+# A text of more words than this is held as its terms' counts: the rescoring counts each query
+# term in each bag, and a scan of a long tuple per term (a tool's log of thousands of words) cost
+# more than the search; a short one is a tuple, smaller and as fast to scan.
+LONG = 48
+
+
+class Counts(dict[str, int]):
+    """A long text's bag: term → count, with its length. `count(t)` is `dict.get` (None for a
+    term it lacks), so `bag.count(t) or 0` counts in either kind of bag."""
+
+    __slots__ = ("n",)
+    count = dict.get  # type: ignore[assignment]
+
+    def __init__(self, words: tuple[str, ...]) -> None:
+        super().__init__()
+        for w in words:
+            self[w] = self.get(w, 0) + 1
+        self.n = len(words)
+
+
+Bag = tuple[str, ...] | Counts
+
+
+def to_bag(words: tuple[str, ...]) -> Bag:
+    """`words` as a document's bag: a tuple, or its counts when long."""
+    return Counts(words) if len(words) > LONG else words
+
+
+def size(b: Bag) -> int:
+    """How many words a bag holds."""
+    return b.n if type(b) is Counts else len(b)
+
 
 class DocTerms(NamedTuple):
     """One document's analysed terms: its own text's, each neighbour's by signed distance, and
     its speaker's and date's (the `meta` bag)."""
 
-    own: tuple[str, ...]
-    context: tuple[tuple[int, tuple[str, ...]], ...]
-    meta: tuple[str, ...]
+    own: Bag
+    context: tuple[tuple[int, Bag], ...]
+    meta: Bag
 
 
 def parse(own: bytes, context: bytes, meta: bytes) -> DocTerms:
@@ -44,8 +76,8 @@ def parse(own: bytes, context: bytes, meta: bytes) -> DocTerms:
     for line in context.decode().split("\n"):
         if line:
             dist, _, text = line.partition(" ")
-            lines.append((int(dist), _words(text)))
-    return DocTerms(_words(own.decode()), tuple(lines), _words(meta.decode()))
+            lines.append((int(dist), to_bag(_words(text))))
+    return DocTerms(to_bag(_words(own.decode())), tuple(lines), to_bag(_words(meta.decode())))
 
 
 def interned(words: Iterable[str]) -> tuple[str, ...]:

@@ -4,7 +4,7 @@ read, a stale hit a wrong score), and at most `capacity` documents are held."""
 
 from __future__ import annotations
 
-from server.adapters.term_cache import DocTerms, TermCache, parse
+from server.adapters.term_cache import LONG, Counts, DocTerms, TermCache, parse, size, to_bag
 
 OLD = DocTerms(("apple",), (), ())
 NEW = DocTerms(("banana",), ((-1, ("pear", "plum")),), ("alice",))
@@ -68,3 +68,16 @@ def test_the_oldest_written_go_first_at_capacity() -> None:
     assert cache.get(2, 1) is None
     assert cache.get(1, 1) == NEW
     assert TermCache(0).get(1, 1) is None
+
+
+def test_a_long_text_is_held_as_counts_that_count_as_its_words_do() -> None:
+    words = tuple(f"w{i % 7}" for i in range(LONG + 5))
+    held = to_bag(words)
+    assert isinstance(held, Counts) and size(held) == len(words)
+    for t in ("w0", "w3", "absent"):
+        assert (held.count(t) or 0) == words.count(t)
+    assert set(held) == set(words)  # an identifier check reads its terms
+    short = words[:LONG]
+    assert to_bag(short) is short and size(short) == LONG
+    got = parse(" ".join(words).encode(), b"", b"")
+    assert isinstance(got.own, Counts) and got.own == held
