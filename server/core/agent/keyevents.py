@@ -2,7 +2,11 @@
 through the write gate only when it is worth remembering, never every round.
 
 A round is a key event when one of these holds (each with its weight):
-- `need`: it states a user need or preference ("I prefer …", "always …", "我喜欢", "请用") — 0.8;
+- `preference`: it states a standing preference ("I prefer …", "always …", "from now on …",
+  "reach me by …", "我更喜欢", "以后请") — 0.8; stored as the user's profile (kind preference);
+- `request`: it states a need of this task, not a standing one ("I need this fixed before
+  Friday", "I want a refund for the second charge", "我需要") — 0.75; stored as an
+  observation, so that a profile recall never takes it for a preference;
 - `medium`: it brings a new medium (an image, a file, audio) — 0.9;
 - `stage`: it completes a stage (a ticket created, a plan confirmed, an order placed) — 0.75;
 - `fixed`: it succeeds right after a round that failed (an error that was then fixed) — 0.9.
@@ -15,22 +19,28 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-WEIGHTS = {"need": 0.8, "medium": 0.9, "stage": 0.75, "fixed": 0.9}
-# A statement of a need or a standing preference ("I prefer email", "reach me by SMS only",
-# "from now on ..."), not a reference to one ("the way I prefer", "my preferred channel",
-# "reach me through my usual channel").
+WEIGHTS = {"preference": 0.8, "request": 0.75, "medium": 0.9, "stage": 0.75, "fixed": 0.9}
+# A statement of a standing preference ("I prefer email", "reach me by SMS only", "from now on
+# ..."), not a reference to one ("the way I prefer", "my preferred channel", "reach me through
+# my usual channel"), nor a need of the task at hand ("I need it fixed by Friday").
 _CHANNEL = r"(?:contact|reach|call|email|e-mail|text|message|ring|ping|notify|write to)"
-_NEED = re.compile(
+_PREFERENCE = re.compile(
     r"(?<!way )(?<!how )(?<!what )"
-    r"\b(?:i (?:prefer|like|love|want|need|always|never|only use|hate)"
+    r"\b(?:i (?:prefer|like|love|always|never|only use|hate|don't like)"
     r"|i(?:'d| would) (?:rather|prefer)"
     r"|please (?:only )?(?:use|always|never)"
     r"|" + _CHANNEL + r" me (?:only )?(?:by|via|on|over|at|through)\b"
     r"(?!\s+(?:my|the|how|whatever|usual|your)\b)"
     r"|best way to (?:contact|reach) me"
-    r"|from now on,? (?:please|only|always|never|don't|use|i)\b"
+    r"|(?:from now on|going forward|in future|in the future),? (?:please|only|always|never|"
+    r"don't|use|i|send|contact|reach|call|email|text)\b"
     r"|my preference|don't (?:call|email|send|text))\b"
-    r"|我(?:喜欢|更喜欢|想要|需要|只用|不要|希望)|请(?:用|只用|不要)|以后(?:请|都)|偏好",
+    r"|我(?:喜欢|更喜欢|只用|不喜欢|习惯)|请(?:只用|不要)|以后(?:请|都|只)|偏好|今后",
+    re.I,
+)
+# A need of the task: only when no standing preference is stated.
+_REQUEST = re.compile(
+    r"\b(?:i (?:want|need|must have)|i(?:'d| would) like|we need)\b|我(?:想要|需要|希望|要求)",
     re.I,
 )
 _STAGE = re.compile(
@@ -52,8 +62,10 @@ class Event:
 
 def events(observation: str, new_medium: bool, previous_failed: bool) -> list[Event]:
     out = []
-    if _NEED.search(observation):
-        out.append(Event("need", WEIGHTS["need"]))
+    if _PREFERENCE.search(observation):
+        out.append(Event("preference", WEIGHTS["preference"]))
+    elif _REQUEST.search(observation):
+        out.append(Event("request", WEIGHTS["request"]))
     if new_medium:
         out.append(Event("medium", WEIGHTS["medium"]))
     if _STAGE.search(observation):

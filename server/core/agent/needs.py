@@ -1,10 +1,11 @@
-"""A stated need or preference by meaning, beside the key-event rules' wording (`keyevents`).
+"""A stated standing preference by meaning, beside the key-event rules' wording (`keyevents`).
 
 The rules read phrasings ("I prefer …", "reach me by …"); a user says it in many others ("SMS
 works better for me", "going forward, only use email"). So a round's input also counts as a
-need when its vector is nearer the prototypes of standing preferences (`PREFERENCES`) than those
-of requests and references to a preference (`OTHERS`, "contact me the way I prefer"), by
-`margin`, and near enough (`floor`). The vector is the one the Step's Recall already encoded
+preference when its vector is nearer the prototypes of standing preferences (`PREFERENCES`)
+than those of requests, needs of the task at hand and references to a preference (`OTHERS`:
+"contact me the way I prefer", "I need this fixed before Friday"), by `margin`, and near enough
+(`floor`). The vector is the one the Step's Recall already encoded
 for the input (the engine's query cache), so the check costs two small matrix products.
 
 The thresholds were set on `bench.agent_data.STATED` and `REFERRED` (the wordings the rules
@@ -50,6 +51,13 @@ OTHERS = (
     "What is the status of my order?",
     "按我喜欢的方式联系我。",
     "我的订单号是12345。",
+    "I need this fixed before Friday.",
+    "I want a refund for the second charge.",
+    "I need a replacement sent out today.",
+    "We need the report by tomorrow morning.",
+    "I'd like to cancel this order.",
+    "我需要周五之前修好。",
+    "我想要退掉第二笔扣款。",
 )
 
 

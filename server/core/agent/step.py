@@ -319,14 +319,17 @@ class AgentLoop:
         if r.input and r.round not in s.inputs:
             s.inputs[r.round] = r.input
             stated = events(r.input, r.input_has_image, False)
-            if self._needs is not None and not any(e.kind == "need" for e in stated):
+            if self._needs is not None and not any(e.kind == "preference" for e in stated):
                 # This round's Recall encoded it, unless it had nothing to search (a new
-                # namespace) or ran in active mode: then it is encoded here.
+                # namespace) or ran in active mode: then it is encoded here. A standing
+                # preference by meaning outranks a request by wording ("I want all updates
+                # by SMS").
                 v = self._engine.cached_vector(ns, r.input)
                 if v is None:
                     v = self._engine.encode([r.input], deadline)[0]
                 if self._needs.stated(v):
-                    stated.append(Event("need", WEIGHTS["need"]))
+                    stated = [e for e in stated if e.kind != "request"]
+                    stated.append(Event("preference", WEIGHTS["preference"]))
             if should_commit(stated, self._s.commit_threshold):
                 mid = self._remember(s, r, r.input, [e.kind for e in stated], writes)
                 committed.append(mid)
@@ -469,7 +472,7 @@ class AgentLoop:
         rec = Record(
             memory_id=mid,
             namespace=s.namespace,
-            kind=Kind.PREFERENCE if "need" in why else Kind.OBSERVATION,
+            kind=Kind.PREFERENCE if "preference" in why else Kind.OBSERVATION,
             session_id=s.session_id,
             text=text,
             tags=tuple(f"key:{w}" for w in why),

@@ -10,8 +10,10 @@ def kinds(obs: str, medium: bool = False, prev_failed: bool = False) -> list[str
 
 
 def test_each_rule_fires_on_its_own_kind_of_round() -> None:
-    assert kinds("The user said: I prefer email over phone calls.") == ["need"]
-    assert kinds("用户说：我只用安卓手机") == ["need"]
+    assert kinds("The user said: I prefer email over phone calls.") == ["preference"]
+    assert kinds("用户说：我只用安卓手机") == ["preference"]
+    assert kinds("I need this fixed before Friday.") == ["request"]
+    assert kinds("我需要周五之前修好") == ["request"]
     assert kinds("Screenshot received", medium=True) == ["medium"]
     assert kinds("Ticket created: #4411") == ["stage"]
     assert kinds("工单已创建") == ["stage"]
@@ -28,7 +30,7 @@ def test_the_threshold_decides() -> None:
     assert failed("Error 502 from the API") and not failed("All good")
 
 
-def test_standing_preferences_in_other_words_are_needs_and_references_are_not() -> None:
+def test_standing_preferences_in_other_words_count_and_references_and_requests_do_not() -> None:
     stated = [
         "Please only reach me by SMS from now on.",
         "Email is the best way to contact me.",
@@ -46,8 +48,11 @@ def test_standing_preferences_in_other_words_are_needs_and_references_are_not() 
         "Please email the invoice to accounting.",  # a request, not a standing preference
         "I'd like an update on my order.",
         "From now on it works fine.",
+        "I need this fixed before Friday.",  # a need of this task, not a standing one
+        "I want a refund for the second charge.",
+        "我需要尽快退款。",
     ]
     for text in stated:
-        assert any(e.kind == "need" for e in events(text, False, False)), text
+        assert any(e.kind == "preference" for e in events(text, False, False)), text
     for text in referred:
-        assert not any(e.kind == "need" for e in events(text, False, False)), text
+        assert not any(e.kind == "preference" for e in events(text, False, False)), text
