@@ -401,10 +401,13 @@ class HotSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     # Memories of these kinds, with a session, whose event time lies within `ttl_seconds`, or
     # of the namespace's current session (the one of its latest hot turn), arrive in tier hot;
-    # the rest arrive warm. Hot memories move to warm after `ttl_seconds`, except those of the
-    # current session: it stays one hot pocket, apart from past sessions, until another begins.
+    # so does the namespace's latest turn (of a new session) up to `session_window_seconds`
+    # old: the current conversation, sent late. The rest arrive warm. Hot memories move to warm
+    # after `ttl_seconds`, except those of the current session: it stays one hot pocket, apart
+    # from past sessions, until another begins.
     kinds: tuple[str, ...] = ("episode", "observation")
     ttl_seconds: Seconds = 1800.0
+    session_window_seconds: Seconds = 43_200.0
     # Hot memories per namespace beyond this move to warm early, oldest first.
     max_records_per_namespace: Annotated[int, between(0, 1 << 24)] = 4096
     # Writers wait while this many acknowledged records are not yet indexed (backpressure).

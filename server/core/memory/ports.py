@@ -334,6 +334,10 @@ class MetadataColumns(Protocol):
         hot turn ((-inf, -1) before any)."""
         ...
 
+    def latest_turn(self, ns_id: int) -> float:
+        """The event time of the namespace's latest session turn, hot or not (-inf before any)."""
+        ...
+
     def current(self, keys: KeyArray, kind: int | None = None) -> BoolArray: ...
 
     def mask(

@@ -459,7 +459,7 @@ def test_the_current_session_stays_one_hot_pocket_whatever_its_age(
     another session begins, its old turns move to warm."""
     rng = np.random.default_rng(3)
     ttl = engine._s.hot.ttl_seconds
-    old = clock.t - 10 * ttl
+    old = clock.t - 2 * DAY
     history = engine.remember(
         [
             mem(
@@ -471,7 +471,7 @@ def test_the_current_session_stays_one_hot_pocket_whatever_its_age(
             )
         ]
     )[0]
-    assert history.tier == Tier.WARM  # imported history: never current
+    assert history.tier == Tier.WARM  # imported history, beyond the session window
     first = engine.remember(
         [mem("We planned the Kyoto trip", Kind.EPISODE, unit_vec(rng), session_id="now")]
     )
@@ -499,3 +499,28 @@ def test_the_current_session_stays_one_hot_pocket_whatever_its_age(
     assert engine._writer.move_tiers(no_deadline()) == 2  # "now" is past: both turns move
     for mid in (first[0].memory_id, late.memory_id):
         assert engine.get(NS, mid, False)[0].tier == Tier.WARM
+
+
+def test_a_late_sent_latest_session_is_current_and_older_ones_are_not(
+    engine: MemoryEngine, clock: FakeClock
+) -> None:
+    """A conversation sent hours late (within `hot.session_window_seconds`) begins the current
+    session when it is the namespace's latest; a turn older than the latest is history."""
+    rng = np.random.default_rng(4)
+    hours = 3600.0
+    latest = engine.remember(
+        [mem("We picked the blue sofa", Kind.EPISODE, unit_vec(rng), session_id="today",
+             created_at=clock.t - 2 * hours)]
+    )[0]  # fmt: skip
+    assert latest.tier == Tier.HOT
+    earlier = engine.remember(
+        [mem("The plumber comes on Monday", Kind.EPISODE, unit_vec(rng), session_id="morning",
+             created_at=clock.t - 5 * hours)]
+    )[0]  # fmt: skip
+    assert earlier.tier == Tier.WARM  # older than the latest turn: a past session
+    again = engine.remember(
+        [mem("And the green cushions", Kind.EPISODE, unit_vec(rng), session_id="today",
+             created_at=clock.t - 1.5 * hours)]
+    )[0]  # fmt: skip
+    assert again.tier == Tier.HOT
+    assert engine._writer.move_tiers(no_deadline()) == 0  # the current session stays

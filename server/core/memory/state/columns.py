@@ -66,8 +66,10 @@ class Columns:
         # (namespace id, session id) → the keys of its turns, for neighbours and next positions.
         self._sessions: dict[tuple[int, int], array[int]] = {}
         # namespace id → (event time, session id) of its latest hot session turn ever put: the
-        # namespace's current session (`current_session`).
+        # namespace's current session (`current_session`); and the event time of its latest
+        # session turn, hot or not (`latest_turn`).
         self._newest: dict[int, tuple[float, int]] = {}
+        self._latest: dict[int, float] = {}
         self.rev = 0  # the last revision followed
         # A change failed half-way: these columns may miss part of it while `rev` moves past it,
         # so no snapshot of them may be kept (the next start-up scans the store).
@@ -119,6 +121,10 @@ class Columns:
         of another session begins one."""
         return self._newest.get(ns_id, (-math.inf, -1))
 
+    def latest_turn(self, ns_id: int) -> float:
+        """The event time of the namespace's latest session turn, hot or not (-inf before any)."""
+        return self._latest.get(ns_id, -math.inf)
+
     def put(self, rec: Record) -> int:
         """Insert or update the row of `rec.key`; return the pocket it is placed in."""
         with self._lock:
@@ -151,6 +157,7 @@ class Columns:
             self._sessions.setdefault((ns, sid), array("q")).append(k)
             if rec.tier == Tier.HOT and rec.created_at >= self._newest.get(ns, (-math.inf, 0))[0]:
                 self._newest[ns] = (rec.created_at, sid)
+            self._latest[ns] = max(self._latest.get(ns, -math.inf), rec.created_at)
         if rec.tags:
             self.tags[k] = frozenset(rec.tags)
         else:
@@ -265,11 +272,15 @@ class Columns:
             self._spans = dict(snap.spans)
             self._sessions = {}
             self._newest = {}
+            self._latest = {}
             at = 0
             for ns, sid, n in snap.session_heads.tolist():
                 keys = snap.session_keys[at : at + n]
                 self._sessions[(ns, sid)] = array("q", keys.tolist())
                 at += n
+                if n:
+                    latest = float(self.created[keys].max())
+                    self._latest[ns] = max(self._latest.get(ns, -math.inf), latest)
                 hot = keys[self.tier[keys] == int(Tier.HOT)]
                 if len(hot):
                     latest = float(self.created[hot].max())

@@ -189,14 +189,23 @@ class Writer:
         return applied
 
     def _arrival_tier(self, rec: Record, event_time: float, now: float) -> Tier:
-        """Hot for a session's turn of a hot kind (a session's raw memory) that is recent or
-        of the namespace's current session, else warm."""
+        """Hot for a session's turn of a hot kind (a session's raw memory) that is recent, or
+        of the namespace's current session, or within `hot.session_window_seconds` and the
+        namespace's latest (it begins the current session, sent late); else warm."""
         if rec.kind not in self._hot_kinds or not rec.session_id:
             return Tier.WARM
         if now - event_time < self._s.hot.ttl_seconds:
             return Tier.HOT
-        _, current = self._cols.current_session(self._cols.ns_id(rec.namespace))
-        return Tier.HOT if current == self._cols.session_id(rec.session_id) else Tier.WARM
+        ns_id = self._cols.ns_id(rec.namespace)
+        _, current = self._cols.current_session(ns_id)
+        if current == self._cols.session_id(rec.session_id):
+            return Tier.HOT
+        latest = event_time >= self._cols.latest_turn(ns_id)
+        return (
+            Tier.HOT
+            if latest and now - event_time < self._s.hot.session_window_seconds
+            else Tier.WARM
+        )
 
     def move_tiers(self, deadline: Deadline) -> int:
         """Move hot memories to warm: those older than `hot.ttl_seconds` but of their
