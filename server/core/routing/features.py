@@ -6,7 +6,9 @@ less than the search it saves):
   of its variance), renormalised;
 - lexical flags, in English and Chinese, each a compiled pattern: a time cue, a quantity, a
   comparison, a reference to what was just said, a question about the user ("what is my …"),
-  an exact identifier, and a safety pattern (allergy, medication, payment, identity, security);
+  an exact identifier, a safety pattern (allergy, medication, payment, identity, security), and
+  the question's form: the gist of past conversations, an exact detail, a pointer to a past
+  conversation, or to the current one;
 - the query's length in analysed terms and whether it is an image query.
 
 Latin patterns match whole words ("ago" is not in "Chicago"); CJK ones match as substrings.
@@ -25,7 +27,19 @@ from server.core.memory.timecues import cue_pattern
 from server.core.query.channels import exact_identifiers
 from server.core.settings import RouterSettings
 
-FLAGS = ("time", "quantity", "comparison", "just_said", "about_me", "identifier", "safety")
+FLAGS = (
+    "time",
+    "quantity",
+    "comparison",
+    "just_said",
+    "about_me",
+    "identifier",
+    "safety",
+    "summary",
+    "detail",
+    "past",
+    "current",
+)
 
 
 @dataclass(frozen=True)
@@ -58,6 +72,10 @@ class FeatureExtractor:
             "comparison": cue_pattern(settings.comparison_cues),
             "just_said": cue_pattern(settings.just_said_cues),
             "about_me": cue_pattern(settings.about_me_cues),
+            "summary": cue_pattern(settings.summary_cues),
+            "detail": cue_pattern(settings.detail_cues),
+            "past": cue_pattern(settings.past_cues),
+            "current": cue_pattern(settings.current_cues),
         }
         self._safety = [(c, cue_pattern([c])) for c in settings.safety_cues]
 

@@ -1,35 +1,64 @@
 """The heuristic policy (seed 003 §3.1, §4.2): the probability that each pocket holds what a
-query needs, from the query's intent, rules over the route features and the pockets' own
-statistics. It needs no training data, so it is also the cold-start policy.
+query needs, from the question's form and meaning and the pockets' own statistics. It needs no
+training data from the namespace, so it is also the cold-start policy.
 
-Every pocket starts from its store's intent probability (`intents`: the query's vector against
-example questions of the current session, the profile, summaries, the history and skills), or
-from `PRIOR` when the query has no vector or the pocket serves no store (an unspecified kind);
-then each rule can only move it as it says:
-- `just_said` ("as I just said", "刚才"): the current session's pockets → 0.95;
-- `about_me` ("what is my …", "the user's …", "我的名字"): the profile's pockets → at least 0.9;
-- `identifier` (an order id, a code): the pockets holding it (BM25 statistics) → 0.95;
-- `in_session` (the current session holds most of the query's terms): → at least 0.5;
-- `time_window` ("last week", "上周"): bucketed pockets whose events miss the window → ×0.3.
-A pocket holding a query term is not raised for it: with a big history every week holds some
-term of every question. The rules that fired are returned with the scores, for the decision log
-and Explain.
+A pocket of one of the four stores of a user's memory (`intents.store_of`: the current session,
+the profile, summaries, the history) gets its store's probability from a small logistic model
+(`STORE_MODEL`) over what the router knows before searching:
+- the query's vector against each intent's example questions (`intents`): its store's
+  similarity, and that similarity and small talk's relative to the best intent's;
+- the question's form, by cue families in English and Chinese (`features`): the gist of past
+  conversations (`summary`), an exact detail (`detail`), a pointer back to a past conversation
+  (`past`), to the current one (`current`, `just_said`), a question about the user
+  (`about_me`), and a time window;
+- whether the store holds the query's terms (BM25 statistics: the largest share of the query's
+  terms one of its pockets holds), so that "remind me which restaurant we settled on" finds the
+  current session that mentions it.
+The weights were fitted on `bench router`'s tune half (whole templates; the report half is held
+out) and are fixed here; without a vector the similarities count as zero. Skills get their
+intent's probability, other pockets `PRIOR`. Then each rule can only move a pocket as it says:
+- `just_said` ("as I just said", "刚才"): the current session's pockets → 0.95 (strong);
+- `identifier` (an order id, a code): the pockets holding it → 0.95 (strong);
+- `time_window` ("last week", "上周"): bucketed pockets whose events miss the window → ×0.1.
+The rules that fired are returned with the scores, for the decision log and Explain.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from server.core.memory.model import Kind, PocketStats
+from server.core.memory.model import PocketStats
 from server.core.routing.budget import Scored
 from server.core.routing.features import QueryFeatures
 from server.core.routing.intents import store_of
 
 PRIOR = 0.3
-PROFILE = (Kind.FACT, Kind.PREFERENCE)
+# The store model's inputs, in order, and each store's weights (fitted on bench router's tune
+# half, seed 0: see the module docstring).
+STORE_INPUTS = (
+    "bias",
+    "similarity_to_best",
+    "similarity",
+    "term_share",
+    "holds_a_term",
+    "summary",
+    "detail",
+    "past",
+    "current",
+    "about_me",
+    "time_window",
+    "small_talk_to_best",
+)
+STORE_MODEL: dict[str, tuple[float, ...]] = {
+    "session": (-2.24, 0.49, -0.51, 1.32, 1.25, -1.67, -0.11, -0.36, 3.35, 0.86, -0.53, -0.41),
+    "profile": (-2.09, 1.05, 1.35, 0.39, 1.04, -0.37, -0.14, -0.38, -0.76, 3.53, -0.26, -0.58),
+    "summary": (-3.15, 0.72, 0.58, 0.61, 0.56, 3.87, 0.24, 0.42, -1.94, 0.16, -0.13, -0.25),
+    "history": (-1.63, 1.41, -0.1, 0.37, 0.23, 0.13, 1.39, 1.71, 0.67, -2.12, -0.43, 0.25),
+}
 
 
 @dataclass(frozen=True)
@@ -39,6 +68,7 @@ class Evidence:
     term_hits: Mapping[str, Mapping[str, int]]  # pocket name → query term → documents holding it
     window: tuple[float, float] | None  # the time cue's event-time window, if any
     intents: Mapping[str, float] = field(default_factory=dict)  # intent → probability ({}: none)
+    similarity: Mapping[str, float] = field(default_factory=dict)  # intent → raw similarity
 
 
 @dataclass(frozen=True)
@@ -82,6 +112,34 @@ def measure(
     return Measures(cos, held, docs, overlaps, stores, intent)
 
 
+def store_probabilities(f: QueryFeatures, ev: Evidence, m: Measures) -> dict[str, float]:
+    """Each store's probability under `STORE_MODEL` (for the stores among the candidates)."""
+    sims = ev.similarity
+    best = max(sims.values(), default=0.0)
+    n_terms = len(set(f.terms))
+    share: dict[str, float] = {}
+    for store, count in zip(m.stores, m.held, strict=True):
+        if store in STORE_MODEL:
+            share[store] = max(share.get(store, 0.0), count / n_terms if n_terms else 0.0)
+    flags = f.flags
+    form = [
+        float("summary" in flags),
+        float("detail" in flags),
+        float("past" in flags),
+        float("current" in flags or "just_said" in flags),
+        float("about_me" in flags),
+        float(ev.window is not None),
+        sims.get("none", best) - best,
+    ]
+    out = {}
+    for store, held in share.items():
+        sim = sims.get(store, best)
+        x = (1.0, sim - best, sim if sims else 0.0, held, float(held > 0), *form)
+        z = sum(w * v for w, v in zip(STORE_MODEL[store], x, strict=True))
+        out[store] = 1.0 / (1.0 + math.exp(-z))
+    return out
+
+
 def heuristic(
     f: QueryFeatures,
     pockets: Sequence[PocketStats],
@@ -91,24 +149,20 @@ def heuristic(
     """`m`: the pockets' measures (`measure`)."""
     fired: set[str] = set()
     out: list[Scored] = []
-    n_terms = len(set(f.terms))
     any_overlap = any(o == 1.0 for o in m.overlaps)
     ident = set(f.identifiers)
+    stores = store_probabilities(f, ev, m)
     for i, p in enumerate(pockets):
         rules: dict[str, float] = {}  # rule → the probability it sets
-        intent = m.intent[i]
-        prob = PRIOR if intent is None else intent
         store = m.stores[i]
+        intent = m.intent[i]
+        prob = stores.get(store, PRIOR if intent is None else intent)
         if "just_said" in f.flags and store == "session":
             prob = rules["just_said"] = max(prob, 0.95)
-        if "about_me" in f.flags and store == "profile":
-            prob = rules["about_me"] = max(prob, 0.9)
         if ident and ident & set(ev.term_hits.get(p.name, {})):
             prob = rules["identifier"] = max(prob, 0.95)
-        if store == "session" and n_terms >= 2 and m.held[i] * 2 >= n_terms:
-            prob = rules["in_session"] = max(prob, 0.5)
         if any_overlap and m.overlaps[i] == 0.0:
-            prob = rules["time_window"] = prob * 0.3
+            prob = rules["time_window"] = prob * 0.1
         fired.update(rules)
         out.append(Scored(p, prob))
     return out, sorted(fired)

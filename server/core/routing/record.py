@@ -29,7 +29,7 @@ class Inputs(msgspec.Struct, frozen=True):
     rows: bytes  # float32, len(pockets) × width, row-major
     top_k: int
     budget: float  # the cost cap of a routed plan (cost units)
-    skip_below: float = 0.3  # the probability below which a pocket could be skipped
+    skip_below: float = 0.1  # the probability below which a pocket could be skipped
     nothing: float = 0.0  # the probability that the query needed no memory
 
 

@@ -161,6 +161,7 @@ class Router:
             self._term_hits(q.namespace, list(f.terms)) if f.terms and pockets else {},
             window(q.text, ref) if q.text else None,
             probabilities(similarity),
+            similarity,
         )
         m = measure(f, vector, pockets, ev)
         scored, rules = heuristic(f, pockets, ev, m) if pockets else ([], [])

@@ -43,7 +43,27 @@ def fx() -> FeatureExtractor:
     ],
 )
 def test_lexical_flags(fx: FeatureExtractor, text: str, flags: set[str]) -> None:
-    assert set(fx.extract(text, None, False).flags) == flags
+    assert set(fx.extract(text, None, False).flags) - set(FORM) == flags
+
+
+FORM = ("summary", "detail", "past", "current")
+
+
+@pytest.mark.parametrize(
+    ("text", "form"),
+    [
+        ("Give me the gist of the dentist appointment", {"summary"}),
+        ("总结一下我们以前关于装修的讨论", {"summary", "past"}),
+        ("What exactly was the contractor's quote?", {"detail"}),
+        ("那阵子我说的牙医叫什么名字", {"detail", "past"}),
+        ("A while back I mentioned the vet", {"past"}),
+        ("Which hotel did we just settle on?", {"detail", "current"}),
+        ("我刚刚讲的房租", {"current"}),
+        ("Thanks, that's all", set()),
+    ],
+)
+def test_the_questions_form(fx: FeatureExtractor, text: str, form: set[str]) -> None:
+    assert set(fx.extract(text, None, False).flags) & set(FORM) == form
 
 
 def test_the_safety_cues_that_fired_are_named(fx: FeatureExtractor) -> None:
@@ -65,6 +85,7 @@ def test_the_model_input_has_a_fixed_layout(fx: FeatureExtractor) -> None:
     f = fx.extract("how many E1234", np.ones(384, np.float32), True)
     x = f.vector()
     assert x.shape == (128 + len(FLAGS) + 2,) and x.dtype == np.float32
+    assert FLAGS[-4:] == FORM
     flags = dict(zip(FLAGS, x[128 : 128 + len(FLAGS)].tolist(), strict=True))
     assert flags["quantity"] == 1.0 and flags["identifier"] == 1.0 and flags["time"] == 0.0
     assert x[-1] == 1.0  # an image query

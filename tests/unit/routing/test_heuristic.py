@@ -1,5 +1,6 @@
-"""The heuristic policy (server/core/routing/heuristic.py): each pocket starts from its store's
-intent, and each rule moves the pockets it names, and only those."""
+"""The heuristic policy (server/core/routing/heuristic.py): each store's probability moves with
+the question's form, meaning and terms as its model says, and each rule moves the pockets it
+names, and only those."""
 
 from __future__ import annotations
 
@@ -49,74 +50,71 @@ def probs(
         ev.pop("hits", {}),  # type: ignore[arg-type]
         ev.pop("window", None),  # type: ignore[arg-type]
         ev.pop("intents", {}),  # type: ignore[arg-type]
+        ev.pop("sims", {}),  # type: ignore[arg-type]
     )
     scored, rules = heuristic(f, pockets, e, measure(f, None, pockets, e))
     return {s.pocket.name: s.probability for s in scored}, rules
 
 
-def test_each_pocket_starts_from_its_stores_intent() -> None:
-    pockets = [
-        pocket("fact"),
-        pocket("preference", Kind.PREFERENCE),
-        pocket("summary", Kind.SUMMARY),
-        pocket("past", Kind.EPISODE, bucket="2026-W10"),
-        pocket("now", Kind.EPISODE, tier=Tier.HOT),
-        pocket("skill", Kind.SKILL),
-    ]
-    intents = {"profile": 0.2, "summary": 0.9, "history": 0.6, "session": 0.1, "skill": 0.05}
-    p, rules = probs("how did the renovation go", [*pockets, pocket("other", Kind.UNSPECIFIED)],
-                     intents=intents)  # fmt: skip
-    assert p == {
-        "fact": 0.2, "preference": 0.2, "summary": 0.9, "past": 0.6, "now": 0.1, "skill": 0.05,
-        "other": PRIOR,
-    }  # fmt: skip
-    assert rules == []
-    blind, _ = probs("how did the renovation go", pockets)  # no vector: no intent
-    assert set(blind.values()) == {PRIOR}
+STORES = [
+    pocket("fact"),
+    pocket("preference", Kind.PREFERENCE),
+    pocket("summary", Kind.SUMMARY),
+    pocket("past", Kind.EPISODE, bucket="2026-W10"),
+    pocket("now", Kind.EPISODE, tier=Tier.HOT),
+]
+FLAT = {"session": 0.3, "profile": 0.3, "summary": 0.3, "history": 0.3, "skill": 0.3, "none": 0.1}
 
 
-def test_about_me_raises_the_profile_in_the_first_person_and_the_third() -> None:
-    pockets = [pocket("fact"), pocket("preference", Kind.PREFERENCE), pocket("ep", Kind.EPISODE)]
-    for text in ("what is my shoe size", "what is the user's shoe size"):
-        p, rules = probs(text, pockets, intents={"profile": 0.4, "history": 0.4})
-        assert p["fact"] == p["preference"] == 0.9 and p["ep"] == 0.4
-        assert "about_me" in rules
+def test_a_pocket_gets_its_stores_probability_and_others_their_intent_or_the_prior() -> None:
+    pockets = [*STORES, pocket("skill", Kind.SKILL), pocket("other", Kind.UNSPECIFIED)]
+    p, rules = probs("how did it go", pockets, sims=FLAT, intents={"skill": 0.05})
+    assert p["fact"] == p["preference"]  # one store, one probability
+    assert p["skill"] == 0.05 and p["other"] == PRIOR and rules == []
+    assert all(0.0 < p[n] < 1.0 for n in ("summary", "past", "now"))
 
 
-def test_a_time_window_cuts_the_buckets_it_misses_and_raises_none() -> None:
+def test_the_form_of_the_question_moves_its_stores() -> None:
+    def store(text: str, name: str) -> float:
+        return probs(text, STORES, sims=FLAT)[0][name]
+
+    assert store("give me the gist of the renovation", "summary") > store(
+        "the renovation", "summary"
+    )
+    assert store("what exactly was the quote back then", "past") > store("the quote", "past")
+    assert store("what is my usual coffee order", "fact") > store("the coffee order", "fact")
+    assert store("用户的咖啡口味", "fact") > store("咖啡", "fact")
+    assert store("the hotel we settled on in this chat", "now") > store("the hotel", "now")
+    assert store("give me the gist of the renovation", "now") < store("the renovation", "now")
+
+
+def test_the_meaning_moves_its_store() -> None:
+    near = dict(FLAT, summary=0.6)
+    assert probs("x", STORES, sims=near)[0]["summary"] > probs("x", STORES, sims=FLAT)[0]["summary"]
+    talk = dict(FLAT, none=0.7)
+    assert probs("x", STORES, sims=talk)[0]["past"] < probs("x", STORES, sims=FLAT)[0]["past"]
+
+
+def test_a_store_holding_the_querys_terms_is_likelier() -> None:
+    hits = {"now": {"restaurant": 1, "book": 1}}
+    held, _ = probs("restaurant book", STORES, sims=FLAT, hits=hits)
+    bare, _ = probs("restaurant book", STORES, sims=FLAT)
+    assert held["now"] > bare["now"] and held["summary"] == bare["summary"]
+
+
+def test_a_time_window_cuts_the_buckets_it_misses() -> None:
     week = (NOW - 7 * DAY, NOW)
     old = pocket("ep/old", Kind.EPISODE, bucket="2026-W10", span=(NOW - 200 * DAY, NOW - 190 * DAY))
     new = pocket("ep/new", Kind.EPISODE, bucket="2026-W40", span=(NOW - 3 * DAY, NOW - 2 * DAY))
-    fact = pocket("fact")
-    p, rules = probs("what happened last week", [old, new, fact], window=week)
-    assert p["ep/new"] == PRIOR and p["ep/old"] == pytest.approx(PRIOR * 0.3)
-    assert p["fact"] == PRIOR  # unbucketed: the window says nothing of it
-    assert "time_window" in rules
+    p, rules = probs("what happened last week", [old, new, pocket("fact")], window=week)
+    assert p["ep/old"] == pytest.approx(p["ep/new"] * 0.1) and "time_window" in rules
     # A window no bucket meets cuts nothing: the cue named a time the memory does not cover.
-    p, _ = probs("what happened last week", [old, fact], window=week)
-    assert p["ep/old"] == PRIOR
+    p, rules = probs("what happened last week", [old, pocket("fact")], window=week)
+    assert "time_window" not in rules
 
 
-def test_holding_a_query_term_raises_only_the_current_session_and_exact_identifiers() -> None:
-    p, rules = probs(
-        "restaurant booking",
-        [pocket("now", Kind.EPISODE, tier=Tier.HOT), pocket("past", Kind.EPISODE, bucket="W1")],
-        hits={"now": {"restaurant": 1}, "past": {"restaurant": 3, "booking": 2}},
-    )
-    assert p["now"] == 0.5 and p["past"] == PRIOR  # every week holds some term of a question
-    assert rules == ["in_session"]
-    p, rules = probs(
-        "order A1234-77 status",
-        [pocket("fact"), pocket("past", Kind.EPISODE, bucket="W1")],
-        hits={"past": {"a1234-77": 1}},
-    )
-    assert p["past"] == 0.95 and p["fact"] == PRIOR and rules == ["identifier"]
-
-
-def test_just_said_goes_to_the_current_session_only() -> None:
-    p, rules = probs(
-        "as I just said",
-        [pocket("hot", Kind.EPISODE, tier=Tier.HOT), pocket("past", Kind.EPISODE, bucket="W1")],
-        intents={"session": 0.3, "history": 0.7},
-    )
-    assert p == {"hot": 0.95, "past": 0.7} and rules == ["just_said"]
+def test_just_said_and_identifiers_are_strong() -> None:
+    p, rules = probs("as I just said", STORES, sims=FLAT)
+    assert p["now"] == 0.95 and p["past"] < 0.95 and rules == ["just_said"]
+    p, rules = probs("order A1234-77 status", STORES, hits={"past": {"a1234-77": 1}})
+    assert p["past"] == 0.95 and p["fact"] < 0.95 and rules == ["identifier"]

@@ -27,7 +27,7 @@ WEEK = 7 * 86_400.0
 # Each intent's one example: a query that says it exactly reads as that intent.
 EXAMPLES = {
     "profile": ("what is my shoe size",),
-    "history": ("what did we say about the printer last week",),
+    "history": ("what exactly did we say about the printer last week, back then",),
     "summary": ("give me an overview of our chats",),
     "session": ("what did I just say",),
     "skill": ("how do I deploy",),
@@ -113,7 +113,7 @@ def test_the_heuristic_routes_a_profile_question_to_the_profile(
     r = router(loaded, policy="heuristic")
     q = "what is my shoe size"
     d = r.decide(RecallQuery(NS, text=q), vec(q), clock.now())
-    assert d.policy == "heuristic" and "about_me" in d.rules
+    assert d.policy == "heuristic" and "about_me" in d.features.flags
     assert d.context.similarity["profile"] == pytest.approx(1.0, abs=1e-5)
     assert [s.pocket for s in d.steps] == ["preference/warm/text"]  # the rest below skip_below
     assert d.cost_units < d.full_cost_units
@@ -154,13 +154,13 @@ def test_small_talk_searches_one_pocket(loaded: MemoryEngine, clock: FakeClock) 
 
 def test_a_time_cue_routes_to_the_buckets_it_names(loaded: MemoryEngine, clock: FakeClock) -> None:
     r = router(loaded, policy="heuristic")
-    q = "what did we say about the printer last week"
+    q = "what exactly did we say about the printer last week, back then"
     d = r.decide(RecallQuery(NS, text=q), vec(q), clock.now())
     last_week = dt.datetime.fromtimestamp(clock.now() - WEEK, dt.UTC).isocalendar()
     bucket = f"episode/warm/text/{last_week.year}-W{last_week.week:02d}"
     assert "time_window" in d.rules and [s.pocket for s in d.steps] == [bucket]
     # With no time cue, the history is searched whole: its topic may be in any week.
-    q = "what did we say about the printer"
+    q = "what exactly did we say about the printer back then"
     d = r.decide(RecallQuery(NS, text=q), vec(q), clock.now())
     weeks = {p.name for p in loaded.routable(NS, MemoryFilter()) if p.name.startswith("episode")}
     assert weeks <= {s.pocket for s in d.steps} or d.policy == "full"
@@ -180,7 +180,7 @@ def test_a_routed_recall_is_logged_with_what_each_step_did(
     loaded.planner.close()
     loaded.planner = None
     first, second = list(read_log(tmp_path / "router"))
-    assert first.policy == "heuristic" and "about_me" in first.rules and first.hits == len(res.hits)
+    assert first.policy == "heuristic" and "about_me" in first.flags and first.hits == len(res.hits)
     assert first.steps[0].pocket == "preference/warm/text" and first.steps[0].method == "exact"
     assert first.steps[0].best > 0 and first.cost_units == pytest.approx(res.cost_units)
     assert second.policy == "full" and second.widened == "safety: passport"
