@@ -1,37 +1,30 @@
-"""`python -m bench agent`: seed 001's experiment. Classic full-context ReAct against the
-pocketd-assisted loop, on the same customer-support sessions (`bench.agent_data`), with the same
-stand-in model, the same tools, the same tokenizer and the same prices.
+"""`python -m bench agent`: the pocketd-assisted agent loop against three competent baselines, on
+the same customer-support sessions (`bench.agent_data`), with the same stand-in model
+(`bench.agent_model`), system prompt, tool schemas, image cost, tokenizer and prices.
 
-- **The baseline** puts the current session's whole history in every prompt, as classic ReAct
-  does: every input and tool output verbatim, and nothing from the user's earlier sessions. It
-  calls one model, the medium route's.
-- **The pocketd loop** calls Step twice a round against a real `pocketd serve`: once to report
-  the last round and get the tier and the context, and once with the model's output to get the
-  action checked. The model is called on Step's context, at the tier Step routes to.
-- **The stand-in model** (`model`) does not know which loop it is in. It reads its prompt, and the
-  session's list of needed facts (the same for both loops), which stands for what a real model
-  would infer from the question. It knows a fact only when its prompt holds it. In the last
-  round it answers with the needed facts its prompt holds. When one is missing and a tool can
-  fetch it (the order id by asking the user, the earlier ticket's fix by looking the ticket
-  up), it spends a round fetching it (at most `MAX_FETCHES`), and the fetch's observation must
-  reach its next prompt. A preference only an earlier session stated cannot be fetched, so the
-  task fails.
-- **The wording varies** (`bench.agent_data.STATED`, `REFERRED`): a preference is stated in one
-  of five ways and referred to in one of four, so the key-event rules are not measured on one
-  sentence.
-- **What favours whom.** The stand-in answers as well on every tier, so the cheaper tiers Step
-  routes to cost nothing in quality here; a real model might. The baseline never sees earlier
-  sessions, by design (classic ReAct's context is the session), which fixes its preference hit
-  at the share of first sessions (0.25). pocketd's own work is priced by its settings (a Recall
-  at 1 micro per 1,000 cost units, a stored memory at 20 micros) and added to its cost.
+- **B0** classic full-context ReAct, **B2** windowed (last 3 rounds, tool outputs cut to 300
+  tokens, older rounds one line each), **B3** B2 plus a plain vector memory over the user's
+  earlier sessions (`bench.agent_loops`);
+- **pocketd**: two Steps a round against a real `pocketd serve` (`bench.agent_pocketd`).
 
-Reported per loop:
-- prompt tokens per task, cost per task in micros, rounds;
-- the preference hit rate (the preference is in the last round's prompt);
-- completion (the answer holds every needed fact);
-- and, for pocketd, Step's p50/p99 overhead per round (the round's two calls together), per
-  call, and for the round's first call (recall and context) alone.
-`--json PATH` writes them as data; `--quick` runs 20 sessions.
+The stand-in gets no list of needed facts: it must find the ticket's fix in a tool output
+(following pocketd's `[full text: id]` pointers by a Get where it needs to), match an earlier
+ticket to its fix among distractors, and use the current contact preference (or ask the user,
+at the cost of a round). Completion (the closing answer has the ticket's fix, the earlier
+ticket's fix when asked, and the current preference) and the preference hit (the current
+preference used without asking) are reported apart. After the run, the memories pocketd
+stored as kind preference are listed back: the preference precision is the share of them that
+really are preference statements (the user's statements, or a reply to the question); needs
+("I need this fixed before Friday"), references and other sentences stored as preferences count
+against it.
+
+Reported: per loop, prompt tokens, cost (micros), model calls, completion, preference hit; the
+reductions of pocketd against each baseline, overall and by tool-output length (short 60-120,
+medium 200-500, long 800-1500 tokens); the goals of issue 16 §3, met or not; Step's p50/p99 per
+round (its calls together), per call, and for the round's first call alone; and pocketd's
+misses, with the sessions and sentences behind them.
+
+Nothing here is tuned for pocketd: the goals are reported, and a miss is a miss.
 """
 
 from __future__ import annotations
@@ -41,173 +34,268 @@ import json
 import sys
 import tempfile
 import time
-import uuid
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from bench.agent_data import Round, Session, generate
+from bench.agent_data import (
+    BUCKETS,
+    DEFAULT_WORDINGS,
+    HELD_OUT_WORDINGS,
+    Session,
+    Wordings,
+    generate,
+)
+from bench.agent_loops import (
+    Cutter,
+    Loop,
+    Outcome,
+    VectorMemory,
+    Window,
+    Windowed,
+    ask_reply,
+    run_session,
+)
+from bench.agent_model import system_prompt
+from bench.agent_pocketd import Latency, Pocketd
+from bench.encoder import bench_encoder
 from bench.server_proc import ServerProcess
 from bench.stats import environment, summary_ms
 from pocketd import Client
-from pocketd.v1 import ledger_service_pb2 as lpb
 from server.adapters.token_counter import TokenCounter
 from server.config import BUILTIN_TOKENIZER
-from server.core.settings import AgentSettings
 
-OUTPUT_TOKENS = 40
-MAX_FETCHES = 3  # lookups per task; then the stand-in answers with what its prompt holds
-TOOLS = [
-    {"name": "support", "description": "Run the next support step. Returns what it found.",
-     "parameters": {"type": "object", "properties": {"ask": {"type": "string"}}}},
-    {"name": "lookup", "description": "Fetch a missing fact. Returns the fact.",
-     "parameters": {"type": "object", "properties": {"fact": {"type": "string"}}}},
-]  # fmt: skip
-BASELINE_MODEL = AgentSettings().routes["medium"].model
+BASELINES = ("B0", "B2", "B3")
+LOOPS = (*BASELINES, "pocketd")
+GOALS = (  # (name, what, target): issue 16 §3
+    ("b0_tokens", "prompt tokens −≥85 % vs B0", 0.85),
+    ("b0_cost", "cost −≥77 % vs B0", 0.77),
+    ("b3_tokens", "prompt tokens −≥40 % vs B3", 0.40),
+    ("b3_completion", "completion ≥ B3's + 0.25", 0.25),
+    ("preference_hit", "preference hit ≥ 0.90", 0.90),
+    ("preference_precision", "preference precision ≥ 0.95", 0.95),
+)
+EXAMPLES = 12
+
+Results = dict[str, list[tuple[Session, Outcome]]]
 
 
 def log(msg: str) -> None:
     print(f"[agent] {msg}", file=sys.stderr, flush=True)
 
 
-def price(model: str, tokens_in: int, tokens_out: int) -> int:
-    p = AgentSettings().prices.get(model, AgentSettings().default_price)
-    return -(-tokens_in * p.input_per_1k_micros // 1000) - (
-        -tokens_out * p.output_per_1k_micros // 1000
-    )
+def summary(rows: Sequence[tuple[Session, Outcome]]) -> dict[str, float]:
+    """Means per task of one loop's outcomes."""
+    n = len(rows) or 1
+    asked_about = [o for s, o in rows if s.earlier_ticket]
+
+    def mean(f: Callable[[Outcome], float]) -> float:
+        return sum(f(o) for _, o in rows) / n
+
+    return {
+        "tokens": mean(lambda o: o.tokens),
+        "fixed_tokens": mean(lambda o: o.fixed),
+        "cost": mean(lambda o: o.cost),
+        "rounds": mean(lambda o: o.calls),
+        "completion": mean(lambda o: o.completion),
+        "preference_hit": mean(lambda o: o.preference_hit),
+        "preference_in_prompt": mean(lambda o: o.preference_in_prompt),
+        "asked_user": mean(lambda o: o.asked),
+        "stale_preference": mean(lambda o: o.stale_preference),
+        "current_fix": mean(lambda o: o.current_fix),
+        "earlier_fix": sum(bool(o.earlier_fix) for o in asked_about) / (len(asked_about) or 1),
+        "fetches": mean(lambda o: o.fetches),
+    }
 
 
-def fetchable(prompt: str, needed: tuple[str, ...]) -> list[str]:
-    """The needed facts a tool can fetch that the prompt lacks (a preference cannot be)."""
-    return [f for f in needed if f not in prompt and not f.startswith("PREF-")]
+def model_shares(rows: Sequence[tuple[Session, Outcome]]) -> dict[str, float]:
+    """The share of a loop's prompt tokens sent to each model."""
+    total: dict[str, int] = {}
+    for _, o in rows:
+        for m, n in o.by_model.items():
+            total[m] = total.get(m, 0) + n
+    whole = sum(total.values()) or 1
+    return {m: n / whole for m, n in sorted(total.items())}
 
 
-def model(
-    prompt: str, r: Round, last: bool, needed: tuple[str, ...], fetches: int
-) -> dict[str, object]:
-    """The stand-in model's action for a round, from its prompt alone: it knows a fact only when
-    the prompt holds it (a fetched one too: the fetch's observation must reach the prompt).
-    `fetches`: the lookups it already made this task; it makes at most MAX_FETCHES."""
-    if not last:
-        return {"type": "tool", "tool": "support", "params": {"ask": r.text[:40]}}
-    missing = fetchable(prompt, needed)
-    if missing and fetches < MAX_FETCHES:
-        return {"type": "tool", "tool": "lookup", "params": {"fact": missing[0][:3]}}
-    answer = "Resolution: " + ", ".join(f for f in needed if f in prompt)
-    return {"type": "finish", "answer": answer}
+def reductions(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    """pocketd (`a`) against a baseline (`b`): the share of tokens and cost saved, and the
+    differences in completion and preference hit (positive: pocketd's is higher)."""
+    return {
+        "tokens": 1 - a["tokens"] / b["tokens"] if b["tokens"] else 0.0,
+        "cost": 1 - a["cost"] / b["cost"] if b["cost"] else 0.0,
+        "completion": a["completion"] - b["completion"],
+        "preference_hit": a["preference_hit"] - b["preference_hit"],
+    }
 
 
-@dataclass
-class Tally:
-    tokens: list[int] = field(default_factory=list)
-    cost: list[int] = field(default_factory=list)
-    rounds: list[int] = field(default_factory=list)
-    pref_hit: list[bool] = field(default_factory=list)
-    done: list[bool] = field(default_factory=list)
-    step_s: list[float] = field(default_factory=list)  # each Step call
-    round_s: list[float] = field(default_factory=list)  # each round's two calls together
-
-    def summary(self) -> dict[str, float]:
-        n = len(self.tokens) or 1
-        return {
-            "prompt_tokens_per_task": sum(self.tokens) / n,
-            "cost_micros_per_task": sum(self.cost) / n,
-            "rounds": sum(self.rounds) / n,
-            "preference_hit": sum(self.pref_hit) / n,
-            "completion": sum(self.done) / n,
+def by_length(res: Results) -> dict[str, Any]:
+    """Each loop's summary and pocketd's reductions, per tool-output bucket."""
+    out: dict[str, Any] = {}
+    for bucket in BUCKETS:
+        per = {k: summary([x for x in v if x[0].bucket == bucket]) for k, v in res.items()}
+        if not any(x[0].bucket == bucket for x in res["pocketd"]):
+            continue
+        out[bucket] = {
+            "sessions": sum(x[0].bucket == bucket for x in res["pocketd"]),
+            "loops": per,
+            "reductions": {b: reductions(per["pocketd"], per[b]) for b in BASELINES},
         }
+    return out
 
 
-def baseline(s: Session, count: TokenCounter, t: Tally) -> None:
-    history: list[str] = []
-    tokens = cost = rounds = 0
-    fetched: set[str] = set()
-    finished = False
-    goal = f"Goal: help {s.user} with their support request."
-    for i, r in enumerate(s.rounds):
-        last = i == len(s.rounds) - 1
-        while True:
-            rounds += 1
-            prompt = "\n".join([goal, *history, f"User: {r.text}"])
-            n = count.count(prompt)
-            tokens += n
-            cost += price(BASELINE_MODEL, n, OUTPUT_TOKENS)
-            act = model(prompt, r, last, s.needed, len(fetched))
-            if act["type"] == "finish":
-                t.pref_hit.append(s.preference in prompt)
-                t.done.append(all(f in str(act["answer"]) for f in s.needed))
-                finished = True
-                break
-            if last:  # a fetch: the model asked for a missing fact, and got it
-                got = fetchable(prompt, s.needed)[0]
-                fetched.add(got)
-                history.append(f"Observation: Fetched: {got}")
+def _miss(s: Session, o: Outcome) -> dict[str, Any]:
+    """Why a session failed in a loop, with where its facts were."""
+    r = s.rounds[s.fix_round - 1]
+    why = []
+    if not o.current_fix:
+        why.append(
+            f"current fix {s.fix} of {s.ticket} missing: it was in round {s.fix_round}'s "
+            f"{r.output.kind} ({r.output.tokens} tokens, line {r.output.fix_at})"
+        )
+    if o.earlier_fix is False:
+        how = "named" if s.earlier_named else "as 'the ticket from last time'"
+        tid, fix = ("in" if x else "not in" for x in o.earlier_seen)
+        why.append(
+            f"earlier ticket {s.earlier_ticket} ({how}): fix {s.earlier_fix} missing (the id "
+            f"{tid} the closing prompt, the fix {fix} it)"
+        )
+    if not o.preference_hit:
+        what = "asked the user" if o.asked else "stale code" if o.stale_preference else "missing"
+        why.append(
+            f"preference {s.preference}: {what} (stated in session {s.stated_in}: {s.stated!r})"
+        )
+    return {"session": f"{s.user}/s{s.index}", "bucket": s.bucket, "answer": o.answer, "why": why}
+
+
+def misses(rows: Sequence[tuple[Session, Outcome]]) -> dict[str, Any]:
+    bad = [(s, o) for s, o in rows if not (o.completion and o.preference_hit)]
+    return {
+        "sessions": len(rows),
+        "earlier_asked_named": sum(bool(s.earlier_ticket) and s.earlier_named for s, _ in rows),
+        "earlier_asked_last_time": sum(
+            bool(s.earlier_ticket) and not s.earlier_named for s, _ in rows
+        ),
+        "current_fix_missing": sum(not o.current_fix for _, o in rows),
+        "earlier_fix_missing": sum(o.earlier_fix is False for _, o in rows),
+        "earlier_fix_missing_named": sum(
+            o.earlier_fix is False and s.earlier_named for s, o in rows
+        ),
+        "asked_user": sum(o.asked for _, o in rows),
+        "stale_preference": sum(o.stale_preference for _, o in rows),
+        "examples": [_miss(s, o) for s, o in bad[:EXAMPLES]],
+    }
+
+
+def _listed(c: Client, user: str) -> list[Any]:
+    out: list[Any] = []
+    token = ""
+    while True:
+        page = c.list(user, page_size=1000, page_token=token, kinds=["preference"])
+        out += page.memories
+        token = page.next_page_token
+        if not token:
+            return out
+
+
+def stored_preferences(c: Client, data: Sequence[Session]) -> dict[str, list[Any]]:
+    """Each user's memories of kind preference, once the background writes have settled."""
+    users = sorted({s.user for s in data})
+    last: dict[str, list[Any]] = {}
+    for _ in range(20):
+        now = {u: _listed(c, u) for u in users}
+        if now == last:
+            return now
+        last = now
+        time.sleep(0.5)
+    return last
+
+
+def _label(text: str, s_texts: set[str], d_texts: set[str], r_texts: set[str]) -> str:
+    if any(t in text for t in s_texts):
+        return "preference"
+    if any(t in text for t in d_texts):
+        return "distractor"
+    if any(t in text for t in r_texts):
+        return "reference"
+    return "other"
+
+
+def precision(stored: dict[str, list[Any]], data: Sequence[Session]) -> dict[str, Any]:
+    """The share of stored preferences that are preference statements, and what the others
+    were; and the share of statements stored (recall), and of superseded ones left current."""
+    real: dict[str, set[str]] = {}
+    for s in data:
+        said = {r.statement for r in s.rounds if r.statement} | {ask_reply(s)}
+        real.setdefault(s.user, set()).update(said)
+    dis = {r.distractor for s in data for r in s.rounds if r.distractor}
+    refs = {r.text.split(" Also,")[0] for s in data for r in s.rounds if r.closing}
+    labels: dict[str, int] = {}
+    wrong: list[str] = []
+    found: set[str] = set()  # the statements some stored preference holds
+    stale_live = 0
+    current = {s.user: s.preference for s in data}
+    for user, mems in stored.items():
+        for m in mems:
+            kind = _label(m.text, real.get(user, set()), dis, refs)
+            labels[kind] = labels.get(kind, 0) + 1
+            if kind != "preference":
+                wrong.append(f"{kind}: {m.text[:160]}")
                 continue
-            history.append(f"User: {r.text}\nObservation: {r.observation or 'ok'}")
-            break
-    if not finished:
-        t.pref_hit.append(False)
-        t.done.append(False)
-    t.tokens.append(tokens)
-    t.cost.append(cost)
-    t.rounds.append(rounds)
+            found.update(t for t in real.get(user, set()) if t in m.text)
+            stale_live += not m.obsolete and current[user] not in m.text
+    total = sum(labels.values())
+    statements = {r.statement for s in data for r in s.rounds if r.statement}
+    missed = sorted(statements - found)
+    return {
+        "stored": total,
+        "by_label": labels,
+        "precision": labels.get("preference", 0) / total if total else 0.0,
+        "statements_stored": len(found & statements) / (len(statements) or 1),
+        "superseded_not_obsolete": stale_live,
+        "wrong_examples": wrong[:EXAMPLES],
+        "statements_not_stored": missed[:EXAMPLES],
+    }
 
 
-def assisted(c: Client, s: Session, count: TokenCounter, t: Tally, model_s: float = 0.0) -> None:
-    budget = lpb.TaskBudget(total_micros=10**9, emergency_ratio=0.0)
-    task = f"{s.user}-{s.index}-{uuid.uuid4().hex[:6]}"
-    goal = f"Help {s.user} with their support request."
-    tokens = cost = n = 0
-    fetched: set[str] = set()
-    action, obs = "", ""
-    prev_image = False
-    used: tuple[tuple[str, int, int], ...] = ()
-    finished = False
-    with c.task(task, budget, namespace=s.user, goal=goal, session_id=f"s{s.index}") as tk:
-        for i, r in enumerate(s.rounds):
-            last = i == len(s.rounds) - 1
-            while True:
-                n += 1
-                t0 = time.perf_counter()
-                plan = tk.step(
-                    n, input=r.text, image=r.image, action=action, observation=obs,
-                    media=bool(obs) and prev_image, usage=used, tools=TOOLS if n == 1 else None,
-                )  # fmt: skip
-                first = time.perf_counter() - t0
-                t.step_s.append(first)
-                k = count.count(plan.context)
-                tokens += k
-                cost += price(plan.model, k, OUTPUT_TOKENS)
-                act = model(plan.context, r, last, s.needed, len(fetched))
-                time.sleep(model_s)  # the model's own latency, if asked (0: back to back)
-                t0 = time.perf_counter()
-                checked = tk.step(n, raw_output=json.dumps(act))
-                t.step_s.append(time.perf_counter() - t0)
-                t.round_s.append(first + t.step_s[-1])
-                assert not checked.action_error, checked.action_error  # every action is valid
-                used = ((plan.model, k, OUTPUT_TOKENS),)
-                if checked.action.type == "finish":
-                    t.pref_hit.append(s.preference in plan.context)
-                    t.done.append(all(f in checked.action.answer for f in s.needed))
-                    finished = True
-                    break
-                action = checked.action.params_json
-                if last:
-                    got = fetchable(plan.context, s.needed)[0]
-                    fetched.add(got)
-                    obs = f"Fetched: {got}"
-                    continue
-                obs = r.observation or "ok"
-                prev_image = r.image  # the observation belongs to this round's input
-                break
-    if not finished:
-        t.pref_hit.append(False)
-        t.done.append(False)
-    own = 0  # pocketd's own work (recall, storage), charged to the task as memory
-    if tk.bill is not None:
-        own = sum(k.spent_micros for k in tk.bill.by_kind if k.kind == lpb.SPEND_KIND_MEMORY)
-    t.tokens.append(tokens)
-    t.cost.append(cost + own)
-    t.rounds.append(n)
+def goals(r: dict[str, Any]) -> dict[str, Any]:
+    red = r["reductions"]
+    values = {
+        "b0_tokens": red["B0"]["tokens"],
+        "b0_cost": red["B0"]["cost"],
+        "b3_tokens": red["B3"]["tokens"],
+        "b3_completion": red["B3"]["completion"],
+        "preference_hit": r["pocketd"]["preference_hit"],
+        "preference_precision": r["preference_precision"],
+    }
+    return {
+        name: {"goal": what, "value": values[name], "met": values[name] >= target - 1e-9}
+        for name, what, target in GOALS
+    }
+
+
+def _loops(c: Client, system: str, latency: Latency, model_s: float) -> dict[str, Loop]:
+    cut = Cutter()
+    return {
+        "B0": Window("B0", system, None),
+        "B2": Window("B2", system, cut),
+        "B3": Windowed("B3", system, cut, VectorMemory(bench_encoder())),
+        "pocketd": Pocketd(c, system, latency, model_s),
+    }
+
+
+def _run_all(
+    c: Client, data: Sequence[Session], system: str, count: TokenCounter, model_s: float
+) -> tuple[Results, Latency, dict[str, list[Any]]]:
+    latency = Latency()
+    loops = _loops(c, system, latency, model_s)
+    res: Results = {k: [] for k in LOOPS}
+    for i, s in enumerate(data):
+        for name, loop in loops.items():
+            res[name].append((s, run_session(loop, s, count.count)))
+        if (i + 1) % 10 == 0:
+            log(f"{i + 1}/{len(data)} sessions")
+    return res, latency, stored_preferences(c, data)
 
 
 def run(
@@ -215,69 +303,126 @@ def run(
     sessions: int,
     rounds: int,
     seed: int,
+    wordings: Wordings,
+    output_tokens: str = "mixed",
+    system_tokens: int = 0,
     model_ms: float = 0.0,
-    held_out: bool = False,
-) -> dict[str, object]:
-    data = generate(users, sessions, rounds, seed, held_out)
+) -> dict[str, Any]:
     count = TokenCounter(BUILTIN_TOKENIZER)
-    base, help_ = Tally(), Tally()
+    data = generate(users, sessions, rounds, seed, count.count, wordings, output_tokens)
+    system = system_prompt(system_tokens, count.count)
     with tempfile.TemporaryDirectory(prefix="pocketd-agent-") as tmp:
         p = ServerProcess(Path(tmp) / "data")
         try:
             p.wait_serving(timeout=300)
             with Client(p.target, timeout=30) as c:
-                for i, s in enumerate(data):
-                    baseline(s, count, base)
-                    assisted(c, s, count, help_, model_ms / 1000)
-                    if (i + 1) % 20 == 0:
-                        log(f"{i + 1}/{len(data)} sessions")
+                res, lat, stored = _run_all(c, data, system, count, model_ms / 1000)
         finally:
             p.close()
-    b, a = base.summary(), help_.summary()
-    return {
+    return result(res, lat, stored, data, wordings, output_tokens, count.count(system), model_ms)
+
+
+def result(
+    res: Results,
+    lat: Latency,
+    stored: dict[str, list[Any]],
+    data: Sequence[Session],
+    wordings: Wordings,
+    output_tokens: str,
+    system_tokens: int,
+    model_ms: float,
+) -> dict[str, Any]:
+    sums = {k: summary(v) for k, v in res.items()}
+    b0, a = sums["B0"], sums["pocketd"]
+    prec = precision(stored, data)
+    out: dict[str, Any] = {
         "environment": environment(),
         "sessions": len(data),
         "model_ms": model_ms,
-        "wording": "held-out" if held_out else "seen",
-        "baseline": b,
+        "wording": wordings.source,
+        "output_tokens": output_tokens,
+        "system_tokens": system_tokens,
+        "baseline": b0,
         "pocketd": a,
-        "token_reduction": 1 - a["prompt_tokens_per_task"] / b["prompt_tokens_per_task"],
-        "cost_reduction": 1 - a["cost_micros_per_task"] / b["cost_micros_per_task"],
-        "preference_hit_baseline": b["preference_hit"],
+        "baselines": {b: sums[b] for b in BASELINES},
+        "reductions": {b: reductions(a, sums[b]) for b in BASELINES},
+        "token_reduction": reductions(a, b0)["tokens"],
+        "cost_reduction": reductions(a, b0)["cost"],
+        "preference_hit_baseline": b0["preference_hit"],
         "preference_hit": a["preference_hit"],
-        "rounds_baseline": b["rounds"],
+        "rounds_baseline": b0["rounds"],
         "rounds": a["rounds"],
-        "completion_baseline": b["completion"],
+        "completion_baseline": b0["completion"],
         "completion": a["completion"],
-        # Step's overhead per round: the round's two calls (the context, then the action).
-        "step_p50_ms": summary_ms(help_.round_s)["p50_ms"],
-        "step_p99_ms": summary_ms(help_.round_s)["p99_ms"],
-        # Each call alone, and the round's first call (recall and context) alone.
-        "call_p50_ms": summary_ms(help_.step_s)["p50_ms"],
-        "call_p99_ms": summary_ms(help_.step_s)["p99_ms"],
-        "context_call_p50_ms": summary_ms(help_.step_s[0::2])["p50_ms"],
-        "context_call_p99_ms": summary_ms(help_.step_s[0::2])["p99_ms"],
+        "preference_precision": prec["precision"],
+        "tokens_by_model": {k: model_shares(v) for k, v in res.items()},
+        "stored_preferences": prec,
+        "by_output_length": by_length(res),
+        "misses": {k: misses(v) for k, v in res.items()},
+        # Step's overhead per round: the round's calls (the context, then the action checks).
+        "step_p50_ms": summary_ms(lat.round_s)["p50_ms"],
+        "step_p99_ms": summary_ms(lat.round_s)["p99_ms"],
+        "call_p50_ms": summary_ms(lat.call_s)["p50_ms"],
+        "call_p99_ms": summary_ms(lat.call_s)["p99_ms"],
+        "context_call_p50_ms": summary_ms(lat.context_s)["p50_ms"],
+        "context_call_p99_ms": summary_ms(lat.context_s)["p99_ms"],
     }
+    out["goals"] = goals(out)
+    return out
 
 
-def report(r: dict[str, object]) -> str:
-    b, a = r["baseline"], r["pocketd"]
-    rows = [f"{'':<22} {'classic ReAct':>14} {'pocketd':>10}"]
+def _table(r: dict[str, Any]) -> list[str]:
+    loops = {**r["baselines"], "pocketd": r["pocketd"]}
+    rows = [f"{'':<24}" + "".join(f"{k:>11}" for k in loops)]
     for key, label in (
-        ("prompt_tokens_per_task", "prompt tokens / task"),
-        ("cost_micros_per_task", "cost micros / task"),
-        ("rounds", "rounds"),
-        ("preference_hit", "preference hit"),
+        ("tokens", "prompt tokens / task"),
+        ("fixed_tokens", "  of which fixed"),
+        ("cost", "cost micros / task"),
+        ("rounds", "model calls / task"),
         ("completion", "completion"),
+        ("preference_hit", "preference hit"),
+        ("preference_in_prompt", "  pref. in last prompt"),
+        ("asked_user", "  asked the user"),
+        ("stale_preference", "  stale preference"),
+        ("current_fix", "  current fix found"),
+        ("earlier_fix", "  earlier fix found"),
+        ("fetches", "  pointers read"),
     ):
-        rows.append(f"{label:<22} {b[key]:>14.2f} {a[key]:>10.2f}")  # type: ignore[index]
+        rows.append(f"{label:<24}" + "".join(f"{v[key]:>11.2f}" for v in loops.values()))
+    return rows
+
+
+def report(r: dict[str, Any]) -> str:
+    rows = _table(r)
+    for b, red in r["reductions"].items():
+        rows.append(
+            f"pocketd vs {b}: tokens {-red['tokens']:+.1%}, cost {-red['cost']:+.1%}, "
+            f"completion {red['completion']:+.2f}, preference hit {red['preference_hit']:+.2f}"
+        )
+    for bucket, v in r["by_output_length"].items():
+        parts = [
+            f"vs {b} tokens {-x['tokens']:+.1%} cost {-x['cost']:+.1%} compl {x['completion']:+.2f}"
+            for b, x in v["reductions"].items()
+        ]
+        rows.append(f"  {bucket:<6} ({v['sessions']:>3} sessions): " + "; ".join(parts))
+    for loop in ("B0", "pocketd"):
+        shares = ", ".join(f"{m} {v:.0%}" for m, v in r["tokens_by_model"][loop].items())
+        rows.append(f"{loop} prompt tokens by model: {shares}")
+    p = r["stored_preferences"]
     rows.append(
-        f"tokens −{r['token_reduction']:.1%}, cost −{r['cost_reduction']:.1%};"
-        f" Step per round p50 {r['step_p50_ms']:.1f} ms, p99 {r['step_p99_ms']:.1f} ms"
+        f"preference precision {p['precision']:.2f} ({p['stored']} stored: {p['by_label']}); "
+        f"statements stored {p['statements_stored']:.2f}; "
+        f"superseded left current {p['superseded_not_obsolete']}"
+    )
+    for g in r["goals"].values():
+        rows.append(f"  [{'met' if g['met'] else 'MISS'}] {g['goal']}: {g['value']:.3f}")
+    rows.append(
+        f"Step per round p50 {r['step_p50_ms']:.1f} ms, p99 {r['step_p99_ms']:.1f} ms"
         f" (per call {r['call_p50_ms']:.1f} / {r['call_p99_ms']:.1f};"
         f" the context call {r['context_call_p50_ms']:.1f} / {r['context_call_p99_ms']:.1f})"
-        f" ({r['sessions']} sessions, model latency {r['model_ms']:.0f} ms,"
-        f" {r['wording']} wording)"
+        f" ({r['sessions']} sessions, outputs {r['output_tokens']}, system prompt"
+        f" {r['system_tokens']} tokens, model latency {r['model_ms']:.0f} ms,"
+        f" wordings {Path(r['wording']).name})"
     )
     return "\n".join(rows)
 
@@ -288,7 +433,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--sessions", type=int, default=4, help="per user")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--quick", action="store_true", help="20 sessions")
+    ap.add_argument("--quick", action="store_true", help="5 users × 4 sessions")
     ap.add_argument(
         "--model-ms",
         type=float,
@@ -296,20 +441,32 @@ def main(argv: list[str]) -> int:
         help="the stand-in model's latency per call, slept in the pocketd loop between its "
         "Steps (0: rounds back to back, the worst case for pocketd's background work)",
     )
+    ap.add_argument("--wording-file", type=Path, default=DEFAULT_WORDINGS)
     ap.add_argument(
         "--wording",
         choices=("seen", "held-out"),
-        default="seen",
-        help="how preferences are stated: the wordings the key-event rules were extended on, "
-        "or ones written after them (bench.agent_data.HELD_OUT_*)",
+        help="shorthand: held-out runs bench/data/agent_wordings_heldout.json",
+    )
+    ap.add_argument(
+        "--output-tokens",
+        choices=("mixed", *BUCKETS),
+        default="mixed",
+        help="tool-output length: one bucket, or mixed (the buckets in turn, by session)",
+    )
+    ap.add_argument(
+        "--system-tokens", type=int, default=0, help="pad the system prompt to N tokens"
     )
     ap.add_argument("--json", type=Path)
     ns = ap.parse_args(argv)
     if ns.quick:
         ns.users, ns.sessions = 5, 4
-    r = run(ns.users, ns.sessions, ns.rounds, ns.seed, ns.model_ms, ns.wording == "held-out")
+    path = HELD_OUT_WORDINGS if ns.wording == "held-out" else ns.wording_file
+    r = run(
+        ns.users, ns.sessions, ns.rounds, ns.seed, Wordings.load(path),
+        ns.output_tokens, ns.system_tokens, ns.model_ms,
+    )  # fmt: skip
     print(report(r))
     if ns.json:
         ns.json.parent.mkdir(parents=True, exist_ok=True)
-        ns.json.write_text(json.dumps(r, indent=2) + "\n")
+        ns.json.write_text(json.dumps(r, indent=2, ensure_ascii=False) + "\n")
     return 0
