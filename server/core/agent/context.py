@@ -13,20 +13,96 @@ Memory enters as recalled results, never as the full history. When the budget is
 rounds go first, then the weakest memories, then recent observations shrink to their summaries,
 then the earliest recent rounds go, and last the goal and the last round are cut to what fits.
 
-An extractive summary keeps whole sentences in their order: the first one, then those that
-carry an identifier or a number (error codes, order ids, amounts), while they fit.
+An extractive summary keeps whole sentences (or lines) in their order, chosen by what the round
+is about (its `focus`: the goal's, the user's current and recent words): first those that share
+the most of its words (a log's line six that names the ticket the user asks about), then the
+first sentence, then those that carry an identifier or a number (error codes, order ids,
+amounts), while they fit. A recalled memory's line says when it was written, and points to its
+full text when its summary is shorter.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from server.core.memo import TextMemo
 
+
+def _day(t: float) -> str:
+    return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d")
+
+
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")
 _SIGNAL = re.compile(r"\d|[A-Z]{2,}|#\w+|[A-Za-z]+-\d+")
+# A focus word: an identifier (T-4411, FIX-77), a Latin word of three letters or more, or two
+# CJK characters in a row.
+_WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z0-9]+)+|[A-Za-z0-9]{3,}|[\u3400-\u9fff]{2}")
+_COMMON = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "with",
+        "you",
+        "your",
+        "this",
+        "that",
+        "what",
+        "was",
+        "were",
+        "are",
+        "have",
+        "has",
+        "had",
+        "not",
+        "but",
+        "from",
+        "they",
+        "them",
+        "their",
+        "there",
+        "here",
+        "when",
+        "which",
+        "who",
+        "how",
+        "can",
+        "could",
+        "would",
+        "should",
+        "please",
+        "thanks",
+        "thank",
+        "will",
+        "just",
+        "about",
+        "into",
+        "than",
+        "then",
+        "also",
+        "been",
+        "being",
+        "does",
+        "did",
+        "done",
+        "its",
+        "it's",
+        "i'm",
+        "i've",
+        "i'd",
+    ]
+)
+
+
+def focus_words(*texts: str) -> frozenset[str]:
+    """The words a summary is chosen by (see the module docstring)."""
+    out: set[str] = set()
+    for t in texts:
+        out.update(w for w in (m.lower() for m in _WORD.findall(t)) if w not in _COMMON)
+    return frozenset(out)
 
 
 @dataclass(frozen=True)
@@ -50,6 +126,7 @@ class Recalled:
     score: float
     source_type: str
     trust: float
+    created_at: float = 0.0  # when it was said or written (0: unknown)
 
 
 @dataclass(frozen=True)
@@ -82,12 +159,18 @@ class ContextSettings:
     memory_tokens: int = 60  # a recalled memory enters as its extractive summary
 
 
-def summarize(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
-    """Whole sentences, in order, within `max_tokens`: the first, then those with a signal."""
+def summarize(
+    text: str, max_tokens: int, count: Callable[[str], int], focus: frozenset[str] = frozenset()
+) -> str:
+    """Whole sentences, in order, within `max_tokens`: those sharing the most `focus` words,
+    then the first, then those with a signal."""
     sentences = [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
     if not sentences:
         return ""
-    keep = [0] + [i for i, s in enumerate(sentences[1:], 1) if _SIGNAL.search(s)]
+    shared = [len(focus.intersection(w.lower() for w in _WORD.findall(s))) for s in sentences]
+    on_focus = sorted((i for i, n in enumerate(shared) if n), key=lambda i: (-shared[i], i))
+    rest = [0] + [i for i, s in enumerate(sentences[1:], 1) if _SIGNAL.search(s)]
+    keep = list(dict.fromkeys([*on_focus, *rest]))
     out: list[int] = []
     used = 0
     for i in keep:
@@ -106,10 +189,10 @@ class Summaries:
     memories again each round, and a summary is a pure function of the text and the size."""
 
     def __init__(self, count: Callable[[str], int], size: int = 4096) -> None:
-        self._memo: TextMemo[str] = TextMemo(lambda t, n: summarize(t, n, count), size)
+        self._memo: TextMemo[str] = TextMemo(lambda t, n, f: summarize(t, n, count, f), size)
 
-    def __call__(self, text: str, max_tokens: int) -> str:
-        return self._memo(text, max_tokens)
+    def __call__(self, text: str, max_tokens: int, focus: frozenset[str] = frozenset()) -> str:
+        return self._memo(text, max_tokens, focus)
 
 
 def _cut(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
@@ -143,6 +226,7 @@ class ContextBuilder:
         self._store = store
         self._s = settings or ContextSettings()
         self._sum = summaries or Summaries(count)
+        self._focus: frozenset[str] = frozenset()  # the build's (`focus_words`)
 
     def build(
         self,
@@ -160,6 +244,7 @@ class ContextBuilder:
         ordered = sorted(turns, key=lambda t: t.round)
         k = min(max(s.recent_rounds, 1), len(ordered))
         recent, older = ordered[len(ordered) - k :], ordered[: len(ordered) - k]
+        self._focus = focus_words(goal, current, *(t.user for t in recent))
         goal_s = self._section(
             "goal", f"Goal: {goal}" + (f"\nUser now: {current}" if current else "")
         )
@@ -178,7 +263,7 @@ class ContextBuilder:
             if total() <= budget:
                 break
             pointer = f" [full text: {out.stored[t.round]}]" if t.round in out.stored else ""
-            gist = self._sum(t.observation, s.summary_tokens)
+            gist = self._sum(t.observation, s.summary_tokens, self._focus)
             short = self._section(
                 "round",
                 f"{t.head()}\nObservation (summary): {gist}{pointer}",
@@ -231,12 +316,14 @@ class ContextBuilder:
         ids = {stored[t.round] for t in recent if t.round in stored}
         out, seen = [], set()
         for m in sorted(memories, key=lambda m: -m.score):
-            gist = self._sum(m.text, self._s.memory_tokens)
+            gist = self._sum(m.text, self._s.memory_tokens, self._focus)
             if m.memory_id in ids or m.text.strip() in there or gist in seen:
                 continue
             seen.add(gist)
             source = "" if m.source_type in ("", "unspecified") else f"{m.source_type}, "
-            line = f"- [{source}trust {m.trust:.1f}] {gist}"
+            when = f", {_day(m.created_at)}" if m.created_at > 0 else ""
+            pointer = f" [full text: {m.memory_id}]" if gist != m.text.strip() else ""
+            line = f"- [{source}trust {m.trust:.1f}{when}] {gist}{pointer}"
             out.append(self._section("memory", line, memory_id=m.memory_id))
         return out
 
@@ -248,11 +335,11 @@ class ContextBuilder:
         if self._count(obs) > self._s.long_observation_tokens:
             mid = out.stored.get(t.round) or self._store(t)
             out.stored[t.round] = mid
-            obs = f"{self._sum(obs, self._s.summary_tokens)} [full text: {mid}]"
+            obs = f"{self._sum(obs, self._s.summary_tokens, self._focus)} [full text: {mid}]"
         return self._section("round", f"{t.head()}\nObservation: {obs}", t.round)
 
     def _older(self, t: Turn) -> Section:
-        said = self._sum(t.user, self._s.older_line_tokens) if t.user else ""
-        gist = self._sum(t.observation, self._s.older_line_tokens)
+        said = self._sum(t.user, self._s.older_line_tokens, self._focus) if t.user else ""
+        gist = self._sum(t.observation, self._s.older_line_tokens, self._focus)
         line = f"Round {t.round}: " + " ".join(x for x in (said, t.action, "→", gist) if x)
         return self._section("summary", line.rstrip(" →"), t.round)

@@ -5,8 +5,8 @@ A round is a key event when one of these holds (each with its weight):
 - `preference`: it states a standing preference ("I prefer …", "always …", "from now on …",
   "reach me by …", "我更喜欢", "以后请") — 0.8; stored as the user's profile (kind preference);
 - `request`: it states a need of this task, not a standing one ("I need this fixed before
-  Friday", "I want a refund for the second charge", "我需要") — 0.75; stored as an
-  observation, so that a profile recall never takes it for a preference;
+  Friday", "I want a refund for the second charge", "我需要") — 0.6: below the threshold, so
+  it is not remembered on its own (the session's rounds hold it), and never as a preference;
 - `medium`: it brings a new medium (an image, a file, audio) — 0.9;
 - `stage`: it completes a stage (a ticket created, a plan confirmed, an order placed) — 0.75;
 - `fixed`: it succeeds right after a round that failed (an error that was then fixed) — 0.9.
@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-WEIGHTS = {"preference": 0.8, "request": 0.75, "medium": 0.9, "stage": 0.75, "fixed": 0.9}
+WEIGHTS = {"preference": 0.8, "request": 0.6, "medium": 0.9, "stage": 0.75, "fixed": 0.9}
 # A statement of a standing preference ("I prefer email", "reach me by SMS only", "from now on
 # ..."), not a reference to one ("the way I prefer", "my preferred channel", "reach me through
 # my usual channel"), nor a need of the task at hand ("I need it fixed by Friday").
@@ -34,8 +34,11 @@ _PREFERENCE = re.compile(
     r"|best way to (?:contact|reach) me"
     r"|(?:from now on|going forward|in future|in the future),? (?:please|only|always|never|"
     r"don't|use|i|send|contact|reach|call|email|text)\b"
+    r"|my preferred (?:channel|way|method|language|contact) (?:is|would be)"
     r"|my preference|don't (?:call|email|send|text))\b"
-    r"|我(?:喜欢|更喜欢|只用|不喜欢|习惯)|请(?:只用|不要)|以后(?:请|都|只)|偏好|今后",
+    r"|我(?:喜欢|更喜欢|只用|不喜欢|习惯)(?!的方式|的渠道|的那种)"
+    r"|(?:联系|通知|找)我(?:请|就|都)?(?:用|通过|打)|请(?:只用|不要|用.{0,12}联系我)"
+    r"|以后(?:请|都|只)|偏好(?!的方式)|今后",
     re.I,
 )
 # A need of the task: only when no standing preference is stated.

@@ -8,10 +8,9 @@ than those of requests, needs of the task at hand and references to a preference
 (`floor`). The vector is the one the Step's Recall already encoded
 for the input (the engine's query cache), so the check costs two small matrix products.
 
-The thresholds were set on `bench.agent_data.STATED` and `REFERRED` (the wordings the rules
-were extended on): statements there lie 0.05 to 0.08 above the references' prototypes, and
-references at most 0.01; MiniLM puts statements at 0.44 to 0.52 from the nearest preference
-prototype, references at 0.20 to 0.32.
+The thresholds are the encoder's (its manifest's `need_floor` and `need_margin`), set on the
+wordings the rules were extended on; `bench agent --wording-file` measures both on wordings
+written by someone who never read them.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ PREFERENCES = (
     "My preferred language is Spanish.",
     "I don't want any marketing emails.",
     "Reach me on WhatsApp.",
-    "I need invoices as PDF files.",
+    "Always send my invoices as PDF files.",
     "I am vegetarian, so no meat please.",
     "Use my work address for deliveries from now on.",
     "我更喜欢用邮件联系。",
@@ -56,6 +55,7 @@ OTHERS = (
     "I need a replacement sent out today.",
     "We need the report by tomorrow morning.",
     "I'd like to cancel this order.",
+    "I need last month's invoice as a PDF.",
     "我需要周五之前修好。",
     "我想要退掉第二笔扣款。",
 )

@@ -522,6 +522,7 @@ class AgentLoop:
                 h.score.final,
                 h.record.source_type.name.lower(),
                 1.0 if h.record.source_type.name == "OFFICIAL_DOCUMENT" else 0.7,
+                h.record.created_at,
             )
             for h in found
         ], cost

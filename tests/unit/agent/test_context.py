@@ -124,3 +124,41 @@ def test_a_recalled_memory_already_in_the_prompt_is_left_out() -> None:
     kept = [s for s in out.sections if s.kind == "memory"]
     assert [s.memory_id for s in kept] == ["m-a"]
     assert kept[0].text == "- [trust 0.7] Alice prefers SMS."  # no "unspecified" label
+
+
+LOG = "\n".join(
+    [
+        f"2026-11-0{d} 10:0{d}:11 worker-{d} queue depth {d * 7} latency {d * 40} ms"
+        for d in range(1, 6)
+    ]
+    + ["2026-11-06 10:06:11 worker-6 ticket T-4411 fixed by FIX-872: reseat the toner drum"]
+    + [
+        f"2026-11-0{d} 10:0{d}:11 worker-{d} queue depth {d * 3} latency {d * 9} ms"
+        for d in range(7, 10)
+    ]
+)
+
+
+def test_a_summary_keeps_the_lines_about_the_focus_wherever_they_are() -> None:
+    """A log with numbers on every line: by position and signal alone, the first lines; with
+    the round's focus, the line that names the ticket the user asks about."""
+    blind = summarize(LOG, 40, COUNT)
+    assert "FIX-872" not in blind and blind.startswith("2026-11-01")
+    focused = summarize(LOG, 40, COUNT, frozenset({"t-4411"}))
+    assert "FIX-872" in focused and COUNT(focused) <= 40
+    b, _ = builder()
+    out = b.build("Close ticket T-4411", [Turn(1, "read the log", LOG * 4)], [], budget=2000)
+    assert "FIX-872" in out.sections[-1].text and "[full text: m-1]" in out.sections[-1].text
+
+
+def test_a_recalled_memory_says_when_and_points_to_its_full_text_when_shortened() -> None:
+    b, _ = builder()
+    day = 1_764_000_000.0  # 2025-11-24
+    mems = [
+        Recalled("short", "Alice prefers SMS.", 0.9, "user_statement", 0.9, day),
+        Recalled("long", LONG, 0.8, "tool_result", 0.8, day),
+    ]
+    out = b.build("Help", [], mems, 2000)
+    lines = {s.memory_id: s.text for s in out.sections if s.kind == "memory"}
+    assert lines["short"] == "- [user_statement, trust 0.9, 2025-11-24] Alice prefers SMS."
+    assert lines["long"].endswith("[full text: long]") and "2025-11-24" in lines["long"]

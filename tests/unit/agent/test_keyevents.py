@@ -13,6 +13,7 @@ def test_each_rule_fires_on_its_own_kind_of_round() -> None:
     assert kinds("The user said: I prefer email over phone calls.") == ["preference"]
     assert kinds("用户说：我只用安卓手机") == ["preference"]
     assert kinds("I need this fixed before Friday.") == ["request"]
+    assert not should_commit(events("I need this fixed before Friday.", False, False), 0.7)
     assert kinds("我需要周五之前修好") == ["request"]
     assert kinds("Screenshot received", medium=True) == ["medium"]
     assert kinds("Ticket created: #4411") == ["stage"]
@@ -37,6 +38,8 @@ def test_standing_preferences_in_other_words_count_and_references_and_requests_d
         "I'd rather you called me on my mobile.",
         "Contact me via chat, please.",
         "以后请只用短信联系我。",
+        "麻烦记一下：联系我请用邮件。",
+        "My preferred channel is chat.",
     ]
     referred = [
         "Reach me through my usual channel.",
@@ -51,6 +54,8 @@ def test_standing_preferences_in_other_words_count_and_references_and_requests_d
         "I need this fixed before Friday.",  # a need of this task, not a standing one
         "I want a refund for the second charge.",
         "我需要尽快退款。",
+        "总结一下，然后用我习惯的方式通知我。",  # a reference, not a statement
+        "Use my preferred channel.",
     ]
     for text in stated:
         assert any(e.kind == "preference" for e in events(text, False, False)), text
