@@ -493,21 +493,25 @@ class AgentLoop:
         `profile_top_k` most relevant preferences and needs (kind PREFERENCE) not among them,
         with no relevance floor ("reach me the usual way" shares few words with "I'd rather you
         used chat"). A stated preference is needed sessions later, when a round's own facts
-        (tickets, tool outputs) outrank it; its second search reuses the query's cached
-        vector."""
+        (tickets, tool outputs) outrank it; its second search is by the query's cached vector
+        alone."""
         hits = self._engine.recall(
             RecallQuery(namespace=ns, text=query, top_k=self._s.recall_top_k), deadline
         )
         units = hits.cost_units
         found = list(hits.hits)
-        if self._s.profile_top_k:
+        vector = self._engine.cached_vector(ns, query)
+        if self._s.profile_top_k and vector is not None:  # None: a namespace with nothing yet
+            # A profile, not a search: the closest by meaning, however far, on the vector the
+            # Recall just encoded (no keyword channel: "reach me the usual way" shares no word
+            # with "I'd rather you used chat").
             profile = self._engine.recall(
                 RecallQuery(
                     namespace=ns,
-                    text=query,
+                    vector=vector,
                     top_k=self._s.profile_top_k,
                     filter=MemoryFilter(kinds=(Kind.PREFERENCE,)),
-                    min_score=0.0,  # a profile, not a search: the closest, however far
+                    min_score=0.0,
                 ),
                 deadline,
             )
