@@ -17,7 +17,7 @@ An extractive summary keeps whole sentences (or lines) in their order, chosen by
 is about (its `focus`: the goal's, the user's current and recent words): first those that share
 the most of its words (a log's line six that names the ticket the user asks about), then the
 first sentence, then those that carry an identifier or a number (error codes, order ids,
-amounts), while they fit. A recalled memory's line says when it was written, and points to its
+amounts), while they fit. An older round's one line has no focus (it is the same every round). A recalled memory's line says when it was written, and points to its
 full text when its summary is shorter.
 """
 
@@ -339,7 +339,9 @@ class ContextBuilder:
         return self._section("round", f"{t.head()}\nObservation: {obs}", t.round)
 
     def _older(self, t: Turn) -> Section:
-        said = self._sum(t.user, self._s.older_line_tokens, self._focus) if t.user else ""
-        gist = self._sum(t.observation, self._s.older_line_tokens, self._focus)
+        # One line each, by position and signal (not the focus): the same line every round, so
+        # a long task's older rounds are summarized once.
+        said = self._sum(t.user, self._s.older_line_tokens) if t.user else ""
+        gist = self._sum(t.observation, self._s.older_line_tokens)
         line = f"Round {t.round}: " + " ".join(x for x in (said, t.action, "→", gist) if x)
         return self._section("summary", line.rstrip(" →"), t.round)
