@@ -13,12 +13,14 @@ Memory enters as recalled results, never as the full history. When the budget is
 rounds go first, then the weakest memories, then recent observations shrink to their summaries,
 then the earliest recent rounds go, and last the goal and the last round are cut to what fits.
 
-An extractive summary keeps whole sentences (or lines) in their order, chosen by what the round
-is about (its `focus`: the goal's, the user's current and recent words): first those that share
-the most of its words (a log's line six that names the ticket the user asks about), then the
-first sentence, then those that carry an identifier or a number (error codes, order ids,
-amounts), while they fit. An older round's one line has no focus (it is the same every round). A recalled memory's line says when it was written, and points to its
-full text when its summary is shorter.
+An extractive summary keeps whole sentences (or lines) in their order, each once, chosen by what
+the round is about (its `focus`: the goal's, the user's current and recent words, the agent's
+recent actions): first those that share the most of its words, an identifier counting as
+`ID_WEIGHT` (a log's line six that names the ticket the user asks about), then the first
+sentence, then those that carry an identifier or a number (error codes, order ids, amounts),
+while they fit. An older round's one line has no focus (it is the same every round). A recalled
+memory's line says when it was written, and points to its full text when its summary is
+shorter.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ _SIGNAL = re.compile(r"\d|[A-Z]{2,}|#\w+|[A-Za-z]+-\d+")
 # A focus word: an identifier (T-4411, FIX-77), a Latin word of three letters or more, or two
 # CJK characters in a row.
 _WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z0-9]+)+|[A-Za-z0-9]{3,}|[\u3400-\u9fff]{2}")
+ID_WEIGHT = 4
 _COMMON = frozenset(
     [
         "the",
@@ -95,6 +98,12 @@ _COMMON = frozenset(
         "i'd",
     ]
 )
+
+
+def _weight(words: set[str]) -> int:
+    """How much a sentence's focus words say: an identifier (a word with a digit: the ticket
+    T-4411) names the one thing asked about, a plain word only its topic."""
+    return sum(ID_WEIGHT if any(c.isdigit() for c in w) else 1 for w in words)
 
 
 def focus_words(*texts: str) -> frozenset[str]:
@@ -164,10 +173,10 @@ def summarize(
 ) -> str:
     """Whole sentences, in order, within `max_tokens`: those sharing the most `focus` words,
     then the first, then those with a signal."""
-    sentences = [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
+    sentences = list(dict.fromkeys(s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()))
     if not sentences:
         return ""
-    shared = [len(focus.intersection(w.lower() for w in _WORD.findall(s))) for s in sentences]
+    shared = [_weight(focus.intersection(w.lower() for w in _WORD.findall(s))) for s in sentences]
     on_focus = sorted((i for i, n in enumerate(shared) if n), key=lambda i: (-shared[i], i))
     rest = [0] + [i for i, s in enumerate(sentences[1:], 1) if _SIGNAL.search(s)]
     keep = list(dict.fromkeys([*on_focus, *rest]))
@@ -244,7 +253,7 @@ class ContextBuilder:
         ordered = sorted(turns, key=lambda t: t.round)
         k = min(max(s.recent_rounds, 1), len(ordered))
         recent, older = ordered[len(ordered) - k :], ordered[: len(ordered) - k]
-        self._focus = focus_words(goal, current, *(t.user for t in recent))
+        self._focus = focus_words(goal, current, *(x for t in recent for x in (t.user, t.action)))
         goal_s = self._section(
             "goal", f"Goal: {goal}" + (f"\nUser now: {current}" if current else "")
         )
