@@ -6,8 +6,9 @@ What goes in, by priority (what is cut first is last here):
 2. the last `recent_rounds` rounds (3) verbatim: action and observation. An observation longer
    than `long_observation_tokens` is stored as a memory (the `store` callback) and replaced by
    its extractive summary and the memory's id, which `Get` fetches in full;
-3. the recalled memories, best first, each with its source type and trust, as its extractive
-   summary (`memory_tokens`; the full text is one `Get` away);
+3. the recalled memories, the best that fit, shown oldest first, each with its source type,
+   trust and date, as its extractive summary (`memory_tokens`; the full text is one `Get`
+   away);
 4. older rounds, one extractive line each (newest first when the budget is short).
 Memory enters as recalled results, never as the full history. When the budget is short, older
 rounds go first, then the weakest memories, then recent observations shrink to their summaries,
@@ -145,6 +146,7 @@ class Section:
     tokens: int
     round: int = 0
     memory_id: str = ""
+    at: float = 0.0  # a memory's event time
 
 
 @dataclass
@@ -290,6 +292,9 @@ class ContextBuilder:
             room = max(budget - total() + rounds[-1].tokens, 1)
             last = rounds[-1]
             rounds[-1] = self._section("round", _cut(last.text, room, self._count), last.round)
+        # The memories that fit, oldest first, as a transcript reads: the newest of two
+        # preferences that disagree is the last said.
+        mems.sort(key=lambda m: m.at)
         out.sections = [x for x in [goal_s, *mems, *reversed(lines), *rounds] if x.text]
 
         # The counts of the parts need not add up to the count of the whole (the joins, and
@@ -333,7 +338,9 @@ class ContextBuilder:
             when = f", {_day(m.created_at)}" if m.created_at > 0 else ""
             pointer = f" [full text: {m.memory_id}]" if gist != m.text.strip() else ""
             line = f"- [{source}trust {m.trust:.1f}{when}] {gist}{pointer}"
-            out.append(self._section("memory", line, memory_id=m.memory_id))
+            out.append(
+                Section("memory", line, self._count(line), memory_id=m.memory_id, at=m.created_at)
+            )
         return out
 
     def _section(self, kind: str, text: str, round: int = 0, memory_id: str = "") -> Section:

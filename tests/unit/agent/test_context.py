@@ -162,3 +162,17 @@ def test_a_recalled_memory_says_when_and_points_to_its_full_text_when_shortened(
     lines = {s.memory_id: s.text for s in out.sections if s.kind == "memory"}
     assert lines["short"] == "- [user_statement, trust 0.9, 2025-11-24] Alice prefers SMS."
     assert lines["long"].endswith("[full text: long]") and "2025-11-24" in lines["long"]
+
+
+def test_the_memories_that_fit_are_shown_oldest_first() -> None:
+    b, _ = builder()
+    mems = [
+        Recalled("new", "Reach me by SMS from now on.", 0.9, "user_statement", 0.9, 2e9),
+        Recalled("old", "I prefer email.", 0.95, "user_statement", 0.9, 1e9),
+        Recalled("weak", "The printer was fixed.", 0.1, "tool_result", 0.8, 1.5e9),
+    ]
+    room = b.build("Help", [], mems[:2], 2000)
+    assert [s.memory_id for s in room.sections if s.kind == "memory"] == ["old", "new"]
+    tight = b.build("Help", [], mems, COUNT("Goal: Help") + 2 * 22)
+    kept = [s.memory_id for s in tight.sections if s.kind == "memory"]
+    assert "weak" not in kept and kept == sorted(kept, key=lambda m: {"old": 0, "new": 1}[m])

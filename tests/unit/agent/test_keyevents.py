@@ -40,6 +40,8 @@ def test_standing_preferences_in_other_words_count_and_references_and_requests_d
         "以后请只用短信联系我。",
         "麻烦记一下：联系我请用邮件。",
         "My preferred channel is chat.",
+        "Update my contact preference to SMS, please.",
+        "From today on, email only for updates, please.",
     ]
     referred = [
         "Reach me through my usual channel.",
