@@ -101,10 +101,15 @@ _COMMON = frozenset(
 )
 
 
-def _weight(words: set[str]) -> int:
-    """How much a sentence's focus words say: an identifier (a word with a digit: the ticket
-    T-4411) names the one thing asked about, a plain word only its topic."""
-    return sum(ID_WEIGHT if any(c.isdigit() for c in w) else 1 for w in words)
+def _weight(words: frozenset[str]) -> int:
+    """How much a sentence's focus words say: an identifier (letters with digits: the ticket
+    T-4411) names the one thing asked about, a plain word or number only its topic."""
+    return sum(ID_WEIGHT if _is_id(w) else 1 for w in words)
+
+
+def _is_id(word: str) -> bool:
+    """Letters and digits together (T-4411, fix-872, e42), not a bare number or date."""
+    return any(c.isdigit() for c in word) and any(c.isalpha() for c in word)
 
 
 def focus_words(*texts: str) -> frozenset[str]:
@@ -336,7 +341,8 @@ class ContextBuilder:
             seen.add(gist)
             source = "" if m.source_type in ("", "unspecified") else f"{m.source_type}, "
             when = f", {_day(m.created_at)}" if m.created_at > 0 else ""
-            pointer = f" [full text: {m.memory_id}]" if gist != m.text.strip() else ""
+            shortened = self._count(m.text) > self._s.memory_tokens
+            pointer = f" [full text: {m.memory_id}]" if shortened else ""
             line = f"- [{source}trust {m.trust:.1f}{when}] {gist}{pointer}"
             out.append(
                 Section("memory", line, self._count(line), memory_id=m.memory_id, at=m.created_at)

@@ -26,20 +26,20 @@ WEIGHTS = {"preference": 0.8, "request": 0.6, "medium": 0.9, "stage": 0.75, "fix
 _CHANNEL = r"(?:contact|reach|call|email|e-mail|text|message|ring|ping|notify|write to)"
 _PREFERENCE = re.compile(
     r"(?<!way )(?<!how )(?<!what )"
-    r"\b(?:i (?:prefer|like|love|always|never|only use|hate|don't like)"
+    r"\b(?:i (?:prefer|only use|always use|never use)"
     r"|i(?:'d| would) (?:rather|prefer)"
     r"|please (?:only )?(?:use|always|never)"
     r"|" + _CHANNEL + r" me (?:only )?(?:by|via|on|over|at|through)\b"
     r"(?!\s+(?:my|the|how|whatever|usual|your)\b)"
     r"|best way to (?:contact|reach) me"
     r"|(?:from (?:now|today) on|starting (?:now|today)|going forward|in future|in the future),?"
-    r" (?:\S+ )?(?:please|only|always|never|don't|use|i|send|contact|reach|call|email|text)\b"
+    r" (?:\S+ )?(?:please|only|always|never|don't|use|send|contact|reach|call|email|text)\b"
     r"|(?:update|change|set|switch) my (?:contact )?preference"
     r"|my preferred (?:channel|way|method|language|contact) (?:is|would be)"
     r"|my preference|don't (?:call|email|send|text))\b"
-    r"|我(?:喜欢|更喜欢|只用|不喜欢|习惯)(?!的方式|的渠道|的那种)"
+    r"|我(?:更喜欢|只用|习惯用|习惯通过)|我喜欢(?:用|通过)"
     r"|(?:联系|通知|找)我(?:请|就|都)?(?:用|通过|打)|请(?:只用|不要|用.{0,12}联系我)"
-    r"|以后(?:请|都|只)|偏好(?!的方式)|今后",
+    r"|(?:以后|今后)(?:请|都|只)|偏好(?:是|为|用|通过)",
     re.I,
 )
 # A need of the task: only when no standing preference is stated.

@@ -331,7 +331,7 @@ class AgentLoop:
                     stated = [e for e in stated if e.kind != "request"]
                     stated.append(Event("preference", WEIGHTS["preference"]))
             if should_commit(stated, self._s.commit_threshold):
-                mid = self._remember(s, r, r.input, [e.kind for e in stated], writes)
+                mid = self._remember(s, r, r.input, [e.kind for e in stated], writes, user=True)
                 committed.append(mid)
                 out_cost += self._s.remember_micros
         # 4. the tier
@@ -464,15 +464,23 @@ class AgentLoop:
         return len(again)
 
     def _remember(
-        self, s: _Session, r: StepIn, text: str, why: list[str], writes: list[Pending]
+        self,
+        s: _Session,
+        r: StepIn,
+        text: str,
+        why: list[str],
+        writes: list[Pending],
+        user: bool = False,
     ) -> str:
         """A memory to write off the call (`MemoryWriter`) once the Step's last transaction
-        keeps it, under an id chosen here, which the Step returns."""
+        keeps it, under an id chosen here, which the Step returns. Only what the user said
+        (`user`) can be a preference: a tool's output saying "going forward, please …" is
+        an observation."""
         mid = f"m-{secrets.token_hex(8)}"  # 64 random bits: in a prompt, 128 cost 12 tokens more
         rec = Record(
             memory_id=mid,
             namespace=s.namespace,
-            kind=Kind.PREFERENCE if "preference" in why else Kind.OBSERVATION,
+            kind=Kind.PREFERENCE if user and "preference" in why else Kind.OBSERVATION,
             session_id=s.session_id,
             text=text,
             tags=tuple(f"key:{w}" for w in why),
@@ -500,8 +508,10 @@ class AgentLoop:
         )
         units = hits.cost_units
         found = list(hits.hits)
-        vector = self._engine.cached_vector(ns, query)
-        if self._s.profile_top_k and vector is not None:  # None: a namespace with nothing yet
+        vector = self._engine.cached_vector(ns, query) if self._s.profile_top_k else None
+        if vector is None and self._s.profile_top_k and hits.hits:  # evicted meanwhile
+            vector = self._engine.routing_vector(RecallQuery(namespace=ns, text=query), deadline)
+        if self._s.profile_top_k and vector is not None:  # None: nothing stored yet
             # A profile, not a search: the closest by meaning, however far, on the vector the
             # Recall just encoded (no keyword channel: "reach me the usual way" shares no word
             # with "I'd rather you used chat").

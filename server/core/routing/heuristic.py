@@ -129,12 +129,13 @@ def store_probabilities(f: QueryFeatures, ev: Evidence, m: Measures) -> dict[str
         float("current" in flags or "just_said" in flags),
         float("about_me" in flags),
         float(ev.window is not None),
-        sims.get("none", best) - best,
+        sims["none"] - best if "none" in sims else 0.0,
     ]
     out = {}
     for store, held in share.items():
-        sim = sims.get(store, best)
-        x = (1.0, sim - best, sim if sims else 0.0, held, float(held > 0), *form)
+        read = store in sims  # a store with no examples (or no vector) is not read
+        sim = sims[store] if read else 0.0
+        x = (1.0, sim - best if read else 0.0, sim, held, float(held > 0), *form)
         z = sum(w * v for w, v in zip(STORE_MODEL[store], x, strict=True))
         out[store] = 1.0 / (1.0 + math.exp(-z))
     return out

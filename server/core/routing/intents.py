@@ -15,7 +15,8 @@ An intent's similarity is the mean of the query's `TOP` best cosines with its ex
 are scored relative to the best one (`probabilities`): the best gets `sigmoid(MARGIN / SCALE)`,
 one `MARGIN` below it 0.5, so a question that asks two things (the gist and a detail) keeps
 both; `none` (small talk) competes like the others, so a greeting needs no store. A query
-unlike every example (best similarity below `FLOOR`) tells nothing: every intent gets `UNSURE`.
+unlike every example (best similarity below `FLOOR`) tells nothing: every store gets `UNSURE`,
+small talk 0.
 """
 
 from __future__ import annotations
@@ -222,12 +223,13 @@ class IntentModel:
 
 def probabilities(similarity: Mapping[str, float]) -> dict[str, float]:
     """Each intent's probability of being asked for, from the similarities (see the module
-    docstring); {} for no similarities."""
+    docstring); {} for no similarities. Unlike every example, every store gets `UNSURE` and small
+    talk 0 (so an unsure router still widens its plan)."""
     if not similarity:
         return {}
     best = max(similarity.values())
-    if best < FLOOR:
-        return {k: UNSURE for k in similarity}
+    if best < FLOOR:  # unlike every example: unsure of every store, and not small talk either
+        return {k: 0.0 if k == "none" else UNSURE for k in similarity}
     return {k: _sigmoid((s - best + MARGIN) / SCALE) for k, s in similarity.items()}
 
 

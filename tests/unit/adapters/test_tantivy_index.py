@@ -501,3 +501,23 @@ def test_a_cache_too_small_for_the_candidates_scores_them_alike(root: Path) -> N
     assert small.score(q, list(range(40))) == big.score(q, list(range(40)))
     big.close()
     small.close()
+
+
+def test_a_long_text_held_as_counts_scores_as_its_words_do(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A text beyond `term_cache.LONG` words is held as counts: the same BM25F as its tuple."""
+    import server.adapters.term_cache as tc
+
+    words = " ".join(f"word{i % 9} apple" if i % 5 else "pie" for i in range(120))
+    docs = [doc(i, f"{words} extra{i}", context=((-1, f"{words} more{i % 2}"),)) for i in range(6)]
+    counted = TantivyKeywordIndex(root / "counts", HEAP)
+    load(counted, docs)
+    monkeypatch.setattr(tc, "LONG", 10_000)  # every bag a tuple
+    tupled = TantivyKeywordIndex(root / "tuples", HEAP)
+    load(tupled, docs)
+    q = query("apple pie word3 extra2 more1", context_weights=((-1, 0.5),))
+    assert counted.score(q, list(range(6))) == pytest.approx(tupled.score(q, list(range(6))))
+    assert [k for k, _ in counted.search(q).hits] == [k for k, _ in tupled.search(q).hits]
+    counted.close()
+    tupled.close()

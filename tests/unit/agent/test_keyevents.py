@@ -12,6 +12,7 @@ def kinds(obs: str, medium: bool = False, prev_failed: bool = False) -> list[str
 def test_each_rule_fires_on_its_own_kind_of_round() -> None:
     assert kinds("The user said: I prefer email over phone calls.") == ["preference"]
     assert kinds("用户说：我只用安卓手机") == ["preference"]
+    assert kinds("我更喜欢用邮件") == ["preference"]
     assert kinds("I need this fixed before Friday.") == ["request"]
     assert not should_commit(events("I need this fixed before Friday.", False, False), 0.7)
     assert kinds("我需要周五之前修好") == ["request"]
@@ -58,6 +59,15 @@ def test_standing_preferences_in_other_words_count_and_references_and_requests_d
         "我需要尽快退款。",
         "总结一下，然后用我习惯的方式通知我。",  # a reference, not a statement
         "Use my preferred channel.",
+        # Not about how to be served: habits, complaints, hopes (the review's cases).
+        "I always get this error when I boot.",
+        "I never got the replacement.",
+        "I don't like that the router keeps rebooting.",
+        "I love how fast that was.",
+        "In the future, I hope this doesn't happen again.",
+        "今后还会出现这个问题吗？",
+        "你还记得我的偏好吗？",
+        "按我习惯来联系我。",
     ]
     for text in stated:
         assert any(e.kind == "preference" for e in events(text, False, False)), text

@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 from server.adapters.decision_log import FileDecisionLog, read_log
+from server.core.deadline import Deadline
 from server.core.engine import MemoryEngine
+from server.core.errors import DeadlineExceededError
 from server.core.memory.model import Kind, MemoryFilter, RecallQuery
 from server.core.routing.ports import DecisionSink
 from server.core.routing.router import Router
@@ -163,7 +165,7 @@ def test_a_time_cue_routes_to_the_buckets_it_names(loaded: MemoryEngine, clock: 
     q = "what exactly did we say about the printer back then"
     d = r.decide(RecallQuery(NS, text=q), vec(q), clock.now())
     weeks = {p.name for p in loaded.routable(NS, MemoryFilter()) if p.name.startswith("episode")}
-    assert weeks <= {s.pocket for s in d.steps} or d.policy == "full"
+    assert d.policy == "heuristic" and weeks <= {s.pocket for s in d.steps}
 
 
 def test_a_routed_recall_is_logged_with_what_each_step_did(
@@ -238,3 +240,41 @@ def test_explored_decisions_log_the_full_plan_beside_the_routed_one(
     loaded.planner.close()
     loaded.planner = None
     assert [x.shadow for x in read_log(tmp_path / "r2")] == [None]
+
+
+class Spy:
+    """A planner that records what the engine hands it, and routes nothing."""
+
+    def __init__(self, routes: bool) -> None:
+        self._routes = routes
+        self.seen: list[np.ndarray | None] = []
+
+    def routes(self, q: RecallQuery) -> bool:
+        return self._routes
+
+    def plan(self, q: RecallQuery, vector: np.ndarray | None, now: float) -> None:
+        self.seen.append(vector)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_routed_text_query_is_encoded_before_its_plan_is_chosen(loaded: MemoryEngine) -> None:
+    spy = Spy(routes=True)
+    loaded.planner = spy  # type: ignore[assignment]
+    try:
+        loaded.recall(RecallQuery(NS, text="what is my shoe size", top_k=3))
+        (v,) = spy.seen
+        assert v is not None and v.shape == (loaded._s.embedding_dim,)
+        assert np.array_equal(v, loaded.cached_vector(NS, "what is my shoe size"))
+        # A deadline that passes while encoding is the Recall's error, not a routing failure.
+        with pytest.raises(DeadlineExceededError):
+            loaded.recall(RecallQuery(NS, text="a new question"), Deadline(-1.0))
+        assert len(spy.seen) == 1
+        # Unrouted: the planner is not asked, and the query is still encoded (meanwhile).
+        off = Spy(routes=False)
+        loaded.planner = off  # type: ignore[assignment]
+        assert loaded.recall(RecallQuery(NS, text="shoe size please", top_k=3)).hits
+        assert off.seen == [] and loaded.cached_vector(NS, "shoe size please") is not None
+    finally:
+        loaded.planner = None
