@@ -1,5 +1,5 @@
 """`python -m bench NAME [options]`; NAME is one of: memory, quality, costs, coarse, router,
-ledger, agent.
+router_fit, ledger, agent, bilingual.
 
 Each bench is imported only when asked for: importing usearch and tantivy before onnxruntime
 (as `costs` would) crashes onnxruntime's import in the same process.
@@ -10,7 +10,9 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHES = ("memory", "quality", "costs", "coarse", "router", "ledger", "agent", "bilingual")
+BENCHES = (
+    "memory", "quality", "costs", "coarse", "router", "router_fit", "ledger", "agent", "bilingual",
+)  # fmt: skip
 
 
 def main() -> int:

@@ -15,8 +15,9 @@ the profile, summaries, the history) gets its store's probability from a small l
   terms one of its pockets holds), so that "remind me which restaurant we settled on" finds the
   current session that mentions it.
 The weights were fitted on `bench router`'s tune half (whole templates; the report half is held
-out) and are fixed here; without a vector the similarities count as zero. Skills get their
-intent's probability, other pockets `PRIOR`. Then each rule can only move a pocket as it says:
+out) by `python -m bench router_fit`, and are fixed here; without a vector the similarities
+count as zero. Skills get their intent's probability, other pockets `PRIOR`. Then each rule
+can only move a pocket as it says:
 - `just_said` ("as I just said", "刚才"): the current session's pockets → 0.95 (strong);
 - `identifier` (an order id, a code): the pockets holding it → 0.95 (strong);
 - `time_window` ("last week", "上周"): bucketed pockets whose events miss the window → ×0.1.
@@ -37,8 +38,8 @@ from server.core.routing.features import QueryFeatures
 from server.core.routing.intents import store_of
 
 PRIOR = 0.3
-# The store model's inputs, in order, and each store's weights (fitted on bench router's tune
-# half, seed 0: see the module docstring).
+# The store model's inputs, in order, and each store's weights: `python -m bench router_fit`
+# (bench router's tune half, seed 0; see the module docstring) prints them.
 STORE_INPUTS = (
     "bias",
     "similarity_to_best",
@@ -54,10 +55,10 @@ STORE_INPUTS = (
     "small_talk_to_best",
 )
 STORE_MODEL: dict[str, tuple[float, ...]] = {
-    "session": (-2.24, 0.49, -0.51, 1.32, 1.25, -1.67, -0.11, -0.36, 3.35, 0.86, -0.53, -0.41),
-    "profile": (-2.09, 1.05, 1.35, 0.39, 1.04, -0.37, -0.14, -0.38, -0.76, 3.53, -0.26, -0.58),
-    "summary": (-3.15, 0.72, 0.58, 0.61, 0.56, 3.87, 0.24, 0.42, -1.94, 0.16, -0.13, -0.25),
-    "history": (-1.63, 1.41, -0.1, 0.37, 0.23, 0.13, 1.39, 1.71, 0.67, -2.12, -0.43, 0.25),
+    "session": (-2.17, 0.55, -0.67, 1.36, 1.35, -1.82, 0.17, 0.02, 3.05, 0.77, -0.57, -0.29),
+    "profile": (-2.04, 1.09, 1.33, 0.38, 1.15, -0.26, -0.24, -0.61, -0.47, 3.40, -0.27, -0.48),
+    "summary": (-3.24, 0.66, 0.56, 0.54, 0.55, 3.97, 0.14, 0.62, -1.80, 0.16, -0.12, -0.26),
+    "history": (-1.79, 1.39, -0.01, 0.55, 0.24, 0.23, 1.36, 1.92, 0.55, -2.13, -0.42, 0.10),
 }
 
 
@@ -112,8 +113,8 @@ def measure(
     return Measures(cos, held, docs, overlaps, stores, intent)
 
 
-def store_probabilities(f: QueryFeatures, ev: Evidence, m: Measures) -> dict[str, float]:
-    """Each store's probability under `STORE_MODEL` (for the stores among the candidates)."""
+def store_inputs(f: QueryFeatures, ev: Evidence, m: Measures) -> dict[str, tuple[float, ...]]:
+    """Each candidate store's input row of `STORE_MODEL` (`STORE_INPUTS`, in order)."""
     sims = ev.similarity
     best = max(sims.values(), default=0.0)
     n_terms = len(set(f.terms))
@@ -122,7 +123,7 @@ def store_probabilities(f: QueryFeatures, ev: Evidence, m: Measures) -> dict[str
         if store in STORE_MODEL:
             share[store] = max(share.get(store, 0.0), count / n_terms if n_terms else 0.0)
     flags = f.flags
-    form = [
+    form = (
         float("summary" in flags),
         float("detail" in flags),
         float("past" in flags),
@@ -130,12 +131,19 @@ def store_probabilities(f: QueryFeatures, ev: Evidence, m: Measures) -> dict[str
         float("about_me" in flags),
         float(ev.window is not None),
         sims["none"] - best if "none" in sims else 0.0,
-    ]
-    out = {}
+    )
+    out: dict[str, tuple[float, ...]] = {}
     for store, held in share.items():
         read = store in sims  # a store with no examples (or no vector) is not read
         sim = sims[store] if read else 0.0
-        x = (1.0, sim - best if read else 0.0, sim, held, float(held > 0), *form)
+        out[store] = (1.0, sim - best if read else 0.0, sim, held, float(held > 0), *form)
+    return out
+
+
+def store_probabilities(f: QueryFeatures, ev: Evidence, m: Measures) -> dict[str, float]:
+    """Each candidate store's probability under `STORE_MODEL`."""
+    out = {}
+    for store, x in store_inputs(f, ev, m).items():
         z = sum(w * v for w, v in zip(STORE_MODEL[store], x, strict=True))
         out[store] = 1.0 / (1.0 + math.exp(-z))
     return out
