@@ -78,6 +78,7 @@ class FeatureExtractor:
             "current": cue_pattern(settings.current_cues),
         }
         self._safety = [(c, cue_pattern([c])) for c in settings.safety_cues]
+        self._any_safety = cue_pattern(settings.safety_cues)  # one search when none is named
 
     def extract(
         self, text: str, vector: npt.NDArray[np.float32] | None, image: bool
@@ -88,7 +89,11 @@ class FeatureExtractor:
         ident = exact_identifiers(list(terms))
         if ident:
             flags.add("identifier")
-        safety = tuple(c for c, p in self._safety if p.search(low))
+        safety = (
+            tuple(c for c, p in self._safety if p.search(low))
+            if self._any_safety.search(low)
+            else ()
+        )
         if safety:
             flags.add("safety")
         prefix = np.zeros(self._dim, np.float32)

@@ -188,7 +188,8 @@ class IntentModel:
         self._encode = encode
         self._examples = {k: tuple(v) for k, v in given.items() if v}
         self._lock = threading.Lock()
-        self._vectors: list[tuple[str, npt.NDArray[np.float32]]] | None = None
+        # All examples' vectors in one matrix, and each intent's rows in it.
+        self._vectors: tuple[npt.NDArray[np.float32], list[tuple[str, slice]]] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -198,26 +199,31 @@ class IntentModel:
         """Encode the examples now (the first decision would otherwise)."""
         self._matrices()
 
-    def _matrices(self) -> list[tuple[str, npt.NDArray[np.float32]]]:
+    def _matrices(self) -> tuple[npt.NDArray[np.float32], list[tuple[str, slice]]] | None:
         if self._vectors is None:
             with self._lock:
                 if self._vectors is None and self._encode is not None:
-                    self._vectors = [
-                        (k, np.asarray(self._encode(list(v)), np.float32))
-                        for k, v in self._examples.items()
-                    ]
-        return self._vectors or []
+                    texts = [t for v in self._examples.values() for t in v]
+                    spans, at = [], 0
+                    for k, v in self._examples.items():
+                        spans.append((k, slice(at, at + len(v))))
+                        at += len(v)
+                    self._vectors = (np.asarray(self._encode(texts), np.float32), spans)
+        return self._vectors
 
     def similarities(self, vector: npt.NDArray[np.float32] | None) -> dict[str, float]:
         """Each intent's similarity to `vector` ({} without a vector or an encoder)."""
-        if vector is None or not self.enabled:
+        got = self._matrices() if vector is not None and self.enabled else None
+        if got is None or vector is None:
             return {}
+        mat, spans = got
+        if mat.shape[1] != len(vector):
+            return {}  # another space than the query's (a client's own vectors)
+        sims = (mat @ vector).tolist()
         out = {}
-        for intent, mat in self._matrices():
-            if mat.shape[1] != len(vector):
-                return {}  # another space than the query's (a client's own vectors)
-            sims = np.sort(mat @ vector)[::-1][:TOP]
-            out[intent] = float(sims.mean())
+        for intent, span in spans:
+            best = sorted(sims[span], reverse=True)[:TOP]
+            out[intent] = sum(best) / len(best)
         return out
 
 
