@@ -47,8 +47,8 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
+from bench.encoder import bench_encoder
 from bench.routing_world import STORE_COST, Question, World, build
-from bench.server_proc import ROOT
 from bench.stats import environment, summary_ms
 from server.adapters.model_store import ModelStore, ModelWatcher
 from server.adapters.onnx_encoder import OnnxTextEncoder
@@ -62,7 +62,7 @@ from server.core.routing.inputs import LAYOUT, input_width
 from server.core.routing.intents import store_of
 from server.core.routing.mlp import TrainSettings
 from server.core.routing.router import Decision, Router
-from server.core.settings import EncoderSettings, Settings
+from server.core.settings import Settings
 from server.router_admin import train_model
 
 POLICIES = ("full", "heuristic", "learned", "hybrid")
@@ -135,8 +135,10 @@ def settings_for(data: Path, **router: object) -> Settings:
 
 
 def encoder() -> OnnxTextEncoder:
-    name = EncoderSettings().text
-    return OnnxTextEncoder(ROOT / "models" / name, threads=2, batch_size=32, max_tokens=256)
+    """The benches' encoder (`bench_encoder`), as the engine's builder takes it."""
+    enc = bench_encoder()
+    assert isinstance(enc, OnnxTextEncoder)
+    return enc
 
 
 def load(eng: MemoryEngine, world: World, offset: float) -> None:
