@@ -37,7 +37,10 @@ def route_features(ctx: Context) -> spb.RouteFeatures:
     out.vector = ctx.vector is not None
     for intent, sim in ctx.similarity.items():
         out.intents.add(
-            intent=intent, similarity=sim, probability=ctx.evidence.intents.get(intent, 0.0)
+            intent=intent,
+            similarity=sim,
+            probability=ctx.evidence.intents.get(intent, 0.0),
+            readout=ctx.evidence.readout.get(intent, 0.0),
         )
     if ctx.evidence.window is not None:
         timestamp(ctx.evidence.window[0], out.window_start)

@@ -127,6 +127,7 @@ async def test_explain_gives_every_policy_without_searching(
         assert resp.features.vector
         intents = {i.intent: i for i in resp.features.intents}
         assert max(intents, key=lambda k: intents[k].similarity) == "profile"
+        assert max(intents, key=lambda k: intents[k].readout) == "profile"
         assert intents["profile"].probability > 0.5 > intents["none"].probability
         stores = {p.pocket: p.store for p in resp.features.pockets}
         assert all(stores[n] == "profile" for n in stores if n.startswith(("fact/", "preference/")))

@@ -5,8 +5,8 @@ training data from the namespace, so it is also the cold-start policy.
 A pocket of one of the four stores of a user's memory (`intents.store_of`: the current session,
 the profile, summaries, the history) gets its store's probability from a small logistic model
 (`STORE_MODEL`) over what the router knows before searching:
-- the query's vector against each intent's example questions (`intents`): its store's
-  similarity, and that similarity and small talk's relative to the best intent's;
+- the query's vector read by the intents' example questions (`intents`, the readout): its
+  store's readout, and that readout and small talk's relative to the best intent's;
 - the question's form, by cue families in English and Chinese (`features`): the gist of past
   conversations (`summary`), an exact detail (`detail`), a pointer back to a past conversation
   (`past`), to the current one (`current`, `just_said`), a question about the user
@@ -15,7 +15,7 @@ the profile, summaries, the history) gets its store's probability from a small l
   terms one of its pockets holds), so that "remind me which restaurant we settled on" finds the
   current session that mentions it.
 The weights were fitted on `bench router`'s tune half (whole templates; the report half is held
-out) by `python -m bench router_fit`, and are fixed here; without a vector the similarities
+out) by `python -m bench router_fit`, and are fixed here; without a vector the readouts
 count as zero. Skills get their intent's probability, other pockets `PRIOR`. Then each rule
 can only move a pocket as it says:
 - `just_said` ("as I just said", "刚才"): the current session's pockets → 0.95 (strong);
@@ -42,8 +42,8 @@ PRIOR = 0.3
 # (bench router's tune half, seed 0; see the module docstring) prints them.
 STORE_INPUTS = (
     "bias",
-    "similarity_to_best",
-    "similarity",
+    "readout_to_best",
+    "readout",
     "term_share",
     "holds_a_term",
     "summary",
@@ -52,13 +52,13 @@ STORE_INPUTS = (
     "current",
     "about_me",
     "time_window",
-    "small_talk_to_best",
+    "small_talk_to_best",  # its readout's
 )
 STORE_MODEL: dict[str, tuple[float, ...]] = {
-    "session": (-2.17, 0.55, -0.67, 1.36, 1.35, -1.82, 0.17, 0.02, 3.05, 0.77, -0.57, -0.29),
-    "profile": (-2.04, 1.09, 1.33, 0.38, 1.15, -0.26, -0.24, -0.61, -0.47, 3.40, -0.27, -0.48),
-    "summary": (-3.24, 0.66, 0.56, 0.54, 0.55, 3.97, 0.14, 0.62, -1.80, 0.16, -0.12, -0.26),
-    "history": (-1.79, 1.39, -0.01, 0.55, 0.24, 0.23, 1.36, 1.92, 0.55, -2.13, -0.42, 0.10),
+    "session": (-2.97, 0.54, -1.07, 1.37, 1.32, -1.90, 0.10, 0.02, 3.06, 0.69, -0.43, -0.15),
+    "profile": (-1.60, 1.01, 0.94, 0.42, 1.24, -0.18, -0.26, -0.47, -0.32, 3.14, -0.10, -0.96),
+    "summary": (-1.42, 1.15, 1.19, 0.36, 0.41, 3.44, 0.30, 0.58, -1.72, 0.17, -0.04, -0.11),
+    "history": (-1.17, 1.49, 1.25, 0.63, 0.27, 0.53, 1.05, 1.74, 0.11, -2.03, -0.10, 0.23),
 }
 
 
@@ -70,6 +70,7 @@ class Evidence:
     window: tuple[float, float] | None  # the time cue's event-time window, if any
     intents: Mapping[str, float] = field(default_factory=dict)  # intent → probability ({}: none)
     similarity: Mapping[str, float] = field(default_factory=dict)  # intent → raw similarity
+    readout: Mapping[str, float] = field(default_factory=dict)  # intent → the examples' readout
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ def measure(
 
 def store_inputs(f: QueryFeatures, ev: Evidence, m: Measures) -> dict[str, tuple[float, ...]]:
     """Each candidate store's input row of `STORE_MODEL` (`STORE_INPUTS`, in order)."""
-    sims = ev.similarity
+    sims = ev.readout
     best = max(sims.values(), default=0.0)
     n_terms = len(set(f.terms))
     share: dict[str, float] = {}

@@ -17,6 +17,12 @@ one `MARGIN` below it 0.5, so a question that asks two things (the gist and a de
 both; `none` (small talk) competes like the others, so a greeting needs no store. A query
 unlike every example (best similarity below `FLOOR`) tells nothing: every store gets `UNSURE`,
 small talk 0.
+
+The store model (`heuristic.STORE_MODEL`) reads a sharper signal as well, the examples'
+`readout`: a ridge regression (`RIDGE`) from a vector to its intent (+1 for an intent's own
+examples, -1 for the others'), fitted on the examples' vectors when they are encoded. Where a
+paraphrase shares its topic's words with every intent's nearest example, so that the cosines
+tie, the readout still weighs the directions that tell the intents' forms apart.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ MARGIN = 0.04
 SCALE = 0.02
 FLOOR = 0.25
 UNSURE = 0.5
+RIDGE = 0.3  # the readout's L2 penalty (chosen on bench router's tune half, by whole template)
 
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "session": (
@@ -190,6 +197,7 @@ class IntentModel:
         self._lock = threading.Lock()
         # All examples' vectors in one matrix, and each intent's rows in it.
         self._vectors: tuple[npt.NDArray[np.float32], list[tuple[str, slice]]] | None = None
+        self._readout: npt.NDArray[np.float64] | None = None  # (dim + 1) × intents
 
     @property
     def enabled(self) -> bool:
@@ -208,7 +216,9 @@ class IntentModel:
                     for k, v in self._examples.items():
                         spans.append((k, slice(at, at + len(v))))
                         at += len(v)
-                    self._vectors = (np.asarray(self._encode(texts), np.float32), spans)
+                    mat = np.asarray(self._encode(texts), np.float32)
+                    self._readout = fit_readout(mat, spans)
+                    self._vectors = (mat, spans)
         return self._vectors
 
     def similarities(self, vector: npt.NDArray[np.float32] | None) -> dict[str, float]:
@@ -225,6 +235,29 @@ class IntentModel:
             best = sorted(sims[span], reverse=True)[:TOP]
             out[intent] = sum(best) / len(best)
         return out
+
+    def readout(self, vector: npt.NDArray[np.float32] | None) -> dict[str, float]:
+        """Each intent's readout of `vector` (see the module docstring; {} as `similarities`)."""
+        got = self._matrices() if vector is not None and self.enabled else None
+        if got is None or vector is None or self._readout is None:
+            return {}
+        if got[0].shape[1] != len(vector):
+            return {}
+        scores = np.append(vector.astype(np.float64), 1.0) @ self._readout
+        return {intent: float(x) for (intent, _), x in zip(got[1], scores, strict=True)}
+
+
+def fit_readout(
+    mat: npt.NDArray[np.float32], spans: Sequence[tuple[str, slice]]
+) -> npt.NDArray[np.float64]:
+    """The ridge regression of the module docstring: weights of (vector, 1) per intent."""
+    x = np.hstack([mat.astype(np.float64), np.ones((len(mat), 1))])
+    y = -np.ones((len(mat), len(spans)))
+    for j, (_, span) in enumerate(spans):
+        y[span, j] = 1.0
+    penalty = RIDGE * np.eye(x.shape[1])
+    penalty[-1, -1] = 0.0  # the bias is not penalised
+    return np.asarray(np.linalg.solve(x.T @ x + penalty, x.T @ y), np.float64)
 
 
 def probabilities(similarity: Mapping[str, float]) -> dict[str, float]:

@@ -162,6 +162,7 @@ class Router:
             window(q.text, ref) if q.text else None,
             probabilities(similarity),
             similarity,
+            self.intents.readout(vector) if pockets else {},
         )
         m = measure(f, vector, pockets, ev)
         scored, rules = heuristic(f, pockets, ev, m) if pockets else ([], [])

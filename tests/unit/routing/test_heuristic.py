@@ -50,7 +50,8 @@ def probs(
         ev.pop("hits", {}),  # type: ignore[arg-type]
         ev.pop("window", None),  # type: ignore[arg-type]
         ev.pop("intents", {}),  # type: ignore[arg-type]
-        ev.pop("sims", {}),  # type: ignore[arg-type]
+        {},
+        ev.pop("sims", {}),  # type: ignore[arg-type]  # the readouts the store model reads
     )
     scored, rules = heuristic(f, pockets, e, measure(f, None, pockets, e))
     return {s.pocket.name: s.probability for s in scored}, rules

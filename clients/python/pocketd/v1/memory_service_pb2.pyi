@@ -353,14 +353,16 @@ class PocketFeatures(_message.Message):
     def __init__(self, pocket: _Optional[str] = ..., size: _Optional[int] = ..., method: _Optional[str] = ..., full_cost_units: _Optional[float] = ..., centroid_cosine: _Optional[float] = ..., radius: _Optional[float] = ..., term_documents: _Optional[int] = ..., heuristic_probability: _Optional[float] = ..., oldest: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., newest: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., store: _Optional[str] = ..., intent_probability: _Optional[float] = ...) -> None: ...
 
 class IntentScore(_message.Message):
-    __slots__ = ("intent", "similarity", "probability")
+    __slots__ = ("intent", "similarity", "probability", "readout")
     INTENT_FIELD_NUMBER: _ClassVar[int]
     SIMILARITY_FIELD_NUMBER: _ClassVar[int]
     PROBABILITY_FIELD_NUMBER: _ClassVar[int]
+    READOUT_FIELD_NUMBER: _ClassVar[int]
     intent: str
     similarity: float
     probability: float
-    def __init__(self, intent: _Optional[str] = ..., similarity: _Optional[float] = ..., probability: _Optional[float] = ...) -> None: ...
+    readout: float
+    def __init__(self, intent: _Optional[str] = ..., similarity: _Optional[float] = ..., probability: _Optional[float] = ..., readout: _Optional[float] = ...) -> None: ...
 
 class RouteFeatures(_message.Message):
     __slots__ = ("flags", "terms", "identifiers", "safety", "image", "pockets", "window_start", "window_end", "vector", "intents")
