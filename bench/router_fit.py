@@ -2,7 +2,7 @@
 
 The heuristic (`server.core.routing.heuristic.STORE_MODEL`) gives each of the four stores a
 probability from a logistic model over what the router knows before it searches: the intents'
-similarities, the question's form (the router's own cue flags) and the stores' term statistics.
+readouts, the question's form (the router's own cue flags) and the stores' term statistics.
 This command builds the same world as `bench router` (same seed and size), loads it into an
 engine with the server's encoder, computes those inputs for every question of the **tune half
 only** with the server's own `Router.context`, fits one L2-regularised logistic regression per

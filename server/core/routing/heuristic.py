@@ -52,13 +52,13 @@ STORE_INPUTS = (
     "current",
     "about_me",
     "time_window",
-    "small_talk_to_best",  # its readout's
+    "small_talk_to_best",  # small talk's readout less the best intent's
 )
 STORE_MODEL: dict[str, tuple[float, ...]] = {
-    "session": (-2.97, 0.54, -1.07, 1.37, 1.32, -1.90, 0.10, 0.02, 3.06, 0.69, -0.43, -0.15),
-    "profile": (-1.60, 1.01, 0.94, 0.42, 1.24, -0.18, -0.26, -0.47, -0.32, 3.14, -0.10, -0.96),
-    "summary": (-1.42, 1.15, 1.19, 0.36, 0.41, 3.44, 0.30, 0.58, -1.72, 0.17, -0.04, -0.11),
-    "history": (-1.17, 1.49, 1.25, 0.63, 0.27, 0.53, 1.05, 1.74, 0.11, -2.03, -0.10, 0.23),
+    "session": (-2.33, 0.49, -1.04, 1.37, 1.33, -1.90, 0.09, 0.02, 3.06, 0.69, -0.43, -0.19),
+    "profile": (-2.23, 1.05, 0.94, 0.42, 1.24, -0.18, -0.26, -0.46, -0.33, 3.13, -0.09, -0.96),
+    "summary": (-2.26, 1.13, 1.16, 0.36, 0.42, 3.45, 0.30, 0.58, -1.75, 0.17, -0.04, -0.11),
+    "history": (-1.96, 1.50, 1.26, 0.68, 0.26, 0.55, 1.03, 1.72, 0.14, -2.05, -0.11, 0.25),
 }
 
 
@@ -69,7 +69,6 @@ class Evidence:
     term_hits: Mapping[str, Mapping[str, int]]  # pocket name → query term → documents holding it
     window: tuple[float, float] | None  # the time cue's event-time window, if any
     intents: Mapping[str, float] = field(default_factory=dict)  # intent → probability ({}: none)
-    similarity: Mapping[str, float] = field(default_factory=dict)  # intent → raw similarity
     readout: Mapping[str, float] = field(default_factory=dict)  # intent → the examples' readout
 
 
@@ -116,8 +115,8 @@ def measure(
 
 def store_inputs(f: QueryFeatures, ev: Evidence, m: Measures) -> dict[str, tuple[float, ...]]:
     """Each candidate store's input row of `STORE_MODEL` (`STORE_INPUTS`, in order)."""
-    sims = ev.readout
-    best = max(sims.values(), default=0.0)
+    reads = ev.readout
+    best = max(reads.values(), default=0.0)
     n_terms = len(set(f.terms))
     share: dict[str, float] = {}
     for store, count in zip(m.stores, m.held, strict=True):
@@ -131,13 +130,13 @@ def store_inputs(f: QueryFeatures, ev: Evidence, m: Measures) -> dict[str, tuple
         float("current" in flags or "just_said" in flags),
         float("about_me" in flags),
         float(ev.window is not None),
-        sims["none"] - best if "none" in sims else 0.0,
+        reads["none"] - best if "none" in reads else 0.0,
     )
     out: dict[str, tuple[float, ...]] = {}
     for store, held in share.items():
-        read = store in sims  # a store with no examples (or no vector) is not read
-        sim = sims[store] if read else 0.0
-        out[store] = (1.0, sim - best if read else 0.0, sim, held, float(held > 0), *form)
+        read = store in reads  # a store with no examples (or no vector) is not read
+        r = reads[store] if read else 0.0
+        out[store] = (1.0, r - best if read else 0.0, r, held, float(held > 0), *form)
     return out
 
 

@@ -6,7 +6,8 @@ of any namespace, of any number, because it scores a pocket from what it is and 
 the query, not from its name.
 
 The layout is versioned (`LAYOUT`): a model trained on another layout, or on another
-`prefix_dim`, is refused when it is loaded, not silently fed misplaced values.
+`prefix_dim`, is refused when it is loaded, not silently fed misplaced values. A refit of the
+heuristic's store model changes the `heuristic` column's meaning, so it bumps the layout too.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from server.core.memory.model import Kind, PocketStats, Tier
 from server.core.routing.features import FLAGS, QueryFeatures
 from server.core.routing.heuristic import Measures
 
-LAYOUT = 4
+LAYOUT = 5  # 5: the heuristic column reads the intents' readout
 DAY = 86_400.0
 KINDS = tuple(k for k in Kind if k != Kind.UNSPECIFIED)
 POCKET_FEATURES = (

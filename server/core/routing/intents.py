@@ -20,9 +20,13 @@ small talk 0.
 
 The store model (`heuristic.STORE_MODEL`) reads a sharper signal as well, the examples'
 `readout`: a ridge regression (`RIDGE`) from a vector to its intent (+1 for an intent's own
-examples, -1 for the others'), fitted on the examples' vectors when they are encoded. Where a
-paraphrase shares its topic's words with every intent's nearest example, so that the cosines
-tie, the readout still weighs the directions that tell the intents' forms apart.
+examples, -1 for the others'), fitted on the examples' vectors when they are encoded, and
+centred across the intents (so its scale does not depend on how many intents have examples;
+fewer than two read nothing). Where a paraphrase shares its topic's words with every intent's
+nearest example, so that the cosines tie, the readout still weighs the directions that tell the
+intents' forms apart. `STORE_MODEL` was fitted on the built-in examples' readouts. Skills,
+Explain's intent probabilities and the learned model's intent column still read the cosines
+(`probabilities`).
 """
 
 from __future__ import annotations
@@ -122,7 +126,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "Quote what I said about that in an earlier session.",
         "On that day, what did I tell you?",
         "What was the specific detail I mentioned in a past conversation?",
-        "Back when we talked about it, which one did I choose?",
+        "Which one did I end up choosing that time?",
         "What did I say word for word about it before?",
         "What price did I mention in one of our old chats?",
         "上个月我具体说了什么？",
@@ -181,7 +185,8 @@ def store_of(kind: Kind, tier: Tier) -> str:
 
 
 class IntentModel:
-    """The example questions of each intent, encoded on first use (thread-safe)."""
+    """The example questions of each intent, encoded on first use with their readout fitted
+    (thread-safe)."""
 
     def __init__(
         self, encode: Encode | None, examples: Mapping[str, Sequence[str]] | None = None
@@ -195,9 +200,12 @@ class IntentModel:
         self._encode = encode
         self._examples = {k: tuple(v) for k, v in given.items() if v}
         self._lock = threading.Lock()
-        # All examples' vectors in one matrix, and each intent's rows in it.
-        self._vectors: tuple[npt.NDArray[np.float32], list[tuple[str, slice]]] | None = None
-        self._readout: npt.NDArray[np.float64] | None = None  # (dim + 1) × intents
+        # All examples' vectors in one matrix, each intent's rows in it, and the readout's
+        # weights ((dim + 1) × intents; None for fewer than two intents), published together.
+        self._vectors: (
+            tuple[npt.NDArray[np.float32], list[tuple[str, slice]], npt.NDArray[np.float64] | None]
+            | None
+        ) = None
 
     @property
     def enabled(self) -> bool:
@@ -207,7 +215,12 @@ class IntentModel:
         """Encode the examples now (the first decision would otherwise)."""
         self._matrices()
 
-    def _matrices(self) -> tuple[npt.NDArray[np.float32], list[tuple[str, slice]]] | None:
+    def _matrices(
+        self,
+    ) -> (
+        tuple[npt.NDArray[np.float32], list[tuple[str, slice]], npt.NDArray[np.float64] | None]
+        | None
+    ):
         if self._vectors is None:
             with self._lock:
                 if self._vectors is None and self._encode is not None:
@@ -217,8 +230,7 @@ class IntentModel:
                         spans.append((k, slice(at, at + len(v))))
                         at += len(v)
                     mat = np.asarray(self._encode(texts), np.float32)
-                    self._readout = fit_readout(mat, spans)
-                    self._vectors = (mat, spans)
+                    self._vectors = (mat, spans, _fit_readout(mat, spans))
         return self._vectors
 
     def similarities(self, vector: npt.NDArray[np.float32] | None) -> dict[str, float]:
@@ -226,7 +238,7 @@ class IntentModel:
         got = self._matrices() if vector is not None and self.enabled else None
         if got is None or vector is None:
             return {}
-        mat, spans = got
+        mat, spans, _ = got
         if mat.shape[1] != len(vector):
             return {}  # another space than the query's (a client's own vectors)
         sims = (mat @ vector).tolist()
@@ -239,18 +251,23 @@ class IntentModel:
     def readout(self, vector: npt.NDArray[np.float32] | None) -> dict[str, float]:
         """Each intent's readout of `vector` (see the module docstring; {} as `similarities`)."""
         got = self._matrices() if vector is not None and self.enabled else None
-        if got is None or vector is None or self._readout is None:
+        if got is None or vector is None:
             return {}
-        if got[0].shape[1] != len(vector):
+        mat, spans, weights = got
+        if weights is None or mat.shape[1] != len(vector):
             return {}
-        scores = np.append(vector.astype(np.float64), 1.0) @ self._readout
-        return {intent: float(x) for (intent, _), x in zip(got[1], scores, strict=True)}
+        scores = vector.astype(np.float64) @ weights[:-1] + weights[-1]
+        scores -= scores.mean()
+        return {intent: float(x) for (intent, _), x in zip(spans, scores, strict=True)}
 
 
-def fit_readout(
+def _fit_readout(
     mat: npt.NDArray[np.float32], spans: Sequence[tuple[str, slice]]
-) -> npt.NDArray[np.float64]:
-    """The ridge regression of the module docstring: weights of (vector, 1) per intent."""
+) -> npt.NDArray[np.float64] | None:
+    """The ridge regression of the module docstring: weights of (vector, 1) per intent (None
+    for fewer than two intents, whose readout would say nothing)."""
+    if len(spans) < 2:
+        return None
     x = np.hstack([mat.astype(np.float64), np.ones((len(mat), 1))])
     y = -np.ones((len(mat), len(spans)))
     for j, (_, span) in enumerate(spans):

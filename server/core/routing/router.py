@@ -161,7 +161,6 @@ class Router:
             self._term_hits(q.namespace, list(f.terms)) if f.terms and pockets else {},
             window(q.text, ref) if q.text else None,
             probabilities(similarity),
-            similarity,
             self.intents.readout(vector) if pockets else {},
         )
         m = measure(f, vector, pockets, ev)

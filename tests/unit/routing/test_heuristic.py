@@ -47,11 +47,10 @@ def probs(
 ) -> tuple[dict[str, float], list[str]]:
     f = FX.extract(text, None, False)
     e = Evidence(
-        ev.pop("hits", {}),  # type: ignore[arg-type]
-        ev.pop("window", None),  # type: ignore[arg-type]
-        ev.pop("intents", {}),  # type: ignore[arg-type]
-        {},
-        ev.pop("sims", {}),  # type: ignore[arg-type]  # the readouts the store model reads
+        term_hits=ev.pop("hits", {}),  # type: ignore[arg-type]
+        window=ev.pop("window", None),  # type: ignore[arg-type]
+        intents=ev.pop("intents", {}),  # type: ignore[arg-type]
+        readout=ev.pop("readout", {}),  # type: ignore[arg-type]
     )
     scored, rules = heuristic(f, pockets, e, measure(f, None, pockets, e))
     return {s.pocket.name: s.probability for s in scored}, rules
@@ -64,12 +63,13 @@ STORES = [
     pocket("past", Kind.EPISODE, bucket="2026-W10"),
     pocket("now", Kind.EPISODE, tier=Tier.HOT),
 ]
-FLAT = {"session": 0.3, "profile": 0.3, "summary": 0.3, "history": 0.3, "skill": 0.3, "none": 0.1}
+# Readouts on their scale (centred across the intents): no intent stands out, small talk least.
+FLAT = {"session": 0.1, "profile": 0.1, "summary": 0.1, "history": 0.1, "skill": 0.1, "none": -0.5}
 
 
 def test_a_pocket_gets_its_stores_probability_and_others_their_intent_or_the_prior() -> None:
     pockets = [*STORES, pocket("skill", Kind.SKILL), pocket("other", Kind.UNSPECIFIED)]
-    p, rules = probs("how did it go", pockets, sims=FLAT, intents={"skill": 0.05})
+    p, rules = probs("how did it go", pockets, readout=FLAT, intents={"skill": 0.05})
     assert p["fact"] == p["preference"]  # one store, one probability
     assert p["skill"] == 0.05 and p["other"] == PRIOR and rules == []
     assert all(0.0 < p[n] < 1.0 for n in ("summary", "past", "now"))
@@ -77,7 +77,7 @@ def test_a_pocket_gets_its_stores_probability_and_others_their_intent_or_the_pri
 
 def test_the_form_of_the_question_moves_its_stores() -> None:
     def store(text: str, name: str) -> float:
-        return probs(text, STORES, sims=FLAT)[0][name]
+        return probs(text, STORES, readout=FLAT)[0][name]
 
     assert store("give me the gist of the renovation", "summary") > store(
         "the renovation", "summary"
@@ -90,16 +90,19 @@ def test_the_form_of_the_question_moves_its_stores() -> None:
 
 
 def test_the_meaning_moves_its_store() -> None:
-    near = dict(FLAT, summary=0.6)
-    assert probs("x", STORES, sims=near)[0]["summary"] > probs("x", STORES, sims=FLAT)[0]["summary"]
-    talk = dict(FLAT, none=0.7)
-    assert probs("x", STORES, sims=talk)[0]["past"] < probs("x", STORES, sims=FLAT)[0]["past"]
+    near = dict(FLAT, summary=0.8)
+    assert (
+        probs("x", STORES, readout=near)[0]["summary"]
+        > probs("x", STORES, readout=FLAT)[0]["summary"]
+    )
+    talk = dict(FLAT, none=0.8)
+    assert probs("x", STORES, readout=talk)[0]["past"] < probs("x", STORES, readout=FLAT)[0]["past"]
 
 
 def test_a_store_holding_the_querys_terms_is_likelier() -> None:
     hits = {"now": {"restaurant": 1, "book": 1}}
-    held, _ = probs("restaurant book", STORES, sims=FLAT, hits=hits)
-    bare, _ = probs("restaurant book", STORES, sims=FLAT)
+    held, _ = probs("restaurant book", STORES, readout=FLAT, hits=hits)
+    bare, _ = probs("restaurant book", STORES, readout=FLAT)
     assert held["now"] > bare["now"] and held["summary"] == bare["summary"]
 
 
@@ -115,7 +118,7 @@ def test_a_time_window_cuts_the_buckets_it_misses() -> None:
 
 
 def test_just_said_and_identifiers_are_strong() -> None:
-    p, rules = probs("as I just said", STORES, sims=FLAT)
+    p, rules = probs("as I just said", STORES, readout=FLAT)
     assert p["now"] == 0.95 and p["past"] < 0.95 and rules == ["just_said"]
     p, rules = probs("order A1234-77 status", STORES, hits={"past": {"a1234-77": 1}})
     assert p["past"] == 0.95 and p["fact"] < 0.95 and rules == ["identifier"]
