@@ -171,6 +171,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
 }
 
 Encode = Callable[[list[str]], npt.NDArray[np.float32]]
+# All examples' vectors in one matrix, each intent's rows in it, and the readout's weights
+# ((dim + 1) × intents; None for fewer than two intents).
+Encoded = tuple[npt.NDArray[np.float32], list[tuple[str, slice]], npt.NDArray[np.float64] | None]
 
 
 def store_of(kind: Kind, tier: Tier) -> str:
@@ -200,12 +203,7 @@ class IntentModel:
         self._encode = encode
         self._examples = {k: tuple(v) for k, v in given.items() if v}
         self._lock = threading.Lock()
-        # All examples' vectors in one matrix, each intent's rows in it, and the readout's
-        # weights ((dim + 1) × intents; None for fewer than two intents), published together.
-        self._vectors: (
-            tuple[npt.NDArray[np.float32], list[tuple[str, slice]], npt.NDArray[np.float64] | None]
-            | None
-        ) = None
+        self._vectors: Encoded | None = None  # published in one step
 
     @property
     def enabled(self) -> bool:
@@ -215,12 +213,7 @@ class IntentModel:
         """Encode the examples now (the first decision would otherwise)."""
         self._matrices()
 
-    def _matrices(
-        self,
-    ) -> (
-        tuple[npt.NDArray[np.float32], list[tuple[str, slice]], npt.NDArray[np.float64] | None]
-        | None
-    ):
+    def _matrices(self) -> Encoded | None:
         if self._vectors is None:
             with self._lock:
                 if self._vectors is None and self._encode is not None:
@@ -257,15 +250,15 @@ class IntentModel:
         if weights is None or mat.shape[1] != len(vector):
             return {}
         scores = vector.astype(np.float64) @ weights[:-1] + weights[-1]
-        scores -= scores.mean()
         return {intent: float(x) for (intent, _), x in zip(spans, scores, strict=True)}
 
 
 def _fit_readout(
     mat: npt.NDArray[np.float32], spans: Sequence[tuple[str, slice]]
 ) -> npt.NDArray[np.float64] | None:
-    """The ridge regression of the module docstring: weights of (vector, 1) per intent (None
-    for fewer than two intents, whose readout would say nothing)."""
+    """The ridge regression of the module docstring: weights of (vector, 1) per intent, centred
+    across the intents so that every readout is (None for fewer than two intents, whose
+    readout would say nothing)."""
     if len(spans) < 2:
         return None
     x = np.hstack([mat.astype(np.float64), np.ones((len(mat), 1))])
@@ -274,7 +267,8 @@ def _fit_readout(
         y[span, j] = 1.0
     penalty = RIDGE * np.eye(x.shape[1])
     penalty[-1, -1] = 0.0  # the bias is not penalised
-    return np.asarray(np.linalg.solve(x.T @ x + penalty, x.T @ y), np.float64)
+    w = np.asarray(np.linalg.solve(x.T @ x + penalty, x.T @ y), np.float64)
+    return np.asarray(w - w.mean(axis=1, keepdims=True), np.float64)
 
 
 def probabilities(similarity: Mapping[str, float]) -> dict[str, float]:
