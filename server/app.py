@@ -20,6 +20,7 @@ import fcntl
 import json
 import logging
 import os
+import secrets
 import signal
 import sqlite3
 import sys
@@ -35,6 +36,7 @@ from kernels.warmup import compile_all
 from server.adapters.columns_file import ColumnsFile
 from server.adapters.decision_log import FileDecisionLog
 from server.adapters.difficulty_models import load_difficulty
+from server.adapters.durable import fsync_dir
 from server.adapters.model_store import ModelStore, ModelWatcher
 from server.adapters.onnx_encoder import ModelMissingError, OnnxTextEncoder
 from server.adapters.onnx_policy import OnnxPocketModel
@@ -44,8 +46,9 @@ from server.adapters.tantivy_index import TantivyKeywordIndex
 from server.adapters.token_counter import TokenCounter
 from server.adapters.usearch_index import UsearchIndexSet
 from server.api.calls import WorkerPools
+from server.api.page_tokens import SECRET_BYTES
 from server.api.server import GrpcServer, ListenError
-from server.config import MODELS_DIR, TEXT_ENCODERS, model_dir, tokenizer_file
+from server.config import MODELS_DIR, TEXT_ENCODERS, is_loopback, model_dir, tokenizer_file
 from server.core.agent.ledger import Ledger
 from server.core.agent.memory_writer import PendingWrites
 from server.core.agent.needs import NeedDetector
@@ -160,6 +163,7 @@ def build_encoder(settings: Settings) -> tuple[OnnxTextEncoder, OnnxTextEncoder]
 
 
 SPACE_FILE = "encoder.json"
+PAGE_SECRET_FILE = "page_tokens.key"
 # A data directory written before the space was recorded had MiniLM's vectors (the only
 # built-in encoder then) if it has any records.
 LEGACY_SPACE = "all-MiniLM-L6-v2"
@@ -227,6 +231,40 @@ def thresholds_of(encoder: OnnxTextEncoder | None) -> EncoderThresholds:
     )
 
 
+def page_secret(data_dir: Path) -> bytes:
+    """The secret List page tokens are sealed with, made at first start (only the owner may
+    read it), so that tokens outlive a restart."""
+    path = data_dir / PAGE_SECRET_FILE
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(secrets.token_bytes(SECRET_BYTES))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        fsync_dir(data_dir)
+    return path.read_bytes()
+
+
+def _say_access(settings: Settings) -> None:
+    """Say at start who may call, and warn of a port anyone can reach."""
+    tokens = settings.auth.tokens
+    if tokens:
+        tenants = sorted({t.tenant for t in tokens})
+        log.info("auth: %d tokens for tenants %s", len(tokens), ", ".join(tenants))
+    elif not is_loopback(settings.server.listen):
+        log.warning(
+            "auth is off and %s is not loopback (server.allow_unauthenticated): anyone who"
+            " reaches the port acts as the default tenant",
+            settings.server.listen,
+        )
+    log.info(
+        "transport: %s",
+        "mTLS" if settings.tls.client_ca_file else "TLS" if settings.tls.cert_file else "plaintext",
+    )
+
+
 def agent_loop(
     settings: Settings,
     ledger: Ledger,
@@ -250,7 +288,16 @@ def agent_loop(
         else NeedDetector.build(engine.encode, floor=t.need_floor, margin=t.need_margin)
     )
     loop = AgentLoop(
-        a, ledger, engine, tiers, cache, count_tokens, nice, PendingWrites(store), needs
+        a,
+        ledger,
+        engine,
+        tiers,
+        cache,
+        count_tokens,
+        nice,
+        PendingWrites(store),
+        needs,
+        settings.limits.max_query_chars,
     )
     kept = loop.replay()
     if kept:
@@ -447,10 +494,16 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    pools = WorkerPools.from_settings(settings.server)
+    tenants = {t.tenant for t in settings.auth.tokens}
+    pools = WorkerPools.from_settings(settings.server, len(tenants))
     tokenizer = tokenizer_file(settings)
     counter = TokenCounter(tokenizer) if tokenizer.is_file() else None
-    grpc_server = GrpcServer(settings, pools, None if counter is None else counter.count)
+    grpc_server = GrpcServer(
+        settings,
+        pools,
+        None if counter is None else counter.count,
+        page_secret(Path(settings.server.data_dir)),
+    )
     try:
         port = await grpc_server.start(settings.server.listen)
     except ListenError as exc:
@@ -458,6 +511,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
         raise StartupError(str(exc)) from exc
     host = settings.server.listen.rsplit(":", 1)[0]
     log.info("listening on %s:%d (NOT_SERVING until loaded), pid %d", host, port, os.getpid())
+    _say_access(settings)
     engine: MemoryEngine | None = None
     ledger_store: SqliteLedgerStore | None = None
     loop_: AgentLoop | None = None

@@ -14,8 +14,9 @@ working directory.
 
 from __future__ import annotations
 
+import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ import yaml
 from server.core.memory.pockets import TIME_BUCKETS
 from server.core.memory.write.dedup import MODES as MERGE_MODES
 from server.core.settings import Settings
+from server.core.tenancy import TENANT_RE, TENANT_RULE
 
 ENV_PREFIX = "POCKETD__"
 # Where `make models` writes the built-in models: models/<name> in the checkout.
@@ -34,6 +36,9 @@ TEXT_ENCODERS = ("use-m3", "minilm")
 BUILTIN_TOKENIZER = MODELS_DIR / "tokenizer" / "tokenizer.json"
 _LISTEN_RE = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
 _MSGSPEC_PATH_RE = re.compile(r"^(.*) - at `\$\.?([^`]*)`$")
+
+
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
 
 class ConfigError(Exception):
@@ -94,7 +99,14 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-PATH_KEYS = (("server", "data_dir"), ("encoder", "model_dir"), ("agent", "tokenizer_file"))
+PATH_KEYS = (
+    ("server", "data_dir"),
+    ("encoder", "model_dir"),
+    ("agent", "tokenizer_file"),
+    ("tls", "cert_file"),
+    ("tls", "key_file"),
+    ("tls", "client_ca_file"),
+)
 
 
 def _resolve_paths(layer: dict[str, Any], base: Path | None) -> None:
@@ -244,5 +256,57 @@ def check(s: Settings) -> None:
         f"{s.server.listen!r} must be HOST:PORT with a port in 0..65535 (0 picks a free one)",
     )
     need(bool(s.server.data_dir), "server.data_dir", "must not be empty")
+    _check_access(s, need)
     if problems:
         raise ConfigError("invalid configuration: " + "; ".join(problems))
+
+
+def is_loopback(listen: str) -> bool:
+    """Whether `HOST:PORT` listens only on this machine."""
+    host = listen.rpartition(":")[0].strip("[]").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_access(s: Settings, need: Callable[[bool, str, str], None]) -> None:
+    """Tokens, TLS files, and no unauthenticated port beyond loopback unless asked for."""
+    seen: set[str] = set()
+    for i, t in enumerate(s.auth.tokens):
+        key = f"auth.tokens[{i}]"
+        need(TENANT_RE.fullmatch(t.tenant) is not None, f"{key}.tenant", TENANT_RULE)
+        need(
+            _SHA256_RE.fullmatch(t.sha256) is not None,
+            f"{key}.sha256",
+            "must be the token's SHA-256 in 64 lowercase hex digits (pocketd token new)",
+        )
+        need(t.sha256 not in seen, f"{key}.sha256", "is listed twice")
+        seen.add(t.sha256)
+        need(bool(t.namespaces), f"{key}.namespaces", "must grant at least one glob")
+        need(all(t.namespaces), f"{key}.namespaces", "must not hold an empty glob")
+    need(
+        bool(s.auth.tokens) or s.server.allow_unauthenticated or is_loopback(s.server.listen),
+        "server.allow_unauthenticated",
+        f"{s.server.listen!r} is not loopback and auth.tokens is empty: set auth.tokens, or set"
+        " server.allow_unauthenticated: true to let anyone who reaches the port in",
+    )
+    tls = s.tls
+    need(
+        bool(tls.cert_file) == bool(tls.key_file),
+        "tls.key_file",
+        "tls.cert_file and tls.key_file are set together",
+    )
+    need(
+        not tls.client_ca_file or bool(tls.cert_file),
+        "tls.client_ca_file",
+        "needs tls.cert_file and tls.key_file (mTLS is TLS with client certificates)",
+    )
+    for key, path in (
+        ("tls.cert_file", tls.cert_file),
+        ("tls.key_file", tls.key_file),
+        ("tls.client_ca_file", tls.client_ca_file),
+    ):
+        need(not path or Path(path).is_file(), key, f"{path!r} is not a readable file")

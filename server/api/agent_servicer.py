@@ -1,4 +1,11 @@
-"""AgentService handlers: validate, run the agent's cost tools in the worker pool, convert."""
+"""AgentService handlers: validate, run the agent's cost tools in the agent pool, convert.
+
+A Step's texts have the limits of what they feed: the goal, the input and the observation may
+be stored as memories, so each is at most `limits.max_text_chars`; the Recall query the loop
+makes of them is their first `limits.max_query_chars` characters. Tool schemas have
+CompressTools' limits, and every JSON document (a schema, a tool call's parameters) nests at
+most `MAX_JSON_DEPTH` deep. Task ids are kept under the caller's tenant (see the ledger's
+servicer)."""
 
 from __future__ import annotations
 
@@ -10,7 +17,8 @@ from typing import Any
 from pocketd.v1 import agent_service_pb2 as apb
 from pocketd.v1 import agent_service_pb2_grpc as apb_grpc
 from server.api import fields as f
-from server.api.calls import CallRecord, WorkerPools, code_name
+from server.api.auth import call_tenant
+from server.api.calls import CallRecord, CallRunner, code_name
 from server.api.convert_agent import step_pb
 from server.api.errors import to_status
 from server.api.handler import Ctx, Handler
@@ -27,12 +35,13 @@ from server.core.errors import (
     UnavailableError,
 )
 from server.core.settings import Settings
+from server.core.tenancy import Tenant
 
 MAX_TOOLS = 256
 MAX_TOOL_BYTES = 65_536
 MAX_ROUND = 1_000_000
 MAX_TEXT = 65_536
-MAX_OBSERVATION = 1_048_576
+MAX_JSON_DEPTH = 64
 MAX_TOKENS = 10_000_000
 MAX_REPORTS = 64
 MAX_BATCH = 64
@@ -78,15 +87,33 @@ def _object(v: Violations, field: str, text: str, limit: int) -> dict[str, Any] 
     if not isinstance(doc, dict):
         v.add(field, "is not a JSON object")
         return None
+    if _depth(doc) > MAX_JSON_DEPTH:
+        v.add(field, f"nests deeper than {MAX_JSON_DEPTH} levels")
+        return None
     return doc
+
+
+def _depth(doc: object) -> int:
+    """How deep a parsed JSON document nests (iteratively: no recursion limit to hit)."""
+    deepest, stack = 0, [(doc, 1)]
+    while stack:
+        node, d = stack.pop()
+        if isinstance(node, dict):
+            node = list(node.values())
+        if isinstance(node, list):
+            deepest = max(deepest, d)
+            if d <= MAX_JSON_DEPTH:
+                stack.extend((x, d + 1) for x in node)
+    return deepest
 
 
 class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[misc]
     def __init__(
-        self, settings: Settings, pools: WorkerPools, count: Callable[[str], int] | None
+        self, settings: Settings, calls: CallRunner, count: Callable[[str], int] | None
     ) -> None:
         """`count`: the tokenizer's token count (None: no tokenizer; CompressTools says so)."""
-        super().__init__(settings, pools)
+        super().__init__(settings, calls)
+        self._max_text = settings.limits.max_text_chars
         self._count = count
         self._loop: AgentLoop | None = None
 
@@ -96,32 +123,48 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
     async def Step(self, request: apb.StepRequest, context: Ctx) -> apb.StepResponse:
         tools: list[dict[str, Any]] = []
         params: list[dict[str, Any]] = []
+        t = call_tenant(context)
         return await self._call(
             context,
-            CallRecord("Step", request.task_id, 1),
+            CallRecord("Step", "", 1),
             lambda v: self._check_step(v, request, tools, params),
-            lambda d: self._run_step(request, tools, params, d),
+            lambda d: self._run_step(request, tools, params, d, t),
             batch=False,
+            agent=True,
         )
 
     async def StepBatch(self, request: apb.StepBatchRequest, context: Ctx) -> apb.StepBatchResponse:
+        t = call_tenant(context)
+
         def validate(v: Violations) -> None:
             if not 1 <= len(request.steps) <= MAX_BATCH:
                 v.add("steps", f"has {len(request.steps)} steps; 1 to {MAX_BATCH}")
 
         def work(d: Deadline) -> apb.StepBatchResponse:
+            """Each Step's answer or error. When the deadline passes, the Steps that ran keep
+            their answers (they were charged) and the rest say DEADLINE_EXCEEDED, never run; a
+            cancelled call (the client left) stops."""
             out = apb.StepBatchResponse()
+            stopped: DeadlineExceededError | None = None
             for step in request.steps:
                 tools: list[dict[str, Any]] = []
                 params: list[dict[str, Any]] = []
                 result = out.results.add()
+                if stopped is not None:
+                    result.error.code = "DEADLINE_EXCEEDED"
+                    result.error.message = f"not run: {stopped}"
+                    continue
                 try:
                     v = Violations()
                     self._check_step(v, step, tools, params)
                     v.raise_if_any()
-                    result.response.CopyFrom(self._run_step(step, tools, params, d))
-                except (DeadlineExceededError, CallCancelledError):
+                    result.response.CopyFrom(self._run_step(step, tools, params, d, t))
+                except CallCancelledError:
                     raise  # the whole call stops
+                except DeadlineExceededError as e:
+                    stopped = e
+                    result.error.code = "DEADLINE_EXCEEDED"
+                    result.error.message = str(e)
                 except Exception as e:  # this step's error, the others go on
                     status = to_status(e, batch=False)
                     result.error.code = code_name(status.code)
@@ -133,7 +176,12 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
             return out
 
         return await self._call(
-            context, CallRecord("StepBatch", "", len(request.steps)), validate, work
+            context,
+            CallRecord("StepBatch", "", len(request.steps)),
+            validate,
+            work,
+            agent=True,
+            weight=max(1, min(len(request.steps), MAX_BATCH)),
         )
 
     def _check_step(
@@ -148,9 +196,9 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
         if not 1 <= r.round <= MAX_ROUND:
             v.add("round", f"{r.round} is outside 1-{MAX_ROUND}")
         for name, text, limit in (
-            ("goal", r.goal, MAX_TEXT),
-            ("input", r.input, MAX_TEXT),
-            ("observation", r.observation, MAX_OBSERVATION),
+            ("goal", r.goal, self._max_text),
+            ("input", r.input, self._max_text),
+            ("observation", r.observation, self._max_text),
             ("previous_action_json", r.previous_action_json, MAX_TEXT),
             ("raw_model_output", r.raw_model_output, MAX_TEXT),
         ):
@@ -188,6 +236,11 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
             elif not _name_ok(t.tool):
                 v.add(f"tool_results[{i}].tool", NAME_RULE)
             p = _object(v, f"tool_results[{i}].params_json", t.params_json or "{}", MAX_TOOL_BYTES)
+            if len(t.result) > self._max_text:
+                v.add(
+                    f"tool_results[{i}].result",
+                    f"has {len(t.result)} characters; the maximum is {self._max_text}",
+                )
             params.append(p or {})
 
     def _run_step(
@@ -196,6 +249,7 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
         tools: list[dict[str, Any]],
         params: list[dict[str, Any]],
         d: Deadline,
+        tenant: Tenant,
     ) -> apb.StepResponse:
         if self._loop is None:
             if self._count is None:
@@ -206,7 +260,7 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
             raise UnavailableError("pocketd is starting: the agent loop is not ready")
         out = self._loop.step(
             StepIn(
-                task_id=r.task_id,
+                task_id=tenant.scope(r.task_id),
                 round=r.round,
                 goal=r.goal,
                 input=r.input,
@@ -228,7 +282,7 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
             ),
             d,
         )
-        return step_pb(out)
+        return step_pb(out, tenant)
 
     async def CompressTools(
         self, request: apb.CompressToolsRequest, context: Ctx
@@ -264,5 +318,9 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
             return out
 
         return await self._call(
-            context, CallRecord("CompressTools", "", len(request.tools_json)), validate, work
+            context,
+            CallRecord("CompressTools", "", len(request.tools_json)),
+            validate,
+            work,
+            agent=True,
         )

@@ -1,30 +1,37 @@
 """How one MemoryService call is run: admission, its deadline, the worker pool, and its log line.
 
-- **Admission**: at most `server.max_concurrent_calls` reads and as many writes are in flight
-  (validating, queued for a worker, or running), counted apart so that writers held back by
-  backpressure never crowd out reads. One more gets RESOURCE_EXHAUSTED at once, with a
-  QuotaFailure naming the setting, instead of queueing without end. A call counts until its work
-  has really stopped, not merely until its client has gone.
+- **Admission**: at most `server.max_concurrent_calls` reads, as many writes and as many
+  agent calls (LedgerService, AgentService) are in flight (validating, queued for a worker, or
+  running), counted apart and across every service, so that writers held back by backpressure
+  never crowd out reads, and Steps never crowd out either. With more than one tenant, a tenant
+  has at most `server.max_calls_per_tenant` of each in flight, a StepBatch counting as its
+  Steps. One more
+  gets RESOURCE_EXHAUSTED at once, with a QuotaFailure naming the setting, instead of queueing
+  without end. A call counts until its work has really stopped, not merely until its client has
+  gone. The pools serve tenants in turn (`server.api.fairpool`).
 - **Deadline**: each call's work gets a `Deadline` from the client's deadline, capped by
   `server.max_call_seconds`. If the client cancels (or the deadline passes) the deadline is
   cancelled, and the engine stops at its next check; work still queued never starts.
-- **Log**: one line per call at INFO (WARNING above `server.slow_call_ms`): method, namespace,
-  status, duration and item count, never texts or vectors.
+- **Log**: one line per call at INFO (WARNING above `server.slow_call_ms`): method, tenant,
+  namespace, status (DEADLINE_EXCEEDED when the client's deadline passed, CANCELLED when it
+  left), duration and item count, never texts or vectors. A call whose client left while its
+  work ran is logged when the work has stopped, with the time it really took.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import math
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import grpc
 
+from server.api.fairpool import FairPool
 from server.core.deadline import Deadline
 from server.core.errors import ResourceExhaustedError
 from server.core.priority import run_below_readers
@@ -44,63 +51,111 @@ class CallRecord:
         self.items = items
         self.status = "OK"
         self.t0 = time.perf_counter()
+        # The client left while the work ran on: the line is written once the work stops.
+        self.deferred = False
+        self.tenant = ""
+
+
+class Lane(enum.Enum):
+    """The pools a call can run in, each with its own admission bound."""
+
+    READ = "reads"
+    WRITE = "writes"
+    AGENT = "agent calls"
 
 
 class WorkerPools:
-    """Two bounded thread pools: one for reads, one for writes. A writer waiting on
-    backpressure (or a long batch being encoded) holds a write worker, never a read's."""
+    """Three bounded pools that serve tenants in turn (`FairPool`): MemoryService's reads,
+    its writes (a writer waiting on backpressure, or a long batch being encoded, holds a write
+    worker, never a read's), and LedgerService and AgentService calls (a ledger transaction, a
+    Step and the memory write it may fall back to never hold a Recall's worker)."""
 
-    def __init__(self, read_threads: int, write_threads: int, write_nice: int = 0) -> None:
-        self.read = ThreadPoolExecutor(read_threads, thread_name_prefix="pocketd-read")
-        self.write = ThreadPoolExecutor(
+    def __init__(
+        self,
+        read_threads: int,
+        write_threads: int,
+        write_nice: int = 0,
+        agent_threads: int = 2,
+        spare_one: bool = False,
+    ) -> None:
+        self.read = FairPool(read_threads, "pocketd-read", spare_one=spare_one)
+        self.write = FairPool(
             write_threads,
-            thread_name_prefix="pocketd-write",
+            "pocketd-write",
             initializer=run_below_readers,
             initargs=(write_nice,),
+            spare_one=spare_one,
         )
+        self.agent = FairPool(agent_threads, "pocketd-agent", spare_one=spare_one)
 
     @classmethod
-    def from_settings(cls, s: ServerSettings) -> WorkerPools:
-        return cls(s.worker_threads, s.write_threads, s.background_nice)
+    def from_settings(cls, s: ServerSettings, tenants: int = 1) -> WorkerPools:
+        """`tenants`: how many tenants may call (more than one: each leaves a worker free)."""
+        return cls(
+            s.worker_threads, s.write_threads, s.background_nice, s.agent_threads, tenants > 1
+        )
+
+    def lane(self, lane: Lane) -> FairPool:
+        return {Lane.READ: self.read, Lane.WRITE: self.write, Lane.AGENT: self.agent}[lane]
 
     def shutdown(self) -> None:
         """Drop queued work and wait for the work that is running (it stops at its next
         deadline check once its call was cancelled)."""
-        for pool in (self.read, self.write):
+        for pool in (self.read, self.write, self.agent):
             pool.shutdown(wait=True, cancel_futures=True)
 
 
 class CallRunner:
-    """Runs calls' blocking work in the worker pools under the admission bound."""
+    """Runs calls' blocking work in the worker pools under the admission bounds. One runner
+    serves every service, so the bounds count every call of a lane."""
 
-    def __init__(self, settings: ServerSettings, pools: WorkerPools) -> None:
+    def __init__(self, settings: ServerSettings, pools: WorkerPools, tenants: int = 1) -> None:
+        """`tenants`: how many tenants may call; with one, it has the whole bound."""
         self._pools = pools
         self._limit = settings.max_concurrent_calls
+        self._per_tenant = settings.max_calls_per_tenant if tenants > 1 else 0
         self._max_seconds = settings.max_call_seconds
         self._slow_s = settings.slow_call_ms / 1000.0
-        self._in_flight = {False: 0, True: 0}  # reads, writes
+        self._in_flight = dict.fromkeys(Lane, 0)
+        self._tenants: dict[tuple[Lane, str], int] = {}
         self._lock = threading.Lock()
 
     @property
     def in_flight(self) -> int:
-        return self._in_flight[False] + self._in_flight[True]
+        return sum(self._in_flight.values())
 
-    def admit(self, write: bool) -> None:
-        """Count a new read or write in, or refuse it (RESOURCE_EXHAUSTED) at the bound."""
+    def admit(self, lane: Lane, tenant: str, weight: int = 1) -> None:
+        """Count a new call in, or refuse it (RESOURCE_EXHAUSTED): beyond the lane's bound of
+        calls, or beyond the tenant's share of work (`weight`: a StepBatch counts as its Steps;
+        a tenant with nothing in flight may always start one call)."""
         with self._lock:
-            n = self._in_flight[write]
+            n = self._in_flight[lane]
             if n >= self._limit:
-                what = "writes" if write else "reads"
+                what = lane.value
                 raise ResourceExhaustedError(
                     f"{n} {what} are in flight; server.max_concurrent_calls is {self._limit}"
                     f" (for {what}): retry with backoff",
                     limit="server.max_concurrent_calls",
                 )
-            self._in_flight[write] = n + 1
+            mine = self._tenants.get((lane, tenant), 0)
+            if self._per_tenant and mine and mine + weight > self._per_tenant:
+                raise ResourceExhaustedError(
+                    f"this tenant has {mine} {lane.value} in flight (a StepBatch counts as its"
+                    f" Steps); server.max_calls_per_tenant is {self._per_tenant}: retry with"
+                    " backoff",
+                    limit="server.max_calls_per_tenant",
+                )
+            self._in_flight[lane] = n + 1
+            self._tenants[(lane, tenant)] = mine + weight
 
-    def release(self, write: bool) -> None:
+    def release(self, lane: Lane, tenant: str, weight: int = 1) -> None:
         with self._lock:
-            self._in_flight[write] -= 1
+            self._in_flight[lane] -= 1
+            left = self._tenants[(lane, tenant)] - weight
+            if left:
+                self._tenants[(lane, tenant)] = left
+            else:
+                del self._tenants[(lane, tenant)]
 
     def deadline(self, time_remaining: float | None) -> Deadline:
         """The work's deadline: the client's, capped by `server.max_call_seconds`."""
@@ -111,14 +166,18 @@ class CallRunner:
         self,
         work: Callable[[Deadline], T],
         deadline: Deadline,
-        write: bool,
+        lane: Lane,
+        tenant: str,
+        weight: int = 1,
         check: Callable[[], None] | None = None,
+        rec: CallRecord | None = None,
     ) -> T:
-        """Run `check()` (the request's validation), then `work(deadline)` in the read or the
-        write pool; the caller has been admitted, and this releases it once the work has
-        stopped (or, if it never started, at once). A write's `check` runs in the read pool
-        first, so a bad request is refused at once, never queued behind writers held back by
-        backpressure."""
+        """Run `check()` (the request's validation), then `work(deadline)` in the lane's pool;
+        the caller has been admitted, and this releases it once the work has stopped (or, if it
+        never started, at once). A write's `check` runs in the read pool first, so a bad
+        request is refused at once, never queued behind writers held back by backpressure. If
+        the client leaves while the work runs, `rec`'s line is logged when the work stops."""
+        write = lane is Lane.WRITE
 
         def guarded(validate: bool) -> T:
             try:
@@ -127,28 +186,31 @@ class CallRunner:
                 deadline.check("the work started")
                 return work(deadline)
             finally:
-                self.release(write)
+                self.release(lane, tenant, weight)
 
         try:
             if write and check is not None:
-                await asyncio.wrap_future(self._pools.read.submit(check))
-            pool = self._pools.write if write else self._pools.read
-            fut = pool.submit(guarded, not write)
+                await asyncio.wrap_future(self._pools.read.submit_for(tenant, check))
+            fut = self._pools.lane(lane).submit_for(tenant, guarded, not write)
         except BaseException:  # invalid, or the pool is shut down: the work will never run
-            self.release(write)
+            self.release(lane, tenant, weight)
             raise
         try:
             return await asyncio.wrap_future(fut)
         except asyncio.CancelledError:
             deadline.cancel()
             if fut.cancel():  # still queued: it will never run, so release it here
-                self.release(write)
+                self.release(lane, tenant, weight)
+            elif rec is not None:  # running: its line says when it really stopped
+                rec.deferred = True
+                fut.add_done_callback(lambda _: self.log(rec))
             raise
 
     def log(self, rec: CallRecord) -> None:
         took = time.perf_counter() - rec.t0
         fields: dict[str, Any] = {
             "method": rec.method,
+            "tenant": rec.tenant,
             "namespace": rec.namespace,
             "status": rec.status,
             "ms": round(took * 1000.0, 3),
@@ -158,8 +220,9 @@ class CallRunner:
         if log.isEnabledFor(level):
             log.log(
                 level,
-                "%s ns=%s status=%s ms=%.2f items=%d%s",
+                "%s tenant=%s ns=%s status=%s ms=%.2f items=%d%s",
                 rec.method,
+                rec.tenant or "-",
                 rec.namespace or "-",
                 rec.status,
                 took * 1000.0,

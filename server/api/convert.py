@@ -4,13 +4,14 @@ requests that passed validation."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
-from server.api.fields import MAX_SECONDS, MIN_SECONDS, make_page_token
+from server.api.fields import MAX_SECONDS, MIN_SECONDS
 from server.api.fields import seconds as ts_seconds
 from server.core.memory.model import (
     Blob,
@@ -33,6 +34,10 @@ from server.core.memory.model import (
     WriteHints,
     WriteResult,
 )
+from server.core.tenancy import Tenant
+
+# A List position: event time, turn, record key.
+Position = tuple[float, int, int]
 
 
 def _vec(values: object) -> Vector | None:
@@ -49,11 +54,11 @@ def timestamp(seconds: float, into: Timestamp) -> None:
     into.nanos = min(round((seconds - whole) * 1e9), 999_999_999)
 
 
-def new_memory(req: spb.RememberRequest) -> NewMemory:
+def new_memory(req: spb.RememberRequest, tenant: Tenant) -> NewMemory:
     r = req.record
     rec = Record(
         memory_id=r.memory_id,
-        namespace=r.namespace,
+        namespace=tenant.scope(r.namespace),
         kind=Kind(r.kind),
         modality=Modality(r.modality or pb.MODALITY_TEXT),
         session_id=r.session_id,
@@ -61,7 +66,11 @@ def new_memory(req: spb.RememberRequest) -> NewMemory:
         blob=Blob(r.blob.uri, r.blob.mime_type, r.blob.size_bytes, r.blob.sha256)
         if r.blob.uri
         else None,
-        source=Source(r.source.tool, r.source.round, r.source.task_id),
+        source=Source(
+            r.source.tool,
+            r.source.round,
+            tenant.scope(r.source.task_id) if r.source.task_id else "",
+        ),
         source_type=SourceType(r.source_type),
         expires_at=ts_seconds(r.expires_at) if r.HasField("expires_at") else None,
         topic=r.topic,
@@ -107,9 +116,9 @@ def memory_filter(f: spb.MemoryFilter) -> MemoryFilter:
     )
 
 
-def recall_query(req: spb.RecallRequest) -> RecallQuery:
+def recall_query(req: spb.RecallRequest, tenant: Tenant) -> RecallQuery:
     return RecallQuery(
-        namespace=req.namespace,
+        namespace=tenant.scope(req.namespace),
         text=req.query_text,
         vector=_vec(req.query_vector),
         image_query=req.query_modality == pb.MODALITY_IMAGE,
@@ -126,16 +135,22 @@ def recall_query(req: spb.RecallRequest) -> RecallQuery:
     )
 
 
-def record_pb(rec: Record, vector: Vector | None = None) -> pb.MemoryRecord:
+def _wire(tenant: Tenant, scoped: str) -> str:
+    return tenant.unscope(scoped) or ""
+
+
+def record_pb(rec: Record, tenant: Tenant, vector: Vector | None = None) -> pb.MemoryRecord:
     out = pb.MemoryRecord(
         memory_id=rec.memory_id,
-        namespace=rec.namespace,
+        namespace=_wire(tenant, rec.namespace),
         session_id=rec.session_id,
         kind=int(rec.kind),  # type: ignore[arg-type]
         modality=int(rec.modality),  # type: ignore[arg-type]
         text=rec.text,
         source=pb.MemorySource(
-            tool=rec.source.tool, round=rec.source.round, task_id=rec.source.task_id
+            tool=rec.source.tool,
+            round=rec.source.round,
+            task_id=_wire(tenant, rec.source.task_id) if rec.source.task_id else "",
         ),
         source_type=int(rec.source_type),  # type: ignore[arg-type]
         importance=rec.importance,
@@ -171,10 +186,10 @@ def record_pb(rec: Record, vector: Vector | None = None) -> pb.MemoryRecord:
     return out
 
 
-def hit_pb(hit: Hit) -> spb.RecallHit:
+def hit_pb(hit: Hit, tenant: Tenant) -> spb.RecallHit:
     s = hit.score
     return spb.RecallHit(
-        record=record_pb(hit.record, hit.vector),
+        record=record_pb(hit.record, tenant, hit.vector),
         score=pb.ScoreBreakdown(
             vector=s.vector,
             bm25=s.bm25,
@@ -186,13 +201,13 @@ def hit_pb(hit: Hit) -> spb.RecallHit:
             exact_hit=s.exact_hit,
         ),
         pocket=hit.pocket,
-        context=[record_pb(r) for r in hit.context],
+        context=[record_pb(r, tenant) for r in hit.context],
     )
 
 
-def recall_response(res: RecallResult) -> spb.RecallResponse:
+def recall_response(res: RecallResult, tenant: Tenant) -> spb.RecallResponse:
     return spb.RecallResponse(
-        hits=[hit_pb(h) for h in res.hits],
+        hits=[hit_pb(h, tenant) for h in res.hits],
         vector_weight=res.vector_weight,
         keyword_weight=res.keyword_weight,
         vector_candidates=res.vector_candidates,
@@ -214,10 +229,10 @@ def recall_response(res: RecallResult) -> spb.RecallResponse:
     )
 
 
-def list_response(page: Page) -> spb.ListResponse:
+def list_response(page: Page, tenant: Tenant, seal: Callable[[Position], str]) -> spb.ListResponse:
     return spb.ListResponse(
-        records=[record_pb(r) for r in page.records],
-        next_page_token="" if page.next_after is None else make_page_token(page.next_after),
+        records=[record_pb(r, tenant) for r in page.records],
+        next_page_token="" if page.next_after is None else seal(page.next_after),
     )
 
 
@@ -241,25 +256,34 @@ def pocket_pb(p: PocketStats) -> spb.PocketStats:
     return out
 
 
-def stats_response(st: Stats) -> spb.StatsResponse:
-    return spb.StatsResponse(
-        namespaces=[
+def stats_response(st: Stats, tenant: Tenant) -> spb.StatsResponse:
+    """The tenant's namespaces that its token grants; the server's own figures (the index's
+    revisions, what is pending) only for an admin token."""
+    out = spb.StatsResponse()
+    for n in st.namespaces:
+        name = tenant.unscope(n.namespace)
+        if name is None or not tenant.may_use(name):
+            continue
+        out.namespaces.append(
             spb.NamespaceStats(
-                namespace=n.namespace,
+                namespace=name,
                 record_count=n.record_count,
                 obsolete_count=n.obsolete_count,
                 tiers=[spb.TierStats(tier=int(t.tier), record_count=t.count) for t in n.tiers],  # type: ignore[arg-type]
                 pockets=[pocket_pb(p) for p in n.pockets],
             )
-            for n in st.namespaces
-        ],
-        pending_index=st.pending_index,
-        index=spb.IndexStats(
+        )
+    if not tenant.admin:
+        return out
+    out.pending_index = st.pending_index
+    out.index.CopyFrom(
+        spb.IndexStats(
             head_revision=st.index.head_rev,
             indexed_revision=st.index.indexed_rev,
             snapshot_revision=st.index.snapshot_rev,
             pending=st.index.pending,
             unsnapshotted=st.index.unsnapshotted,
             catching_up=st.index.catching_up,
-        ),
+        )
     )
+    return out

@@ -8,6 +8,7 @@ from pocketd.v1 import agent_service_pb2 as apb
 from server.api.convert_ledger import status_pb
 from server.core.agent.context import Recalled
 from server.core.agent.step import StepOut
+from server.core.tenancy import Tenant
 
 
 def _memory(m: Recalled) -> apb.StepMemory:
@@ -16,10 +17,10 @@ def _memory(m: Recalled) -> apb.StepMemory:
     )
 
 
-def step_pb(o: StepOut) -> apb.StepResponse:
+def step_pb(o: StepOut, tenant: Tenant) -> apb.StepResponse:
     route = o.route
     out = apb.StepResponse(
-        budget=status_pb(o.status),
+        budget=status_pb(o.status, tenant),
         tier=route.route.name,
         model=route.route.model,
         token_budget_round=route.route.token_budget_round,

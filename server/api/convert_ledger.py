@@ -13,6 +13,7 @@ from server.core.agent.model import (
     ToolBudget,
 )
 from server.core.settings import LedgerSettings
+from server.core.tenancy import Tenant
 
 
 def budget(b: lpb.TaskBudget, s: LedgerSettings) -> Budget:
@@ -35,9 +36,9 @@ def budget(b: lpb.TaskBudget, s: LedgerSettings) -> Budget:
     )
 
 
-def status_pb(s: Status) -> lpb.TaskStatus:
+def status_pb(s: Status, tenant: Tenant) -> lpb.TaskStatus:
     return lpb.TaskStatus(
-        task_id=s.task_id,
+        task_id=tenant.unscope(s.task_id) or "",
         state=s.state,
         round=s.round,
         limits=[
@@ -59,12 +60,12 @@ def status_pb(s: Status) -> lpb.TaskStatus:
     )
 
 
-def reservation_pb(r: Reservation) -> lpb.Reservation:
+def reservation_pb(r: Reservation, tenant: Tenant) -> lpb.Reservation:
     return lpb.Reservation(
         reservation_id=r.reservation_id,
         amount_micros=r.amount,
         expires_at=r.expires_at,
-        status=status_pb(r.status),
+        status=status_pb(r.status, tenant),
     )
 
 
@@ -72,9 +73,9 @@ def _kind_bill(k: KindBill) -> lpb.KindBill:
     return lpb.KindBill(kind=int(k.kind), spent_micros=k.spent, commits=k.commits)  # type: ignore[arg-type]
 
 
-def bill_pb(b: Bill) -> lpb.TaskBill:
+def bill_pb(b: Bill, tenant: Tenant) -> lpb.TaskBill:
     return lpb.TaskBill(
-        status=status_pb(b.status),
+        status=status_pb(b.status, tenant),
         by_kind=[_kind_bill(k) for k in b.by_kind],
         by_tool={t: _kind_bill(k) for t, k in b.by_tool.items()},
     )

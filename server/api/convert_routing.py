@@ -6,6 +6,7 @@ from pocketd.v1 import memory_service_pb2 as spb
 from server.api.convert import recall_response, timestamp
 from server.core.routing.explain import Explained
 from server.core.routing.router import Context
+from server.core.tenancy import Tenant
 
 
 def route_features(ctx: Context) -> spb.RouteFeatures:
@@ -48,7 +49,9 @@ def route_features(ctx: Context) -> spb.RouteFeatures:
     return out
 
 
-def explain_response(ctx: Context, explained: list[Explained]) -> spb.ExplainResponse:
+def explain_response(
+    ctx: Context, explained: list[Explained], tenant: Tenant
+) -> spb.ExplainResponse:
     out = spb.ExplainResponse(features=route_features(ctx))
     for e in explained:
         d = e.decision
@@ -75,5 +78,5 @@ def explain_response(ctx: Context, explained: list[Explained]) -> spb.ExplainRes
             searched_steps=e.searched_steps,
         )
         if e.result is not None:
-            pe.result.CopyFrom(recall_response(e.result))
+            pe.result.CopyFrom(recall_response(e.result, tenant))
     return out

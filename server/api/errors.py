@@ -9,10 +9,17 @@
 | ResourceExhaustedError    | RESOURCE_EXHAUSTED  | QuotaFailure (the setting)           |
 | DeadlineExceededError     | DEADLINE_EXCEEDED   | -                                    |
 | CallCancelledError        | CANCELLED           | -                                    |
+| PermissionDeniedError     | PERMISSION_DENIED   | ErrorInfo, BadRequest (the field)    |
 | anything else             | INTERNAL            | - (logged with its traceback)        |
 
 A message over `server.max_message_bytes` never reaches a handler: gRPC itself answers
-RESOURCE_EXHAUSTED. A message that cannot be decoded is answered by `server.api.guard`.
+RESOURCE_EXHAUSTED. A message that cannot be decoded is answered by `server.api.guard`, a call
+without a valid token (UNAUTHENTICATED) by `server.api.auth`.
+
+A status's message and details together stay under `MAX_DETAIL_BYTES` (gRPC sends them as
+trailing metadata, which a stock client refuses beyond 16 KiB, turning the answer into
+RESOURCE_EXHAUSTED): a BadRequest lists the violations that fit, and says how many more there
+were.
 """
 
 from __future__ import annotations
@@ -32,18 +39,31 @@ from server.core.errors import (
     InvalidArgumentError,
     Location,
     NotFoundError,
+    PermissionDeniedError,
     PocketdError,
     ResourceExhaustedError,
     UnavailableError,
 )
+from server.core.tenancy import unscoped_text
 
+# The message and the details of one status (gRPC's metadata limit is 16 KiB, base64 included).
+MAX_DETAIL_BYTES = 6144
+MAX_FIELD_CHARS = 512
 log = logging.getLogger(__name__)
 DOMAIN = "pocketd.dev"
 
 
 def _status(code: int, message: str, *details: Message) -> status_pb2.Status:
+    """The status, with the core's kept names (tenant-scoped) spelt as the caller's."""
+    message = unscoped_text(message)
     packed = []
     for d in details:
+        if isinstance(d, error_details_pb2.ResourceInfo):
+            d.resource_name = unscoped_text(d.resource_name)
+            d.description = unscoped_text(d.description)
+        elif isinstance(d, error_details_pb2.PreconditionFailure):
+            for pv in d.violations:
+                pv.description = unscoped_text(pv.description)
         a = any_pb2.Any()
         a.Pack(d)
         packed.append(a)
@@ -69,15 +89,17 @@ def to_status(exc: BaseException, batch: bool = True) -> status_pb2.Status:
     """The rich status for an exception (see the module table); `batch` says whether the request
     was a batch, for the field paths of core locations."""
     if isinstance(exc, InvalidArgumentError):
-        br = error_details_pb2.BadRequest(
+        return _bad_request(exc)
+    if isinstance(exc, PermissionDeniedError):
+        denied = error_details_pb2.BadRequest(
             field_violations=[
                 error_details_pb2.BadRequest.FieldViolation(
-                    field=v.field, description=v.description
+                    field=exc.field, description="not granted to this token"
                 )
-                for v in exc.violations
             ]
         )
-        return _status(code_pb2.INVALID_ARGUMENT, str(exc), br)
+        why = error_details_pb2.ErrorInfo(reason="NOT_GRANTED", domain=DOMAIN)
+        return _status(code_pb2.PERMISSION_DENIED, str(exc), why, denied)
     if isinstance(exc, NotFoundError):
         info = error_details_pb2.ResourceInfo(
             resource_type=exc.resource, resource_name=exc.name, description=str(exc)
@@ -127,6 +149,24 @@ def to_status(exc: BaseException, batch: bool = True) -> status_pb2.Status:
     else:
         log.error("internal error", exc_info=exc)
     return _status(code_pb2.INTERNAL, "internal error")
+
+
+def _bad_request(exc: InvalidArgumentError) -> status_pb2.Status:
+    """INVALID_ARGUMENT with the violations that fit in `MAX_DETAIL_BYTES`."""
+    br = error_details_pb2.BadRequest()
+    used, message = 0, []
+    for i, v in enumerate(exc.violations):
+        field, what = v.field[:MAX_FIELD_CHARS], v.description[:MAX_FIELD_CHARS]
+        size = 2 * (len(field) + len(what)) + 16  # in the message and in the details
+        if used + size > MAX_DETAIL_BYTES:
+            more = len(exc.violations) - i
+            br.field_violations.add(field="", description=f"... and {more} more violations")
+            message.append(f"... and {more} more")
+            break
+        used += size
+        br.field_violations.add(field=field, description=what)
+        message.append(f"{field}: {what}")
+    return _status(code_pb2.INVALID_ARGUMENT, "; ".join(message), br)
 
 
 async def abort(context: grpc.aio.ServicerContext, exc: BaseException) -> None:

@@ -15,7 +15,6 @@ Each rule is a pure function returning a problem description, or None when the v
 
 from __future__ import annotations
 
-import base64
 import math
 import re
 import unicodedata
@@ -111,20 +110,3 @@ def vector_problem(values: Sized, dim: int) -> str | None:
     if not np.isfinite(unit).all() or not np.any(unit):
         return "has no direction that float32 can hold once normalised"
     return None
-
-
-def page_token(token: str) -> tuple[float, int, int] | None:
-    """The position a List page token encodes (event time, turn, key), or None if it is not
-    one."""
-    try:
-        raw = base64.urlsafe_b64decode(token.encode("ascii") + b"==").decode("ascii")
-        t, turn, key = raw.split(":")
-        out = (float(t), int(turn), int(key))
-    except (ValueError, UnicodeError):
-        return None
-    return out if math.isfinite(out[0]) and out[2] >= 0 else None
-
-
-def make_page_token(after: tuple[float, int, int]) -> str:
-    raw = f"{after[0]!r}:{after[1]}:{after[2]}".encode("ascii")
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")

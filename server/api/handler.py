@@ -1,20 +1,23 @@
 """The one path every RPC takes: admission and the per-call log (`server.api.calls`), then, in
-the bounded worker pool with the call's `Deadline`, validation of the whole request and the
-blocking work (usearch, tantivy, onnxruntime, numba and SQLite all release the GIL for their
-heavy work). An error becomes its rich status (`server.api.errors`)."""
+the bounded worker pool with the call's `Deadline`, validation of the whole request, the check
+that the caller's token grants its namespaces, and the blocking work (usearch, tantivy,
+onnxruntime, numba and SQLite all release the GIL for their heavy work). An error becomes its
+rich status (`server.api.errors`)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from grpc_status import rpc_status
 
-from server.api.calls import CallRecord, CallRunner, WorkerPools, code_name
+from server.api.auth import call_tenant
+from server.api.calls import CallRecord, CallRunner, Lane, code_name
 from server.api.errors import to_status
 from server.api.validation import Validator, Violations
 from server.core.deadline import Deadline
+from server.core.errors import PermissionDeniedError
 from server.core.settings import Settings
 
 T = TypeVar("T")
@@ -24,11 +27,11 @@ log = logging.getLogger(__name__)
 
 
 class Handler:
-    """What a servicer shares: the validator and the call runner."""
+    """What a servicer shares: the validator and the call runner (one for every service)."""
 
-    def __init__(self, settings: Settings, pools: WorkerPools) -> None:
+    def __init__(self, settings: Settings, calls: CallRunner) -> None:
         self._validator = Validator(settings)
-        self._calls = CallRunner(settings.server, pools)
+        self._calls = calls
 
     async def _call(
         self,
@@ -38,32 +41,51 @@ class Handler:
         work: Callable[[Deadline], T],
         write: bool = False,
         batch: bool = True,
+        namespaces: Sequence[tuple[str, str]] | None = None,
+        agent: bool = False,
+        weight: int = 1,
     ) -> T:
         """Admit, validate off the event loop (so a large batch being checked never delays
-        another call), then run `work` in its pool under the call's deadline. `batch` False: the
-        request is not a batch, whose field paths have no `items[i].`."""
+        another call), check that the caller's token grants the request's namespaces
+        (`namespaces`: (field, namespace) pairs; None: `rec.namespace`, as `namespace`), then run
+        `work` under the call's deadline: in the write pool (`write`), the agent pool (`agent`:
+        LedgerService and AgentService) or the read pool. `weight`: the work it counts as
+        against the tenant's share (a StepBatch: its Steps). `batch` False: the request is not
+        a batch, whose field paths have no `items[i].`."""
         log.debug("%s ns=%s started", rec.method, rec.namespace or "-")
+        tenant = call_tenant(context)
+        rec.tenant = tenant.name
+        names = namespaces if namespaces is not None else [("namespace", rec.namespace)]
+        lane = Lane.WRITE if write else Lane.AGENT if agent else Lane.READ
 
         def check() -> None:
             v = Violations()
             validate(v)
             v.raise_if_any()
+            for field, ns in names:
+                if ns and not tenant.may_use(ns):
+                    raise PermissionDeniedError(
+                        f"this token does not grant namespace {ns!r}", field
+                    )
 
+        deadline: Deadline | None = None
         try:
-            self._calls.admit(write)
+            self._calls.admit(lane, tenant.name, weight)
             try:
                 deadline = self._calls.deadline(context.time_remaining())
             except BaseException:
-                self._calls.release(write)
+                self._calls.release(lane, tenant.name, weight)
                 raise
-            return await self._calls.run(work, deadline, write, check)
+            return await self._calls.run(work, deadline, lane, tenant.name, weight, check, rec)
         except Exception as exc:
             status = to_status(exc, batch)
             rec.status = code_name(status.code)
             await context.abort_with_status(rpc_status.to_status(status))
             raise  # unreachable: abort raises
-        except BaseException:  # the client went away (asyncio cancelled the handler)
-            rec.status = "CANCELLED"
+        except BaseException:  # the client went away, or its deadline passed
+            passed = deadline is not None and deadline.remaining() <= 0.0
+            rec.status = "DEADLINE_EXCEEDED" if passed else "CANCELLED"
             raise
         finally:
-            self._calls.log(rec)
+            if not rec.deferred:
+                self._calls.log(rec)

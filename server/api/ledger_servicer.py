@@ -1,24 +1,39 @@
-"""LedgerService handlers: validate, convert, run the ledger in the worker pool, convert back."""
+"""LedgerService handlers: validate, convert, run the ledger in the agent pool, convert back.
+
+Task ids are kept under the caller's tenant (`Tenant.scope`): another tenant's task is NOT_FOUND,
+exactly like a task that does not exist, and opening a task id another tenant uses opens one of
+the caller's own. A task also belongs to the namespace it was opened in: a token that does not
+grant that namespace gets NOT_FOUND for it too.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
 
 from pocketd.v1 import ledger_service_pb2 as lpb
 from pocketd.v1 import ledger_service_pb2_grpc as lpb_grpc
 from server.api import convert_ledger as cv
-from server.api.calls import CallRecord, WorkerPools
+from server.api.auth import call_tenant
+from server.api.calls import CallRecord, CallRunner
 from server.api.handler import Ctx, Handler
 from server.api.ledger_validation import LedgerValidator
+from server.api.validation import Violations
 from server.core.agent.ledger import Ledger
 from server.core.agent.model import SpendKind
-from server.core.errors import UnavailableError
+from server.core.deadline import Deadline
+from server.core.errors import Location, NotFoundError, UnavailableError
 from server.core.settings import Settings
+from server.core.tenancy import Tenant
+
+T = TypeVar("T")
 
 
 class LedgerServicer(Handler, lpb_grpc.LedgerServiceServicer):  # type: ignore[misc]
     """The gRPC face of the `Ledger`. Calls before `ready()` get UNAVAILABLE."""
 
-    def __init__(self, settings: Settings, pools: WorkerPools) -> None:
-        super().__init__(settings, pools)
+    def __init__(self, settings: Settings, calls: CallRunner) -> None:
+        super().__init__(settings, calls)
         self._check = LedgerValidator(settings)
         self._settings = settings.ledger
         self._ledger: Ledger | None = None
@@ -31,31 +46,45 @@ class LedgerServicer(Handler, lpb_grpc.LedgerServiceServicer):  # type: ignore[m
             raise UnavailableError("pocketd is starting: the ledger is not open yet")
         return self._ledger
 
+    def task_id(self, tenant: Tenant, task_id: str) -> str:
+        """The task as the ledger keys it, once the caller may see it: NOT_FOUND when its
+        namespace is not granted to the caller's token (as for a task that does not exist)."""
+        scoped = tenant.scope(task_id)
+        if tenant.grants != ("*",):
+            ns = self._led().namespace_of(scoped)
+            if ns is None or not tenant.may_use(tenant.unscope(ns) or ""):
+                raise NotFoundError("task", task_id, Location("task_id"))
+        return scoped
+
     async def OpenTask(self, request: lpb.OpenTaskRequest, context: Ctx) -> lpb.TaskStatus:
+        t = call_tenant(context)
         return await self._call(
             context,
             CallRecord("OpenTask", request.namespace, 1),
             lambda v: self._check.open_task(v, request),
             lambda d: cv.status_pb(
                 self._led().open_task(
-                    request.task_id,
-                    request.namespace,
+                    t.scope(request.task_id),
+                    t.scope(request.namespace),
                     request.session_id,
                     cv.budget(request.budget, self._settings),
-                )
+                ),
+                t,
             ),
             batch=False,
+            agent=True,
         )
 
     async def Reserve(self, request: lpb.ReserveRequest, context: Ctx) -> lpb.Reservation:
         ttl = request.ttl_seconds or self._settings.reservation_ttl_seconds
-        return await self._call(
+        return await self._on_task(
             context,
-            CallRecord("Reserve", "", 1),
+            "Reserve",
+            request.task_id,
             lambda v: self._check.reserve(v, request),
-            lambda d: cv.reservation_pb(
-                self._led().reserve(
-                    request.task_id,
+            lambda led, task, t: cv.reservation_pb(
+                led.reserve(
+                    task,
                     request.round,
                     SpendKind(request.kind),
                     request.estimate_micros,
@@ -63,67 +92,79 @@ class LedgerServicer(Handler, lpb_grpc.LedgerServiceServicer):  # type: ignore[m
                     request.final,
                     float(ttl),
                     request.idempotency_key,
-                )
+                ),
+                t,
             ),
-            batch=False,
         )
 
     async def Commit(self, request: lpb.CommitRequest, context: Ctx) -> lpb.TaskStatus:
-        return await self._call(
+        return await self._on_task(
             context,
-            CallRecord("Commit", "", 1),
+            "Commit",
+            request.task_id,
             lambda v: self._check.settle(v, request),
-            lambda d: cv.status_pb(
-                self._led().commit(
-                    request.task_id,
-                    request.reservation_id,
-                    request.actual_micros,
-                    request.idempotency_key,
-                )
+            lambda led, task, t: cv.status_pb(
+                led.commit(
+                    task, request.reservation_id, request.actual_micros, request.idempotency_key
+                ),
+                t,
             ),
-            batch=False,
         )
 
     async def Release(self, request: lpb.ReleaseRequest, context: Ctx) -> lpb.TaskStatus:
-        return await self._call(
+        return await self._on_task(
             context,
-            CallRecord("Release", "", 1),
+            "Release",
+            request.task_id,
             lambda v: self._check.settle(v, request),
-            lambda d: cv.status_pb(
-                self._led().release(
-                    request.task_id, request.reservation_id, request.idempotency_key
-                )
+            lambda led, task, t: cv.status_pb(
+                led.release(task, request.reservation_id, request.idempotency_key), t
             ),
-            batch=False,
         )
 
     async def Status(self, request: lpb.TaskStatusRequest, context: Ctx) -> lpb.TaskStatus:
-        return await self._call(
+        return await self._on_task(
             context,
-            CallRecord("Status", "", 1),
+            "Status",
+            request.task_id,
             lambda v: self._check.status(v, request),
-            lambda d: cv.status_pb(self._led().status(request.task_id)),
-            batch=False,
+            lambda led, task, t: cv.status_pb(led.status(task), t),
         )
 
     async def RaiseBudget(self, request: lpb.RaiseBudgetRequest, context: Ctx) -> lpb.TaskStatus:
-        return await self._call(
+        return await self._on_task(
             context,
-            CallRecord("RaiseBudget", "", 1),
+            "RaiseBudget",
+            request.task_id,
             lambda v: self._check.raise_budget(v, request),
-            lambda d: cv.status_pb(
-                self._led().raise_budget(
-                    request.task_id, request.add_total_micros, request.idempotency_key
-                )
+            lambda led, task, t: cv.status_pb(
+                led.raise_budget(task, request.add_total_micros, request.idempotency_key), t
             ),
-            batch=False,
         )
 
     async def CloseTask(self, request: lpb.CloseTaskRequest, context: Ctx) -> lpb.TaskBill:
-        return await self._call(
+        return await self._on_task(
             context,
-            CallRecord("CloseTask", "", 1),
+            "CloseTask",
+            request.task_id,
             lambda v: self._check.close_task(v, request),
-            lambda d: cv.bill_pb(self._led().close_task(request.task_id, request.idempotency_key)),
-            batch=False,
+            lambda led, task, t: cv.bill_pb(led.close_task(task, request.idempotency_key), t),
+        )
+
+    async def _on_task(
+        self,
+        context: Ctx,
+        method: str,
+        task_id: str,
+        validate: Callable[[Violations], None],
+        work: Callable[[Ledger, str, Tenant], T],
+    ) -> T:
+        """A call on one task, which `work` gets as the ledger keys it."""
+        t = call_tenant(context)
+
+        def run(d: Deadline) -> T:
+            return work(self._led(), self.task_id(t, task_id), t)
+
+        return await self._call(
+            context, CallRecord(method, "", 1), validate, run, batch=False, agent=True
         )

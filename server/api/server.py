@@ -1,12 +1,15 @@
-"""Build the grpc.aio server: MemoryService, the standard health service and reflection.
+"""Build the grpc.aio server: MemoryService, LedgerService, AgentService, the standard health
+service and reflection, behind the token check (`server.api.auth`), over TLS when configured.
 
 Health reports NOT_SERVING until `mark_serving()` (stores loaded, kernels compiled), and again
-from the moment a drain begins, so load balancers stop sending work before calls are cut.
+from the moment a drain begins, so load balancers stop sending work before calls are cut; it
+has a status for the server (`""`) and for each of the three services.
 """
 
 from __future__ import annotations
 
 import errno
+import secrets
 import socket
 from collections.abc import Callable
 
@@ -21,14 +24,16 @@ from pocketd.v1 import ledger_service_pb2_grpc as lpb_grpc
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 from server.api.agent_servicer import AgentServicer
-from server.api.calls import WorkerPools
+from server.api.auth import Authenticator, AuthGuard
+from server.api.calls import CallRunner, WorkerPools
 from server.api.guard import DecodeGuard
 from server.api.ledger_servicer import LedgerServicer
+from server.api.page_tokens import SECRET_BYTES, PageTokens
 from server.api.servicer import MemoryServicer
 from server.core.agent.ledger import Ledger
 from server.core.agent.step import AgentLoop
 from server.core.engine import MemoryEngine
-from server.core.settings import Settings
+from server.core.settings import Settings, TlsSettings
 
 SERVICE_NAME = spb.DESCRIPTOR.services_by_name["MemoryService"].full_name
 LEDGER_NAME = lpb.DESCRIPTOR.services_by_name["LedgerService"].full_name
@@ -70,22 +75,30 @@ class GrpcServer:
         settings: Settings,
         pools: WorkerPools,
         count_tokens: Callable[[str], int] | None = None,
+        page_secret: bytes | None = None,
     ) -> None:
-        """`count_tokens`: the tokenizer's count, for AgentService (None: it has none)."""
+        """`count_tokens`: the tokenizer's count, for AgentService (None: it has none);
+        `page_secret`: what List page tokens are sealed with (None: a new one, so tokens do not
+        outlive the process)."""
         limit = settings.server.max_message_bytes
+        self.auth = Authenticator(settings.auth)
+        self._tls = settings.tls
         self.server = grpc.aio.server(
-            interceptors=[DecodeGuard()],
+            interceptors=[AuthGuard(self.auth), DecodeGuard()],
             options=[
                 ("grpc.max_receive_message_length", limit),
                 ("grpc.max_send_message_length", limit),
                 ("grpc.so_reuseport", 0),
             ],
         )
-        self.servicer = MemoryServicer(settings, pools)
+        tenants = len({t.tenant for t in settings.auth.tokens})
+        self.calls = CallRunner(settings.server, pools, tenants)
+        pages = PageTokens(page_secret or secrets.token_bytes(SECRET_BYTES))
+        self.servicer = MemoryServicer(settings, self.calls, pages)
         spb_grpc.add_MemoryServiceServicer_to_server(self.servicer, self.server)
-        self.ledger = LedgerServicer(settings, pools)
+        self.ledger = LedgerServicer(settings, self.calls)
         lpb_grpc.add_LedgerServiceServicer_to_server(self.ledger, self.server)
-        self.agent = AgentServicer(settings, pools, count_tokens)
+        self.agent = AgentServicer(settings, self.calls, count_tokens)
         apb_grpc.add_AgentServiceServicer_to_server(self.agent, self.server)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
@@ -98,8 +111,12 @@ class GrpcServer:
     async def start(self, listen: str) -> int:
         """Bind and start (NOT_SERVING); return the bound port (useful with port 0)."""
         _probe(listen)
+        creds = server_credentials(self._tls)
         try:
-            self.port = self.server.add_insecure_port(listen)
+            if creds is None:
+                self.port = self.server.add_insecure_port(listen)
+            else:
+                self.port = self.server.add_secure_port(listen, creds)
         except RuntimeError as exc:
             raise ListenError(f"cannot listen on {listen}") from exc
         if self.port == 0:
@@ -109,11 +126,13 @@ class GrpcServer:
         return self.port
 
     async def _set(self, status: int) -> None:
-        for name in ("", SERVICE_NAME):
+        for name in ("", SERVICE_NAME, LEDGER_NAME, AGENT_NAME):
             await self.health.set(name, status)  # type: ignore[arg-type]
 
     def agent_ready(self, loop: AgentLoop) -> None:
-        """AgentService's Step answers from now on (it needs the memory engine)."""
+        """AgentService's Step answers from now on (it needs the memory engine), and
+        MemoryService reads its own writes of what Steps acknowledge."""
+        self.servicer.settle_with(loop.settle)
         self.agent.ready(loop)
 
     def ledger_ready(self, ledger: Ledger) -> None:
@@ -128,3 +147,21 @@ class GrpcServer:
         """Report NOT_SERVING, refuse new calls, wait up to `grace_seconds` for calls in flight."""
         await self._set(health_pb2.HealthCheckResponse.NOT_SERVING)
         await self.server.stop(grace_seconds)
+
+
+def server_credentials(tls: TlsSettings) -> grpc.ServerCredentials | None:
+    """TLS from PEM files (with `client_ca_file`: clients must show a certificate it signed);
+    None: plaintext."""
+    if not tls.cert_file:
+        return None
+    with open(tls.key_file, "rb") as fh:
+        key = fh.read()
+    with open(tls.cert_file, "rb") as fh:
+        cert = fh.read()
+    ca = None
+    if tls.client_ca_file:
+        with open(tls.client_ca_file, "rb") as fh:
+            ca = fh.read()
+    return grpc.ssl_server_credentials(
+        [(key, cert)], root_certificates=ca, require_client_auth=ca is not None
+    )

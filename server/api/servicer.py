@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TypeVar
 
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
-from server.api import convert, fields
-from server.api.calls import CallRecord, WorkerPools
+from server.api import convert
+from server.api.auth import call_tenant
+from server.api.calls import CallRecord, CallRunner
 from server.api.convert_routing import explain_response
 from server.api.handler import Ctx, Handler
+from server.api.page_tokens import PageTokens
 from server.api.validation import Violations
 from server.core.deadline import Deadline
 from server.core.engine import MemoryEngine
@@ -33,15 +36,29 @@ DEFAULT_PAGE_SIZE = 100
 class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[misc]
     """The gRPC face of a `MemoryEngine`. Calls before `ready()` get UNAVAILABLE."""
 
-    def __init__(self, settings: Settings, pools: WorkerPools) -> None:
-        super().__init__(settings, pools)
+    def __init__(self, settings: Settings, calls: CallRunner, pages: PageTokens) -> None:
+        super().__init__(settings, calls)
+        self._pages = pages
         self._engine: MemoryEngine | None = None
         self._explainer: Explainer | None = None
+        self._settle: Callable[[str, Deadline], None] | None = None
 
     def ready(self, engine: MemoryEngine) -> None:
         if isinstance(engine.planner, Router):
             self._explainer = Explainer(engine.planner, engine)
         self._engine = engine
+
+    def settle_with(self, settle: Callable[[str, Deadline], None]) -> None:
+        """Read-your-writes of what Steps acknowledged: every call settles its namespaces
+        (`AgentLoop.settle`) before it reads or changes them."""
+        self._settle = settle
+
+    def _settled(self, d: Deadline, *namespaces: str) -> MemoryEngine:
+        eng = self._eng()
+        if self._settle is not None:
+            for ns in dict.fromkeys(namespaces):
+                self._settle(ns, d)
+        return eng
 
     def _eng(self) -> MemoryEngine:
         if self._engine is None:
@@ -56,27 +73,43 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
         work: Callable[[MemoryEngine, Deadline], T],
         write: bool = False,
         batch: bool = True,
+        namespaces: Sequence[tuple[str, str]] | None = None,
+        settle: Sequence[str] = (),
     ) -> T:
-        """`Handler._call` with the engine (UNAVAILABLE until `ready`)."""
+        """`Handler._call` with the engine (UNAVAILABLE until `ready`), once the namespaces
+        `settle` (as the core keeps them) hold what Steps acknowledged in them."""
         return await self._call(
-            context, rec, validate, lambda d: work(self._eng(), d), write, batch
+            context,
+            rec,
+            validate,
+            lambda d: work(self._settled(d, *settle), d),
+            write,
+            batch,
+            namespaces,
         )
 
     async def Remember(self, request: spb.RememberRequest, context: Ctx) -> spb.RememberResponse:
+        t = call_tenant(context)
         return await self._run(
             context,
             CallRecord("Remember", request.record.namespace, 1),
             lambda v: self._validator.remember(v, "", request, time.time()),
-            lambda eng, d: convert.write_result(eng.remember([convert.new_memory(request)], d)[0]),
+            lambda eng, d: convert.write_result(
+                eng.remember([convert.new_memory(request, t)], d)[0]
+            ),
             write=True,
             batch=False,
+            namespaces=[("record.namespace", request.record.namespace)],
+            settle=[t.scope(request.record.namespace)],
         )
 
     async def RememberBatch(
         self, request: spb.RememberBatchRequest, context: Ctx
     ) -> spb.RememberBatchResponse:
+        t = call_tenant(context)
+
         def work(eng: MemoryEngine, d: Deadline) -> spb.RememberBatchResponse:
-            results = eng.remember([convert.new_memory(it) for it in request.items], d)
+            results = eng.remember([convert.new_memory(it, t) for it in request.items], d)
             return spb.RememberBatchResponse(results=[convert.write_result(r) for r in results])
 
         first = request.items[0].record.namespace if request.items else ""
@@ -86,76 +119,118 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
             lambda v: self._validator.remember_batch(v, request, time.time()),
             work,
             write=True,
+            namespaces=[
+                (f"items[{i}].record.namespace", it.record.namespace)
+                for i, it in enumerate(request.items)
+            ],
+            settle=[t.scope(it.record.namespace) for it in request.items],
         )
 
     async def Recall(self, request: spb.RecallRequest, context: Ctx) -> spb.RecallResponse:
         rec = CallRecord("Recall", request.namespace, 0)
+        t = call_tenant(context)
 
         def work(eng: MemoryEngine, d: Deadline) -> spb.RecallResponse:
-            res = eng.recall(convert.recall_query(request), d)
+            res = eng.recall(convert.recall_query(request, t), d)
             rec.items = len(res.hits)
-            return convert.recall_response(res)
+            return convert.recall_response(res, t)
 
-        return await self._run(context, rec, lambda v: self._validator.recall(v, request), work)
+        return await self._run(
+            context,
+            rec,
+            lambda v: self._validator.recall(v, request),
+            work,
+            settle=[t.scope(request.namespace)],
+        )
 
     async def Explain(self, request: spb.ExplainRequest, context: Ctx) -> spb.ExplainResponse:
         rec = CallRecord("Explain", request.recall.namespace, 0)
+        t = call_tenant(context)
 
         def work(eng: MemoryEngine, d: Deadline) -> spb.ExplainResponse:
             if self._explainer is None:
                 raise FailedPreconditionError("this server has no router to explain", "NO_ROUTER")
-            q = convert.recall_query(request.recall)
+            q = convert.recall_query(request.recall, t)
             ctx, explained = self._explainer.explain(q, list(request.policies), request.run, d)
             rec.items = len(explained)
-            return explain_response(ctx, explained)
+            return explain_response(ctx, explained, t)
 
-        return await self._run(context, rec, lambda v: self._validator.explain(v, request), work)
+        return await self._run(
+            context,
+            rec,
+            lambda v: self._validator.explain(v, request),
+            work,
+            namespaces=[("recall.namespace", request.recall.namespace)],
+            settle=[t.scope(request.recall.namespace)],
+        )
 
     async def Get(self, request: spb.GetRequest, context: Ctx) -> spb.GetResponse:
+        t = call_tenant(context)
+
         def work(eng: MemoryEngine, d: Deadline) -> spb.GetResponse:
-            rec, vec = eng.get(request.namespace, request.memory_id, request.include_vector)
-            return spb.GetResponse(record=convert.record_pb(rec, vec))
+            ns = t.scope(request.namespace)
+            rec, vec = eng.get(ns, request.memory_id, request.include_vector)
+            return spb.GetResponse(record=convert.record_pb(rec, t, vec))
 
         return await self._run(
             context,
             CallRecord("Get", request.namespace, 1),
             lambda v: self._validator.get(v, request),
             work,
+            settle=[t.scope(request.namespace)],
         )
 
     async def Forget(self, request: spb.ForgetRequest, context: Ctx) -> spb.ForgetResponse:
         rec = CallRecord("Forget", request.namespace, 0)
+        t = call_tenant(context)
 
         def work(eng: MemoryEngine, d: Deadline) -> spb.ForgetResponse:
+            ns = t.scope(request.namespace)
             if request.WhichOneof("target") == "memory_id":
-                n = eng.forget(request.namespace, request.memory_id, None, d)
+                n = eng.forget(ns, request.memory_id, None, d)
             else:
                 flt = convert.memory_filter(request.filter)
-                n = eng.forget(request.namespace, None, flt, d)
+                n = eng.forget(ns, None, flt, d)
             rec.items = n
             return spb.ForgetResponse(forgotten_count=n)
 
         # A read's worker: a delete is short and must not wait behind writers held back by
         # backpressure (it takes the writer's lock only for the delete itself).
-        return await self._run(context, rec, lambda v: self._validator.forget(v, request), work)
+        return await self._run(
+            context,
+            rec,
+            lambda v: self._validator.forget(v, request),
+            work,
+            settle=[t.scope(request.namespace)],
+        )
 
     async def List(self, request: spb.ListRequest, context: Ctx) -> spb.ListResponse:
         rec = CallRecord("List", request.namespace, 0)
+        t = call_tenant(context)
+        ns = t.scope(request.namespace)
+
+        def validate(v: Violations) -> None:
+            self._validator.list(v, request)
+            if request.page_token and self._pages.open(ns, request.page_token) is None:
+                v.add("page_token", "is not a next_page_token of List for this namespace")
 
         def work(eng: MemoryEngine, d: Deadline) -> spb.ListResponse:
             size = request.page_size if request.HasField("page_size") else DEFAULT_PAGE_SIZE
-            after = fields.page_token(request.page_token) if request.page_token else None
+            after = self._pages.open(ns, request.page_token) if request.page_token else None
             flt = convert.memory_filter(request.filter)
-            page = eng.list(request.namespace, flt, size, after)
+            page = eng.list(ns, flt, size, after)
             rec.items = len(page.records)
-            return convert.list_response(page)
+            return convert.list_response(page, t, partial(self._pages.seal, ns))
 
-        return await self._run(context, rec, lambda v: self._validator.list(v, request), work)
+        return await self._run(context, rec, validate, work, settle=[ns])
 
     async def Stats(self, request: spb.StatsRequest, context: Ctx) -> spb.StatsResponse:
+        t = call_tenant(context)
+        ns = t.scope(request.namespace) if request.namespace else ""
         return await self._run(
             context,
             CallRecord("Stats", request.namespace, 0),
             lambda v: self._validator.stats(v, request),
-            lambda eng, d: convert.stats_response(eng.stats(request.namespace)),
+            lambda eng, d: convert.stats_response(eng.stats(ns), t),
+            settle=[ns] if ns else [],
         )

@@ -276,6 +276,10 @@ class MemoryEngine:
             self.access.hit((h.record.key for h in res.hits), self._clock.now())
         return res
 
+    def can_encode(self) -> bool:
+        """Whether a text with no vector can be stored (the built-in encoder is on)."""
+        return self._encoding.available()
+
     def known(self, namespace: str, memory_id: str) -> bool:
         """Whether the store has ever held `memory_id` (a forgotten one too)."""
         return self._store.key_of(namespace, memory_id, include_deleted=True) is not None

@@ -62,6 +62,15 @@ class UnavailableError(PocketdError):
     """The server is starting or shutting down; the call may be retried."""
 
 
+class PermissionDeniedError(PocketdError):
+    """The caller's token does not grant what the request names (a namespace); `field` is the
+    request's field that names it."""
+
+    def __init__(self, message: str, field: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
 class DeadlineExceededError(PocketdError):
     """The caller's deadline passed before the work was done; it was stopped."""
 

@@ -44,3 +44,48 @@ class TextMemo(Generic[T]):
     def __len__(self) -> int:
         with self._lock:
             return len(self._kept)
+
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class PartitionedLRU(Generic[K, V]):
+    """LRUs side by side, one per partition (a tenant), each of `capacity` entries, so that one
+    partition's entries never evict another's. Beyond `partitions` partitions the least recently
+    used one is dropped whole. Not locked: its owner holds its own lock around each call."""
+
+    def __init__(self, capacity: int, partitions: int = 256) -> None:
+        self._capacity = capacity
+        self._max_parts = partitions
+        self._parts: OrderedDict[str, OrderedDict[K, V]] = OrderedDict()
+
+    def get(self, part: str, key: K) -> V | None:
+        entries = self._parts.get(part)
+        if entries is None or key not in entries:
+            return None
+        self._parts.move_to_end(part)
+        entries.move_to_end(key)
+        return entries[key]
+
+    def put(self, part: str, key: K, value: V) -> None:
+        entries = self._parts.get(part)
+        if entries is None:
+            entries = self._parts[part] = OrderedDict()
+            while len(self._parts) > self._max_parts:
+                self._parts.popitem(last=False)
+        self._parts.move_to_end(part)
+        entries[key] = value
+        entries.move_to_end(key)
+        while len(entries) > self._capacity:
+            entries.popitem(last=False)
+
+    def pop(self, part: str, key: K) -> V | None:
+        entries = self._parts.get(part)
+        return None if entries is None else entries.pop(key, None)
+
+    def values(self, part: str) -> list[V]:
+        return list(self._parts.get(part, {}).values())
+
+    def __len__(self) -> int:
+        return sum(len(e) for e in self._parts.values())

@@ -71,6 +71,46 @@ class ServerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # The niceness of the threads that write and index (0: as the process), so that a Recall
     # gets the cores and the GIL first while a bulk import runs (server/core/priority.py).
     background_nice: Annotated[int, between(0, 19)] = 10
+    # Without `auth.tokens`, the server may listen only on loopback, unless this is true (it
+    # then says at start that anyone who reaches the port acts as the default tenant).
+    allow_unauthenticated: bool = False
+    # Threads for LedgerService and AgentService calls (a ledger transaction, a Step), apart
+    # from MemoryService's reads, so that Steps never keep a Recall waiting.
+    agent_threads: Threads = 4
+    # With more than one tenant: the in-flight calls one tenant may hold in each pool (a
+    # StepBatch counts as its Steps), so one tenant's burst cannot take the slots of
+    # another's; 0: no share, only the pool's bound.
+    max_calls_per_tenant: Annotated[int, between(0, 100_000)] = 32
+
+
+class TokenSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One bearer token, stored hashed: `pocketd token new` makes one."""
+
+    # The tenant it acts for (1-32 of [a-z0-9_-]); `default` is the tenant of a server without
+    # auth, so its data stays reachable once auth is turned on.
+    tenant: str
+    # The lowercase hex SHA-256 of the token.
+    sha256: str
+    # The namespaces of its tenant it may use, as globs (`*` matches `/` too).
+    namespaces: tuple[str, ...] = ("*",)
+    # May see the server's own figures in Stats (the index's revisions).
+    admin: bool = False
+
+
+class AuthSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Bearer tokens (`authorization: Bearer <token>` metadata). None: no authentication (only
+    on loopback unless `server.allow_unauthenticated`)."""
+
+    tokens: tuple[TokenSettings, ...] = ()
+
+
+class TlsSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """TLS for the listening port (PEM files). No certificate: plaintext."""
+
+    cert_file: str = ""
+    key_file: str = ""
+    # With it, clients must present a certificate it signed (mTLS).
+    client_ca_file: str = ""
 
 
 class LimitSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -868,6 +908,8 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The whole configuration."""
 
     server: ServerSettings = msgspec.field(default_factory=ServerSettings)
+    auth: AuthSettings = msgspec.field(default_factory=AuthSettings)
+    tls: TlsSettings = msgspec.field(default_factory=TlsSettings)
     limits: LimitSettings = msgspec.field(default_factory=LimitSettings)
     memory: MemorySettings = msgspec.field(default_factory=MemorySettings)
     encoder: EncoderSettings = msgspec.field(default_factory=EncoderSettings)

@@ -9,7 +9,7 @@ with Client("127.0.0.1:50051") as c:
 
 from pocketd.budgets import task_budget
 from pocketd.client import AsyncClient, Client
-from pocketd.requests import MemoryInput
+from pocketd.requests import MemoryInput, Tls
 from pocketd.tasks import AsyncTask, Task
 from pocketd.types import (
     Hit,
@@ -40,5 +40,6 @@ __all__ = [
     "Score",
     "Stats",
     "Task",
+    "Tls",
     "task_budget",
 ]

@@ -12,16 +12,15 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
-import grpc
-
 from pocketd.requests import (
     MemoryInput,
+    Tls,
     batch_timeout,
-    channel_options,
     explain_request,
     forget_request,
     list_request,
     memory_filter,
+    open_channel,
     recall_request,
 )
 from pocketd.tasks import AsyncTask, Task
@@ -42,9 +41,13 @@ class Client:
         target: str = "127.0.0.1:50051",
         timeout: float = DEFAULT_TIMEOUT,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
+        token: str | None = None,
+        tls: Tls | None = None,
     ) -> None:
+        """`token`: the bearer token (`auth.tokens` on the server); `tls`: connect over TLS
+        (without: plaintext, and a token is then sent in the clear, so only to loopback)."""
         self.timeout = timeout
-        self._channel = grpc.insecure_channel(target, options=channel_options(max_message_bytes))
+        self._channel = open_channel(target, max_message_bytes, token, tls, sync=True)
         self._stub = spb_grpc.MemoryServiceStub(self._channel)
 
     def remember(self, namespace: str, text: str = "", **fields: Any) -> RememberResult:
@@ -142,11 +145,13 @@ class AsyncClient:
         target: str = "127.0.0.1:50051",
         timeout: float = DEFAULT_TIMEOUT,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
+        token: str | None = None,
+        tls: Tls | None = None,
     ) -> None:
+        """`token`: the bearer token (`auth.tokens` on the server); `tls`: connect over TLS
+        (without: plaintext, and a token is then sent in the clear, so only to loopback)."""
         self.timeout = timeout
-        self._channel = grpc.aio.insecure_channel(
-            target, options=channel_options(max_message_bytes)
-        )
+        self._channel = open_channel(target, max_message_bytes, token, tls, sync=False)
         self._stub = spb_grpc.MemoryServiceStub(self._channel)
 
     def task(

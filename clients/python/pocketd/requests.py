@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from pocketd.v1 import memory_pb2 as pb
@@ -42,6 +43,75 @@ BATCH_SECONDS_PER_ITEM = 0.05
 def batch_timeout(timeout: float, items: int) -> float:
     """The deadline for a RememberBatch of `items`: at least `timeout`, and 50 ms per item."""
     return max(timeout, items * BATCH_SECONDS_PER_ITEM)
+
+
+@dataclass(frozen=True)
+class Tls:
+    """TLS for the channel, as PEM bytes: the CA that signed the server's certificate (None:
+    the system's roots), and for mTLS the client's own key and certificate."""
+
+    root_certificates: bytes | None = None
+    private_key: bytes | None = None
+    certificate_chain: bytes | None = None
+
+
+class _Bearer(grpc.AuthMetadataPlugin):  # type: ignore[misc]
+    def __init__(self, token: str) -> None:
+        self._md = (("authorization", f"Bearer {token}"),)
+
+    def __call__(self, context: object, callback: Any) -> None:
+        callback(self._md, None)
+
+
+def _token_interceptors(token: str, sync: bool) -> list[Any]:
+    """Interceptors adding the token's metadata to every call (for a plaintext channel, where
+    gRPC refuses call credentials)."""
+    md = ("authorization", f"Bearer {token}")
+
+    def details(d: Any) -> Any:
+        return d._replace(metadata=(*(d.metadata or ()), md))
+
+    if sync:
+
+        class SyncBearer(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+            def intercept_unary_unary(self, continuation: Any, d: Any, request: Any) -> Any:
+                return continuation(details(d), request)
+
+        return [SyncBearer()]
+
+    class AioBearer(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+        async def intercept_unary_unary(self, continuation: Any, d: Any, request: Any) -> Any:
+            return await continuation(details(d), request)
+
+    return [AioBearer()]
+
+
+def open_channel(
+    target: str, max_message_bytes: int, token: str | None, tls: Tls | None, sync: bool
+) -> Any:
+    """A channel to pocketd: plaintext or TLS, carrying the bearer token if there is one."""
+    options = channel_options(max_message_bytes)
+    if tls is not None:
+        creds = grpc.ssl_channel_credentials(
+            tls.root_certificates, tls.private_key, tls.certificate_chain
+        )
+        if token:
+            creds = grpc.composite_channel_credentials(
+                creds, grpc.metadata_call_credentials(_Bearer(token))
+            )
+        if sync:
+            return grpc.secure_channel(target, creds, options=options)
+        return grpc.aio.secure_channel(target, creds, options=options)
+    if sync:
+        channel = grpc.insecure_channel(target, options=options)
+        return (
+            grpc.intercept_channel(channel, *_token_interceptors(token, True)) if token else channel
+        )
+    return grpc.aio.insecure_channel(
+        target,
+        options=options,
+        interceptors=_token_interceptors(token, False) if token else None,
+    )
 
 
 def channel_options(max_message_bytes: int) -> list[tuple[str, object]]:

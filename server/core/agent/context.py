@@ -237,7 +237,8 @@ class ContextBuilder:
         summaries: Summaries | None = None,
     ) -> None:
         """`count`: tokens of a text; `store`: keeps a long observation in memory and returns
-        its memory id; `summaries`: kept summaries to share between builds (the same count)."""
+        its memory id ("" when memory cannot store it); `summaries`: kept summaries to share
+        between builds (the same count)."""
         self._count = count
         self._store = store
         self._s = settings or ContextSettings()
@@ -357,7 +358,8 @@ class ContextBuilder:
         if self._count(obs) > self._s.long_observation_tokens:
             mid = out.stored.get(t.round) or self._store(t)
             out.stored[t.round] = mid
-            obs = f"{self._sum(obs, self._s.summary_tokens, self._focus)} [full text: {mid}]"
+            gist = self._sum(obs, self._s.summary_tokens, self._focus)
+            obs = f"{gist} [full text: {mid}]" if mid else gist  # "": memory stores nothing
         return self._section("round", f"{t.head()}\nObservation: {obs}", t.round)
 
     def _older(self, t: Turn) -> Section:

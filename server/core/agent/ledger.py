@@ -259,6 +259,15 @@ class Ledger:
     def release(self, task_id: str, reservation_id: str, key: str) -> Status:
         return self._settle(task_id, reservation_id, 0, key, commit=False)
 
+    def namespace_of(self, task_id: str) -> str | None:
+        """The namespace a task was opened in; None when there is no such task."""
+
+        def work(tx: LedgerTx) -> str | None:
+            task = tx.task(task_id)
+            return None if task is None else task.namespace
+
+        return self._store.run(work)
+
     def status(self, task_id: str) -> Status:
         now = self._clock.now()
 

@@ -12,9 +12,20 @@ behind the Steps of a loop that runs rounds back to back. So the thread takes ev
 (up to `BATCH`) and writes it as one batch: one encoder batch for the summaries, one durable
 write. The thread runs below the readers (`background_nice`), so a Step's Recall gets the cores
 first. A batch that fails is written again one memory at a time, so one bad memory does not
-hold back the others; what still fails, or what the gate merges or refuses, is logged.
+hold back the others; what still fails, or what the gate merges or refuses, is logged. A memory
+the engine refuses (a domain error: it never will be written) is given up at once; one that
+fails otherwise (the disk) stays kept and is tried again.
 
 Backpressure: with `max_pending` writes queued, a Step writes its own on the call.
+
+Read-your-writes: an id a Step returns behaves like a record from that moment. Every
+MemoryService call on a namespace first settles it (`settle`): it waits until the namespace's
+queued writes are written (the replayed ones of a restart too), and writes again on the call
+any that failed. So Get finds the memory, Forget erases it, and a client's upsert of its id
+lands after the queued write and wins; a restart never replays a memory the store has held
+(a Forget's erasure stays). The queue of one namespace is a Step's few memories:
+settling waits for at most a batch or two. (Writing before the answer would put an encoder
+batch and a durable write on every Step; the barrier costs only the calls that race a Step.)
 """
 
 from __future__ import annotations
@@ -28,7 +39,9 @@ import msgspec
 
 from server.core.agent.ports import LedgerStore, LedgerTx
 from server.core.batching import batches
+from server.core.deadline import Deadline
 from server.core.engine import MemoryEngine
+from server.core.errors import DeadlineExceededError, PocketdError, UnavailableError
 from server.core.memory.model import GateDecision, NewMemory, Record, WriteHints
 from server.core.priority import run_below_readers
 
@@ -126,6 +139,8 @@ class MemoryWriter:
         self._queue: queue.SimpleQueue[Pending | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._pending = 0  # queued and not yet written
+        self._by_ns: dict[str, int] = {}  # the same, per namespace
+        self._failed: dict[str, dict[str, Pending]] = {}  # per namespace, by id: kept, unwritten
         self._closed = False
         self._idle = threading.Condition(self._lock)
         self._thread = threading.Thread(target=self._run, name="pocketd-agent-memory", daemon=True)
@@ -133,13 +148,41 @@ class MemoryWriter:
 
     def submit(self, p: Pending, behind: bool = True) -> None:
         """Queue `p`; `behind` False: queue it even past `max_pending` (start-up's replay)."""
+        ns = p.record.namespace
         with self._lock:
             on_call = self._closed or (behind and self._pending >= self._max)
-            self._pending += 0 if on_call else 1
             if not on_call:
+                self._pending += 1
+                self._by_ns[ns] = self._by_ns.get(ns, 0) + 1
                 self._queue.put(p)
         if on_call:  # the writes fall behind (or the writer closed): this one on the call
             self._write([p])
+
+    def settle(self, namespace: str, deadline: Deadline) -> None:
+        """Return once every memory acknowledged in `namespace` so far is in the store: wait
+        for its queued writes (DEADLINE_EXCEEDED if the call's deadline passes first), then
+        write on the call any whose write failed (UNAVAILABLE if one fails again: it stays
+        kept, and the call may be retried)."""
+        with self._idle:
+            left = deadline.remaining()
+            done = self._idle.wait_for(
+                lambda: not self._by_ns.get(namespace), None if left == float("inf") else left
+            )
+            failed = list(self._failed.get(namespace, {}).values())
+        if not done:
+            raise DeadlineExceededError(
+                f"the deadline passed while {namespace!r}'s acknowledged agent memories were"
+                " being written"
+            )
+        for p in failed:
+            deadline.check("writing an acknowledged agent memory")
+            self._write([p])
+        with self._lock:
+            if self._failed.get(namespace):
+                raise UnavailableError(
+                    "an agent memory this namespace acknowledged cannot be written yet (see the"
+                    " server log); it is kept, and the call may be retried"
+                )
 
     def pending(self) -> int:
         with self._lock:
@@ -168,20 +211,45 @@ class MemoryWriter:
             self._write(batch)
             with self._idle:
                 self._pending -= len(batch)
+                for p in batch:
+                    ns = p.record.namespace
+                    self._by_ns[ns] -= 1
+                    if not self._by_ns[ns]:
+                        del self._by_ns[ns]
                 self._idle.notify_all()
 
     def _write(self, batch: list[Pending]) -> None:
         try:
             self._remember(batch)
-        except Exception:
+        except Exception as exc:
             if len(batch) == 1:
-                mid = batch[0].record.memory_id
-                log.exception("an agent memory was not written (%s); kept for the next start", mid)
+                p = batch[0]
+                if isinstance(exc, PocketdError):  # refused, not failed: it never will be
+                    log.error("agent memory %s refused, given up: %s", p.record.memory_id, exc)
+                    self._drop_kept([p])
+                    return
+                log.exception(
+                    "an agent memory was not written (%s); kept for the next start",
+                    p.record.memory_id,
+                )
+                with self._lock:
+                    self._failed.setdefault(p.record.namespace, {})[p.record.memory_id] = p
                 return
             log.warning("a batch of %d agent memories failed; writing them one by one", len(batch))
             for p in batch:
                 self._write([p])
             return
+        self._drop_kept(batch)
+
+    def _drop_kept(self, batch: list[Pending]) -> None:
+        """`batch` is written (or refused for good): its kept copies can go."""
+        with self._lock:
+            for p in batch:
+                held = self._failed.get(p.record.namespace)
+                if held is not None:
+                    held.pop(p.record.memory_id, None)
+                    if not held:
+                        del self._failed[p.record.namespace]
         if self._written is not None:
             try:
                 self._written([p.record.memory_id for p in batch])

@@ -36,7 +36,6 @@ import math
 import secrets
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -61,6 +60,7 @@ from server.core.errors import (
     InvalidArgumentError,
     Location,
 )
+from server.core.memo import PartitionedLRU
 from server.core.memory.model import (
     Kind,
     MemoryFilter,
@@ -68,12 +68,16 @@ from server.core.memory.model import (
     Record,
 )
 from server.core.settings import AgentSettings
+from server.core.tenancy import tenant_of
 
 log = logging.getLogger(__name__)
 CLOSE_SECONDS = 30.0
 MAX_REPLAYS = 3  # start-ups that try a kept memory again before it is given up (logged)
 MAX_PENDING_WRITES = 256  # beyond this many queued memory writes, a Step writes its own
 SEARCH_MEMORY = "search_memory"
+# The prefix of the idempotency keys a Step makes itself: no client key can start with it (a
+# client's key is [A-Za-z0-9_.:-]), so a client's Reserve never replays a Step's charges.
+OWN_KEY = "#"
 SEARCH_MEMORY_TOOL = {
     "name": SEARCH_MEMORY,
     "description": "Search the user's long-term memory. Returns the most relevant memories.",
@@ -202,10 +206,13 @@ class AgentLoop:
         background_nice: int = 0,
         pending: PendingWrites | None = None,
         needs: NeedDetector | None = None,
+        max_query_chars: int = 4096,
     ) -> None:
         """`background_nice`: the niceness of the thread that writes the loop's memories (so a
         Step's Recall gets the cores first). `pending`: where acknowledged memories are kept
-        until written (None: they are not, and a crash may lose them)."""
+        until written (None: they are not, and a crash may lose them). `max_query_chars`: a
+        Recall's query limit (`limits.max_query_chars`): the Step's queries are cut to it."""
+        self._max_query = max_query_chars
         self._pending = pending
         self._needs = needs  # a stated need by meaning, beside the rules (None: the rules)
         self._s = settings
@@ -215,7 +222,8 @@ class AgentLoop:
         self._cache = cache
         self._count = count_tokens
         self._summaries = Summaries(count_tokens)
-        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        # Per tenant, so one tenant's tasks never evict another's sessions.
+        self._sessions: PartitionedLRU[str, _Session] = PartitionedLRU(max(settings.sessions, 1))
         self._lock = threading.Lock()
         self._writer = MemoryWriter(
             engine, background_nice, MAX_PENDING_WRITES, None if pending is None else pending.done
@@ -242,6 +250,16 @@ class AgentLoop:
         out_cost = 0
         warnings: list[str] = []
         writes: list[Pending] = []  # this Step's memories: kept with its last charge, then written
+        storable = self._engine.can_encode()  # without an encoder, a text cannot be stored
+        unstored: list[str] = []
+
+        def remember(text: str, why: list[str], user: bool = False) -> str:
+            """A memory's id, or "" when memory cannot store it (said in the warnings)."""
+            if not storable:
+                unstored.append(text)
+                return ""
+            return self._remember(s, r, text, why, writes, user)
+
         ns, tool_budgets = s.namespace, s.tool_budgets
         # 1. what the agent reports, charged in one ledger transaction
         charges: list[Charge] = []
@@ -272,7 +290,7 @@ class AgentLoop:
                 tuple((u.model, u.input_tokens, u.output_tokens) for u in r.usage),
                 tuple((t.tool, canonical(t.params)) for t in r.tool_results),
             )
-            whole = (f"step:{r.round}:{r.key}", ("step", r.round, reports))
+            whole = (f"{OWN_KEY}step:{r.round}:{r.key}", ("step", r.round, reports))
         waiting = self._ledger.charge_soon(r.task_id, r.round, charges, whole=whole)
         # A Step that brings only the model's output is the round's second call (the action,
         # parsed): no recall and no context again. A paused task does no more work until its
@@ -309,31 +327,36 @@ class AgentLoop:
             s.turns.append(Turn(r.round - 1, r.previous_action, r.observation, user))
             found = events(r.observation, r.observation_has_media, s.previous_failed)
             if should_commit(found, self._s.commit_threshold):
-                mid = self._remember(s, r, r.observation, [e.kind for e in found], writes)
-                committed.append(mid)
-                s.stored[r.round - 1] = mid  # its full text, if the context shortens it
-                out_cost += self._s.remember_micros
+                mid = remember(r.observation, [e.kind for e in found])
+                if mid:
+                    committed.append(mid)
+                    s.stored[r.round - 1] = mid  # its full text, if the context shortens it
+                    out_cost += self._s.remember_micros
             s.previous_failed = failed(r.observation)
         # what the user says: a stated need or preference is a key event too
         # (after the recall: this round's input is the query, not one of its answers)
         if r.input and r.round not in s.inputs:
             s.inputs[r.round] = r.input
             stated = events(r.input, r.input_has_image, False)
-            if self._needs is not None and not any(e.kind == "preference" for e in stated):
-                # This round's Recall encoded it, unless it had nothing to search (a new
-                # namespace) or ran in active mode: then it is encoded here. A standing
-                # preference by meaning outranks a request by wording ("I want all updates
-                # by SMS").
-                v = self._engine.cached_vector(ns, r.input)
+            by_meaning = storable and self._needs is not None
+            if by_meaning and not any(e.kind == "preference" for e in stated):
+                assert self._needs is not None
+                # This round's Recall encoded it (as its query, cut to the query limit),
+                # unless it had nothing to search (a new namespace) or ran in active mode:
+                # then it is encoded here. A standing preference by meaning outranks a request
+                # by wording ("I want all updates by SMS").
+                said = r.input[: self._max_query]
+                v = self._engine.cached_vector(ns, said)
                 if v is None:
-                    v = self._engine.encode([r.input], deadline)[0]
+                    v = self._engine.encode([said], deadline)[0]
                 if self._needs.stated(v):
                     stated = [e for e in stated if e.kind != "request"]
                     stated.append(Event("preference", WEIGHTS["preference"]))
             if should_commit(stated, self._s.commit_threshold):
-                mid = self._remember(s, r, r.input, [e.kind for e in stated], writes, user=True)
-                committed.append(mid)
-                out_cost += self._s.remember_micros
+                mid = remember(r.input, [e.kind for e in stated], user=True)
+                if mid:
+                    committed.append(mid)
+                    out_cost += self._s.remember_micros
         # 4. the tier
         t0 = time.perf_counter()
         routed = self._tiers.route(
@@ -360,7 +383,7 @@ class AgentLoop:
         if not quiet:
             built = ContextBuilder(
                 self._count,
-                lambda t: self._remember(s, r, t.observation, ["long"], writes),
+                lambda t: remember(t.observation, ["long"]),
                 self._s_context,
                 self._summaries,
             ).build(
@@ -372,7 +395,7 @@ class AgentLoop:
                 current=r.input,
             )
             for rnd, mid in built.stored.items():
-                if rnd not in s.stored:
+                if mid and rnd not in s.stored:
                     s.stored[rnd] = mid
                     out.committed.append(mid)
                     out_cost += self._s.remember_micros
@@ -382,6 +405,16 @@ class AgentLoop:
             out.status = self._charge_memory(r, out_cost, writes)
             for p in writes:  # durable now: written off the call
                 self._writer.submit(p)
+        if not storable:
+            warnings.append(
+                "memory was not searched: it has no text encoder (encoder.text: none), and a"
+                " query needs a vector"
+            )
+        if unstored:
+            warnings.append(
+                f"{len(unstored)} memories were not stored: memory has no text encoder"
+                " (encoder.text: none), so a memory needs a vector, which a Step has not"
+            )
         out.warnings = warnings + out.warnings
         out.step_cost = out_cost
         s.state = out.status.state
@@ -424,8 +457,9 @@ class AgentLoop:
         """The task's loop state; the first Step of a task (or the first after a restart) reads
         the task from the ledger: NOT_FOUND, closed, or where it lives and its tools' budgets
         (which never change)."""
+        part = tenant_of(r.task_id)
         with self._lock:
-            s = self._sessions.get(r.task_id)
+            s = self._sessions.get(part, r.task_id)
         if s is None:
             task = self._ledger.charge(r.task_id, r.round, ())
             if not r.goal:
@@ -436,11 +470,10 @@ class AgentLoop:
                 )
             s = _Session(r.goal, task.namespace, task.session_id, task.budget.tools)
         with self._lock:  # (another first Step of the task may have made one meanwhile)
-            s = self._sessions.setdefault(r.task_id, s)
-            self._sessions.move_to_end(r.task_id)
-            while len(self._sessions) > max(self._s.sessions, 1):
-                self._sessions.popitem(last=False)
-            return s
+            held = self._sessions.get(part, r.task_id)
+            if held is None:
+                self._sessions.put(part, r.task_id, s)
+            return held or s
 
     def _charge_memory(self, r: StepIn, amount: int, writes: Sequence[Pending] = ()) -> Status:
         """pocketd's own work (new work each time it runs, so a fresh key), with the Step's
@@ -489,6 +522,12 @@ class AgentLoop:
         writes.append(Pending(rec, self._summaries(text, self._s_context.memory_tokens)))
         return mid
 
+    def settle(self, namespace: str, deadline: Deadline) -> None:
+        """Every memory a Step acknowledged in `namespace` is in the store once this returns
+        (`MemoryWriter.settle`). (A kept copy of one a Forget then erases is never replayed:
+        the store knows the id it held.)"""
+        self._writer.settle(namespace, deadline)
+
     def close(self) -> None:
         """Finish the memory writes queued so far (before the engine closes); kept ones wait at
         most `CLOSE_SECONDS` (the next start writes the rest)."""
@@ -502,7 +541,10 @@ class AgentLoop:
         with no relevance floor ("reach me the usual way" shares few words with "I'd rather you
         used chat"). A stated preference is needed sessions later, when a round's own facts
         (tickets, tool outputs) outrank it; its second search is by the query's cached vector
-        alone."""
+        alone. Nothing without a text encoder (a query needs a vector; the Step says so)."""
+        if not self._engine.can_encode():
+            return [], 0
+        query = query[: self._max_query]  # what the Recall RPC accepts as a query
         hits = self._engine.recall(
             RecallQuery(namespace=ns, text=query, top_k=self._s.recall_top_k), deadline
         )
@@ -560,7 +602,7 @@ class AgentLoop:
         if looping(history, self._s.loop_repeat):
             why = f"the same action {self._s.loop_repeat} times in a row: {action.signature()[:80]}"
             out.warnings.append(why)
-            out.status = self._ledger.step_down(r.task_id, why, f"step:{r.round}:loop")
+            out.status = self._ledger.step_down(r.task_id, why, f"{OWN_KEY}step:{r.round}:loop")
         if action.type != "tool":
             return
         if action.tool == SEARCH_MEMORY:

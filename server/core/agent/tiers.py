@@ -11,8 +11,10 @@
   - below `min_confidence` the answer is `medium`.
 - **The intent cache**: a task's tier is cached under a hash of the first 100 normalised
   characters of its prefix (NFKC, lower case, spaces collapsed), for 30 minutes, so the same
-  kind of task is not classified again. A round with an image is routed to vision without it,
-  and a tier an image decided is not cached. The router reports its own cost: zero on a hit.
+  kind of task is not classified again; each tenant has its own cache (and its own tasks'
+  sticky tiers), so one tenant's goals never set, reveal or evict another's. A round with an
+  image is routed to vision without it, and a tier an image decided is not cached. The router
+  reports its own cost: zero on a hit.
 - **Sticky routing**: the tier chosen in a task's first round holds, unless the difficulty jumps
   (a higher tier with at least `jump_confidence`). A round with an image goes to `vision`, and
   the next round without one returns to the task's tier.
@@ -28,11 +30,12 @@ import hashlib
 import re
 import threading
 import unicodedata
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from server.core.clock import Clock
+from server.core.memo import PartitionedLRU
+from server.core.tenancy import tenant_of
 
 TIERS = ("simple", "medium", "complex", "vision")
 RANK = {"simple": 0, "medium": 1, "complex": 2, "vision": 3}
@@ -143,10 +146,15 @@ class TierRouter:
     settings: TierSettings
     clock: Clock
     model: DifficultyModel | None = None
-    _cache: OrderedDict[str, tuple[float, Difficulty]] = field(default_factory=OrderedDict)
-    _tasks: OrderedDict[str, _Task] = field(default_factory=OrderedDict)
+    _cache: PartitionedLRU[str, tuple[float, Difficulty]] = field(init=False)
+    _tasks: PartitionedLRU[str, _Task] = field(init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     classified: int = 0  # classifications actually run (the router's own cost)
+
+    def __post_init__(self) -> None:
+        # Per tenant: one tenant's goals never set, reveal or evict another's.
+        self._cache = PartitionedLRU(self.settings.intent_capacity)
+        self._tasks = PartitionedLRU(self.settings.task_capacity)
 
     def route(
         self, task_id: str, round_: int, prefix: str, text: str, image: bool, level: int
@@ -156,11 +164,12 @@ class TierRouter:
         s = self.settings
         now = self.clock.now()
         key = intent_key(prefix, s.prefix_chars)
+        part = tenant_of(task_id)
         with self._lock:
-            held = self._tasks.get(task_id)
-            hit = None if image else self._cache.get(key)  # an image decides by itself
+            held = self._tasks.get(part, task_id)
+            hit = None if image else self._cache.get(part, key)  # an image decides by itself
             if hit is not None and hit[0] <= now:
-                del self._cache[key]
+                self._cache.pop(part, key)
                 hit = None
         # Classified outside the lock (the learned model encodes the text).
         fresh = None
@@ -169,14 +178,14 @@ class TierRouter:
         elif held is not None:
             fresh = self._classify(text, image)
         with self._lock:
-            held = self._tasks.get(task_id)  # another round of the task may have run meanwhile
+            held = self._tasks.get(
+                part, task_id
+            )  # another round of the task may have run meanwhile
             if held is None:
                 d = hit[1] if hit is not None else fresh or self._classify(prefix, image)
                 tier, why, first = d.tier, "first round", round_
                 if hit is None and d.tier != "vision":  # the tier the text alone decides
-                    self._cache[key] = (now + s.intent_ttl_s, d)
-                    while len(self._cache) > s.intent_capacity:
-                        self._cache.popitem(last=False)
+                    self._cache.put(part, key, (now + s.intent_ttl_s, d))
             else:
                 d = fresh or Difficulty(held.tier, 1.0, ())
                 tier, why, first = held.tier, "sticky", held.first_round
@@ -189,12 +198,9 @@ class TierRouter:
                 keep = held.tier
             else:  # a first round with an image: the task's tier is what its text says
                 keep = classify(prefix + "\n" + text, False, None, s).tier
-            self._tasks[task_id] = _Task(keep, first)
+            self._tasks.put(part, task_id, _Task(keep, first))
             if d.tier == "vision" and held is not None:
                 tier, why = "vision", "image"
-            self._tasks.move_to_end(task_id)
-            while len(self._tasks) > s.task_capacity:
-                self._tasks.popitem(last=False)
         cached = hit is not None and held is None
         sticky = held is not None and why == "sticky"
         if tier == "complex" and round_ - first + 1 > s.complex_rounds:
@@ -207,7 +213,7 @@ class TierRouter:
 
     def forget(self, task_id: str) -> None:
         with self._lock:
-            self._tasks.pop(task_id, None)
+            self._tasks.pop(tenant_of(task_id), task_id)
 
     def _classify(self, text: str, image: bool) -> Difficulty:
         with self._lock:

@@ -3,8 +3,10 @@ with the same arguments gets the stored result instead of paying for the call ag
 
 - The key is the namespace, the tool and the canonical JSON of its arguments (keys sorted, no
   insignificant whitespace, NaN refused), so `{"a": 1, "b": 2}` and `{"b": 2, "a": 1}` are one
-  entry, and one tenant never reads another's results. (Arguments arrive as JSON, whose keys
-  are strings; a non-string key is turned into one, as `json.dumps` does.)
+  entry, and one tenant never reads another's results. Each tenant has its own `capacity`
+  (`memo.PartitionedLRU`), so one tenant's calls never evict another's entries. (Arguments
+  arrive as JSON, whose keys are strings; a non-string key is turned into one, as `json.dumps`
+  does.)
 - Only tools declared idempotent are cached; a result larger than `max_result_bytes` is not.
 - Entries live `ttl` seconds (per tool), and the least recently used one is evicted beyond
   `capacity` (512 by default).
@@ -15,10 +17,11 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from server.core.clock import Clock
+from server.core.memo import PartitionedLRU
+from server.core.tenancy import tenant_of
 
 JsonValue = object
 
@@ -46,10 +49,9 @@ class Cached:
 class ToolCache:
     def __init__(self, clock: Clock, capacity: int = 512, max_result_bytes: int = 65_536) -> None:
         self._clock = clock
-        self._capacity = capacity
         self._max_bytes = max_result_bytes
         self._lock = threading.Lock()
-        self._entries: OrderedDict[tuple[str, str, str], Cached] = OrderedDict()
+        self._entries: PartitionedLRU[tuple[str, str, str], Cached] = PartitionedLRU(capacity)
         self.hits = 0
         self.misses = 0
 
@@ -63,17 +65,17 @@ class ToolCache:
         if key is None:
             return None
         now = self._clock.now()
+        part = tenant_of(namespace)
         with self._lock:
-            hit = self._entries.get(key)
+            hit = self._entries.get(part, key)
             if hit is not None and max_age is not None and now - hit.stored_at > max_age:
                 self.misses += 1
                 return None
             if hit is None or hit.expires_at <= now:
                 if hit is not None:
-                    del self._entries[key]
+                    self._entries.pop(part, key)
                 self.misses += 1
                 return None
-            self._entries.move_to_end(key)
             self.hits += 1
             return hit
 
@@ -88,18 +90,17 @@ class ToolCache:
         if key is None:
             return False
         now = self._clock.now()
+        part = tenant_of(namespace)
         with self._lock:
-            same = self._entries.get(key)
+            same = self._entries.get(part, key)
             if same is not None and same.result == result and same.expires_at > now:
                 return True  # the same result reported again (a retried Step): as old as it was
-            self._entries[key] = Cached(result, now, now + ttl)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._capacity:
-                self._entries.popitem(last=False)
+            self._entries.put(part, key, Cached(result, now, now + ttl))
         return True
 
     def __len__(self) -> int:
-        return len(self._entries)
+        with self._lock:
+            return len(self._entries)
 
 
 def _key(namespace: str, tool: str, args: JsonValue) -> tuple[str, str, str] | None:

@@ -4,14 +4,13 @@ the queries' vectors kept in a small LRU.
 A text-only Recall's query is encoded on one encoding thread while the keyword channel runs (the
 encoder releases the GIL); an agent asks the same question of several steps, so a cached vector
 answers at once. The cache is keyed by namespace too, so one tenant cannot time whether another
-asked the same.
+asked the same, and it is partitioned by tenant, so one tenant's queries never evict another's.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
@@ -20,12 +19,14 @@ import numpy as np
 
 from server.core.deadline import Deadline
 from server.core.errors import DeadlineExceededError, FailedPreconditionError, Location
+from server.core.memo import PartitionedLRU
 from server.core.memory.model import Vector
 from server.core.memory.ports import TextEncoder
+from server.core.tenancy import tenant_of
 
 # Texts encoded between two deadline checks (a few encoder batches: ~0.1 s on two cores).
 ENCODE_CHUNK = 64
-# Query texts whose vectors are kept (512 floats each: about 2 MiB).
+# Query texts whose vectors are kept per tenant (512 floats each: about 2 MiB).
 QUERY_CACHE = 1024
 
 
@@ -38,7 +39,7 @@ class Encoding:
         self._encoder = encoder
         self._write_encoder = write_encoder or encoder
         self._dim = dim
-        self._queries: OrderedDict[tuple[str, str], Vector] = OrderedDict()
+        self._queries: PartitionedLRU[tuple[str, str], Vector] = PartitionedLRU(QUERY_CACHE)
         self._lock = threading.Lock()
         # One thread: the encoder runs one batch at a time anyway.
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="pocketd-encode")
@@ -85,12 +86,8 @@ class Encoding:
         return out
 
     def cached(self, namespace: str, text: str) -> Vector | None:
-        key = (namespace, text)
         with self._lock:
-            vec = self._queries.get(key)
-            if vec is not None:
-                self._queries.move_to_end(key)
-            return vec
+            return self._queries.get(tenant_of(namespace), (namespace, text))
 
     def query(self, namespace: str, text: str, deadline: Deadline) -> Vector:
         """The query's vector, from the cache or encoded (and then cached)."""
@@ -99,9 +96,7 @@ class Encoding:
             return cached
         vec: Vector = self.encode([text], "the query", deadline)[0]
         with self._lock:
-            self._queries[(namespace, text)] = vec
-            while len(self._queries) > QUERY_CACHE:
-                self._queries.popitem(last=False)
+            self._queries.put(tenant_of(namespace), (namespace, text), vec)
         return vec
 
     def soon(

@@ -1,0 +1,105 @@
+"""TLS and mTLS from config, with certificates the test makes (openssl), and the rule that a
+server without tokens listens only on loopback unless told otherwise."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import grpc
+import msgspec
+import pytest
+
+from pocketd.requests import Tls, open_channel
+from pocketd.v1 import memory_service_pb2 as spb
+from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
+from server.adapters.onnx_encoder import OnnxTextEncoder
+from server.config import ConfigError, check
+from server.core.settings import ServerSettings, Settings, TlsSettings
+from tests.conftest import make_settings, start_server, stop_server
+from tests.security.conftest import VICTIM, with_tokens
+
+
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+def make_pki(d: Path) -> dict[str, Path]:
+    """A CA, a server certificate for 127.0.0.1 and localhost, and a client certificate."""
+    p = {n: d / n for n in ("ca.key", "ca.pem", "srv.key", "srv.pem", "cli.key", "cli.pem")}
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(p["ca.key"]),
+             "-out", str(p["ca.pem"]), "-days", "2", "-subj", "/CN=pocketd test CA")  # fmt: skip
+    ext = d / "san.cnf"
+    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    for who, cn in (("srv", "localhost"), ("cli", "client")):
+        csr = d / f"{who}.csr"
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(p[f"{who}.key"]),
+                 "-out", str(csr), "-subj", f"/CN={cn}")  # fmt: skip
+        _openssl("x509", "-req", "-in", str(csr), "-CA", str(p["ca.pem"]), "-CAkey",
+                 str(p["ca.key"]), "-CAcreateserial", "-out", str(p[f"{who}.pem"]), "-days", "2",
+                 "-extfile", str(ext))  # fmt: skip
+    return p
+
+
+async def _stats(target: str, tls: Tls | None, token: str | None = VICTIM) -> spb.StatsResponse:
+    ch = open_channel(target, 1 << 20, token, tls, sync=False)
+    try:
+        stub = spb_grpc.MemoryServiceStub(ch)
+        return await stub.Stats(spb.StatsRequest(), timeout=60)
+    finally:
+        await ch.close()
+
+
+@pytest.mark.parametrize("mutual", [False, True])
+async def test_tls_and_mtls(tmp_path: Path, encoder: OnnxTextEncoder, mutual: bool) -> None:
+    p = make_pki(tmp_path)
+    tls = TlsSettings(
+        cert_file=str(p["srv.pem"]),
+        key_file=str(p["srv.key"]),
+        client_ca_file=str(p["ca.pem"]) if mutual else "",
+    )
+    settings = msgspec.structs.replace(with_tokens(make_settings(tmp_path / "srv")), tls=tls)
+    check(settings)
+    srv, executor = await start_server(tmp_path / "srv", encoder, settings)
+    try:
+        ca = p["ca.pem"].read_bytes()
+        own = (p["cli.key"].read_bytes(), p["cli.pem"].read_bytes()) if mutual else (None, None)
+        await _stats(srv.target, Tls(ca, *own))  # the right CA (and certificate): served
+        with pytest.raises(grpc.aio.AioRpcError) as plain:
+            await _stats(srv.target, None)  # plaintext to a TLS port
+        assert plain.value.code() == grpc.StatusCode.UNAVAILABLE
+        with pytest.raises(grpc.aio.AioRpcError) as bad:
+            await _stats(srv.target, Tls(ca, *own), token="wrong")
+        assert bad.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        if mutual:  # no client certificate: the handshake fails
+            with pytest.raises(grpc.aio.AioRpcError) as anon:
+                await _stats(srv.target, Tls(ca))
+            assert anon.value.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        await stop_server(srv, executor)
+
+
+def test_no_tokens_beyond_loopback_needs_allow_unauthenticated(tmp_path: Path) -> None:
+    base = make_settings(tmp_path)
+    for listen in ("127.0.0.1:0", "[::1]:0", "localhost:50051"):
+        check(msgspec.structs.replace(base, server=ServerSettings(listen=listen)))
+    wide = ServerSettings(listen="0.0.0.0:50051", data_dir=str(tmp_path))
+    with pytest.raises(ConfigError, match=r"server\.allow_unauthenticated"):
+        check(msgspec.structs.replace(base, server=wide))
+    check(with_tokens(msgspec.structs.replace(base, server=wide)))
+    check(
+        msgspec.structs.replace(
+            base, server=msgspec.structs.replace(wide, allow_unauthenticated=True)
+        )
+    )
+
+
+def test_tls_files_are_checked(tmp_path: Path) -> None:
+    base: Settings = make_settings(tmp_path)
+    for tls, key in (
+        (TlsSettings(cert_file=str(tmp_path / "nope.pem"), key_file=str(tmp_path / "k")), "tls"),
+        (TlsSettings(cert_file=str(tmp_path / "x")), "tls.key_file"),
+        (TlsSettings(client_ca_file=str(tmp_path / "ca")), "tls.client_ca_file"),
+    ):
+        with pytest.raises(ConfigError, match=key):
+            check(msgspec.structs.replace(base, tls=tls))
