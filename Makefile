@@ -19,7 +19,7 @@ CONFIG    ?=
 RUN_FLAGS := $(if $(LISTEN),--listen $(LISTEN)) $(if $(DATA_DIR),--data-dir $(DATA_DIR)) $(if $(CONFIG),--config $(CONFIG))
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
-.PHONY: help setup models models-minilm run test test-slow check fmt lint typecheck imports gen gen-check bench bench-env clean clean-export
+.PHONY: help setup models models-minilm run test test-slow soak check fmt lint typecheck imports gen gen-check bench bench-env clean clean-export
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -83,6 +83,9 @@ check: lint typecheck imports gen-check ## Formatter, linter, mypy --strict, imp
 
 bench: setup ## Run the memory benchmark (see bench/RESULTS.md); SIZE=100000 by default
 	$(VPY) -m bench memory --size $${SIZE:-100000}
+
+soak: setup ## 30 minutes of mixed traffic from three tenants at 80 % of capacity (RSS, p99, errors: bench/RESULTS.md)
+	$(VPY) -m bench soak --minutes $${MINUTES:-30} --json bench/out/soak.json
 
 bench-env: ## Create .venv-bench with chromadb, the second baseline of `bench memory` (never a server dependency)
 	@test -x .venv-bench/bin/python || $(PY) -m venv .venv-bench

@@ -516,7 +516,9 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     ledger_store: SqliteLedgerStore | None = None
     loop_: AgentLoop | None = None
     try:
-        ledger_store = SqliteLedgerStore(Path(settings.server.data_dir) / "ledger.sqlite3")
+        ledger_store = SqliteLedgerStore(
+            Path(settings.server.data_dir) / "ledger.sqlite3", settings.ledger.reply_ttl_seconds
+        )
         ledger = Ledger(ledger_store, SystemClock(), settings.ledger)
         grpc_server.ledger_ready(ledger)
         opening: asyncio.Future[MemoryEngine] = loop.run_in_executor(

@@ -1,8 +1,9 @@
 """The entry point: `pocketd serve --listen HOST:PORT --data-dir DIR [--config FILE]`, and the
 router's commands: `pocketd router log --data-dir DIR [--last N] [--json]`,
-`pocketd router train --data-dir DIR [--config FILE] [--namespace NS]` and
-`pocketd router rollback --data-dir DIR [--namespace NS]`, and
-`pocketd models train-difficulty [--data-dir DIR] [--data FILE]`.
+`pocketd router train --data-dir DIR [--config FILE] [--tenant T] [--namespace NS]` and
+`pocketd router rollback --data-dir DIR [--tenant T] [--namespace NS]`,
+`pocketd models train-difficulty [--data-dir DIR] [--data FILE]`, and
+`pocketd token new --tenant T [--namespace GLOB]... [--admin]`.
 
 The only place that reads the environment (POCKETD__SECTION__KEY overrides, NUMBA_CACHE_DIR) and
 the working directory. Exit codes: 0 after a clean shutdown; 2, with one line on stderr, for a bad
@@ -18,6 +19,8 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
+
+from server.core.tenancy import DEFAULT, TENANT_RE, TENANT_RULE, Tenant
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,14 +55,18 @@ def _parser() -> argparse.ArgumentParser:
         "--data-dir", help="the server's data directory (default: the configuration's, ./data)"
     )
     tr.add_argument("--config", type=Path, help="the server's YAML configuration file")
-    tr.add_argument("--namespace", help="train this namespace's own model (default: the global)")
+    tr.add_argument("--namespace", help="train this namespace's own model (default: the tenant's)")
+    tr.add_argument(
+        "--tenant", default=DEFAULT, help=f"whose decisions and model (default: {DEFAULT})"
+    )
     tr.add_argument("--holdout", type=float, default=0.2, help="the held-out share (default 0.2)")
     tr.add_argument("--epochs", type=int, default=80, help="at most this many (default 80)")
     tr.add_argument("--seed", type=int, default=0)
     tr.add_argument("--dry-run", action="store_true", help="train and report; install nothing")
     rb = rsub.add_parser("rollback", help="make the previous model current again")
     rb.add_argument("--data-dir", default="./data", help="the server's data directory")
-    rb.add_argument("--namespace", help="roll back this namespace's model (default: the global)")
+    rb.add_argument("--namespace", help="roll back this namespace's model (default: the tenant's)")
+    rb.add_argument("--tenant", default=DEFAULT, help=f"whose model (default: {DEFAULT})")
     re_ = sub.add_parser(
         "reembed",
         help="re-encode a data directory's memories with the configured encoder (server stopped)",
@@ -76,7 +83,38 @@ def _parser() -> argparse.ArgumentParser:
     td.add_argument("--data", type=Path, help="labelled prompts, JSON lines (default: shipped)")
     td.add_argument("--holdout", type=float, default=0.25, help="held-out share of templates")
     td.add_argument("--epochs", type=int, default=120)
+    tk = sub.add_parser("token", help="bearer tokens for auth.tokens")
+    tksub = tk.add_subparsers(dest="token_command", required=True)
+    tn = tksub.add_parser("new", help="make a token; print it once, and its auth.tokens entry")
+    tn.add_argument("--tenant", required=True, help="the tenant it acts for")
+    tn.add_argument(
+        "--namespace",
+        action="append",
+        default=[],
+        help="a namespace glob it may use (repeat it; default: all of the tenant's)",
+    )
+    tn.add_argument("--admin", action="store_true", help="may see the server's own figures")
     return p
+
+
+def _new_token(tenant: str, globs: list[str], admin: bool) -> int:
+    """A random token (printed once, on stdout's first line) and its entry, stored hashed."""
+    import hashlib
+    import json
+    import secrets
+
+    if not TENANT_RE.fullmatch(tenant):
+        print(f"pocketd: --tenant {TENANT_RULE}", file=sys.stderr)
+        return 2
+    token = "pkd_" + secrets.token_urlsafe(32)
+    print(token)
+    print("# auth.tokens entry (the token itself is not stored; keep it secret):")
+    print(f"- tenant: {tenant}")
+    print(f"  sha256: {hashlib.sha256(token.encode()).hexdigest()}")
+    print(f"  namespaces: {json.dumps(globs or ['*'])}")
+    if admin:
+        print("  admin: true")
+    return 0
 
 
 def _settings(config: Path | None, overrides: dict[str, Any]) -> Any:
@@ -95,17 +133,19 @@ def _router(ns: argparse.Namespace) -> int:
         return _router_log(Path(ns.data_dir), ns.last, ns.json)
     from server import router_admin
 
+    if not TENANT_RE.fullmatch(ns.tenant):
+        print(f"pocketd: --tenant {TENANT_RULE}", file=sys.stderr)
+        return 2
+    target = Tenant(ns.tenant).scope(ns.namespace or "")  # a kept name: see server.core.tenancy
     if ns.router_command == "rollback":
-        return router_admin.rollback_main(Path(ns.data_dir), ns.namespace)
+        return router_admin.rollback_main(Path(ns.data_dir), target)
     if not 0.0 < ns.holdout < 1.0 or ns.epochs < 1:
         print("pocketd: --holdout must be in (0, 1) and --epochs at least 1", file=sys.stderr)
         return 2
     settings = _settings(ns.config, {"server": {"data_dir": ns.data_dir} if ns.data_dir else {}})
     if settings is None:
         return 2
-    return router_admin.train_main(
-        settings, ns.namespace, ns.holdout, ns.epochs, ns.seed, ns.dry_run
-    )
+    return router_admin.train_main(settings, target, ns.holdout, ns.epochs, ns.seed, ns.dry_run)
 
 
 def _router_log(data_dir: Path, last: int, as_json: bool) -> int:
@@ -146,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     ns = _parser().parse_args(argv)
     if ns.command == "router":
         return _router(ns)
+    if ns.command == "token":
+        return _new_token(ns.tenant, ns.namespace, ns.admin)
     if ns.command == "reembed":
         settings = _settings(
             ns.config, {"server": {"data_dir": ns.data_dir} if ns.data_dir else {}}

@@ -23,6 +23,7 @@ from typing import Any
 import msgspec
 import yaml
 
+from server.core.agent.tiers import TIERS
 from server.core.memory.pockets import TIME_BUCKETS
 from server.core.memory.write.dedup import MODES as MERGE_MODES
 from server.core.settings import Settings
@@ -257,6 +258,14 @@ def check(s: Settings) -> None:
     )
     need(bool(s.server.data_dir), "server.data_dir", "must not be empty")
     _check_access(s, need)
+    missing = [t for t in TIERS if t not in s.agent.routes]
+    need(
+        not missing,
+        "agent.routes",
+        f"names every tier ({', '.join(TIERS)}); missing: {', '.join(missing)}",
+    )
+    extra = sorted(set(s.agent.routes) - set(TIERS))
+    need(not extra, "agent.routes", f"{', '.join(extra)}: not a tier ({', '.join(TIERS)})")
     if problems:
         raise ConfigError("invalid configuration: " + "; ".join(problems))
 

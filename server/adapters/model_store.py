@@ -1,7 +1,9 @@
 """The installed router models, on disk under `<data_dir>/router/models`, and the server's live
 view of them.
 
-One folder per scope: `global`, or `ns-<digest>` for a namespace's own model. In it, one folder
+One folder per scope: `global` (the default tenant's), `tenant-<name>` (another tenant's), or
+`ns-<digest>` for a namespace's own model (its kept name: tenant and namespace). A namespace is
+scored by its own model, else its tenant's, never another tenant's. In it, one folder
 per installed version (`model.onnx` and `report.json`, the training report), and `CURRENT`, a
 small JSON file naming the current and the previous version. A version's folder is written whole
 under a temporary name and renamed; then `CURRENT` is replaced by a rename. So a reader sees the
@@ -32,6 +34,7 @@ from typing import Any
 
 from server.adapters.durable import fsync_dir
 from server.core.routing.ports import PocketModel
+from server.core.tenancy import tenant_of, tenant_wide
 
 log = logging.getLogger(__name__)
 GLOBAL = "global"
@@ -43,8 +46,12 @@ class NoModelError(LookupError):
 
 
 def scope_of(namespace: str | None) -> str:
+    """The folder of a kept namespace's own model, or of a tenant's (`tenancy.tenant_wide`:
+    None or "" is the default tenant's, `global`)."""
     if not namespace:
         return GLOBAL
+    if namespace == tenant_wide(namespace):
+        return "tenant-" + tenant_of(namespace)
     return "ns-" + hashlib.sha256(namespace.encode()).hexdigest()[:32]
 
 
@@ -160,7 +167,7 @@ class ModelWatcher:
 
     def model(self, namespace: str) -> PocketModel | None:
         models = self._models  # replaced whole by a reload, never changed in place
-        return models.get(scope_of(namespace)) or models.get(GLOBAL)
+        return models.get(scope_of(namespace)) or models.get(scope_of(tenant_wide(namespace)))
 
     def reload(self) -> None:
         """Load every scope whose `CURRENT` changed since the last look (one that failed to

@@ -5,7 +5,8 @@ mode: a call is answered only once its transaction is on disk, so a kill -9 (or 
 loses nothing answered, and the calls' work runs one at a time, so the ledger's check and hold
 are atomic. Calls that arrive together are committed together (group commit). Tasks are
 msgpack blobs; holds are rows, indexed for the live sums a Reserve asks for;
-replies are the answers recorded under idempotency keys.
+replies are the answers recorded under idempotency keys, each with the time it was recorded,
+pruned once older than `ledger.reply_ttl_seconds` (every minute, in a writer's transaction).
 (The live holds' sums are kept in the task, so no Reserve scans the holds.)
 """
 
@@ -15,6 +16,7 @@ import contextlib
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -45,7 +47,9 @@ CREATE TABLE IF NOT EXISTS holds (
     actual INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS holds_live ON holds (task_id, state, expires_at);
-CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, fingerprint TEXT, answer BLOB);
+CREATE TABLE IF NOT EXISTS replies (
+    key TEXT PRIMARY KEY, fingerprint TEXT, answer BLOB, at REAL NOT NULL DEFAULT 0
+);
 CREATE TABLE IF NOT EXISTS pending_memories (memory_id TEXT PRIMARY KEY, body BLOB NOT NULL);
 """
 _enc = msgspec.msgpack.Encoder()
@@ -118,7 +122,10 @@ class _Tx:
         return None if row is None else (row[0], row[1])
 
     def put_reply(self, key: str, fingerprint: str, answer: bytes) -> None:
-        self._c.execute("INSERT INTO replies VALUES (?, ?, ?)", (key, fingerprint, answer))
+        self._c.execute(
+            "INSERT INTO replies (key, fingerprint, answer, at) VALUES (?, ?, ?, ?)",
+            (key, fingerprint, answer, time.time()),
+        )
 
     def put_pending(self, memory_id: str, body: bytes) -> None:
         self._c.execute("INSERT OR REPLACE INTO pending_memories VALUES (?, ?)", (memory_id, body))
@@ -142,13 +149,21 @@ class SqliteLedgerStore:
     BATCH = 256
     WAIT = 30.0  # the longest a caller waits for its commit
 
-    def __init__(self, path: Path) -> None:
+    PRUNE_EVERY = 60.0  # seconds between two prunes of the expired replies
+
+    def __init__(self, path: Path, reply_ttl_seconds: float = 86_400.0) -> None:
+        """`reply_ttl_seconds`: how long an answer stays under its idempotency key."""
+        self._reply_ttl = reply_ttl_seconds
+        self._pruned = 0.0
         path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=FULL")
         self._conn.execute("PRAGMA busy_timeout=5000")
         self._conn.executescript(_SCHEMA)
+        columns = {r[1] for r in self._conn.execute("PRAGMA table_info(replies)")}
+        if "at" not in columns:  # a ledger from before replies were pruned
+            self._conn.execute("ALTER TABLE replies ADD COLUMN at REAL NOT NULL DEFAULT 0")
         self._queue: queue.SimpleQueue[tuple[Callable[[_Tx], object], Future[object]] | None]
         self._queue = queue.SimpleQueue()
         self._closed = False
@@ -214,6 +229,10 @@ class SqliteLedgerStore:
                     continue
                 cur.execute("RELEASE work")
                 results.append((fut, out, None))
+            now = time.time()
+            if now - self._pruned >= self.PRUNE_EVERY:
+                cur.execute("DELETE FROM replies WHERE at < ?", (now - self._reply_ttl,))
+                self._pruned = now
             cur.execute("COMMIT")
         except Exception as e:  # the commit failed: nothing of the batch is on disk
             if cur is not None:

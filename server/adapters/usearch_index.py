@@ -8,9 +8,11 @@ its vectors (in float64), so a pocket's centroid and radius cost nothing to read
 searched coarse to fine also keeps int8 codes of its vectors in memory (`CoarseCodes`), kept in
 step with it while its size is in the coarse range.
 
-Persistence: `save(rev)` writes every dirty index to a temporary file and renames it into place,
-then atomically replaces `manifest.json`, which records the revision the files contain and each
-index's vector sum. On start the indexer replays the record store from that revision, so a crash
+Persistence: `save(rev)` writes every dirty index to a new file of that revision, then
+atomically replaces `manifest.json`, which records the revision the files contain and each
+index's file, vector sum and cap, and only then deletes the files it replaced: a crash at any
+point leaves a manifest whose files and sums agree (a file no manifest names is deleted at
+start). On start the indexer replays the record store from that revision, so a crash
 between snapshots only costs catch-up time, never data. A manifest of an older layout (one index
 per namespace and kind) is deleted with its files: the indexes are rebuilt from the record store.
 """
@@ -23,6 +25,7 @@ import json
 import logging
 import math
 import os
+import secrets
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +35,7 @@ import numpy.typing as npt
 from usearch.index import Index
 
 from kernels.coarse import coarse_topk, quantize
+from server.adapters.durable import fsync_dir
 from server.core.memory.model import Vector
 from server.core.memory.ports import KeyArray
 
@@ -328,20 +332,27 @@ class UsearchVectorIndex:
     def __len__(self) -> int:
         return len(self._index)
 
-    def save(self) -> dict[str, object]:
-        """Write the index if it changed; return the vector sum and the cap that the file
-        matches, for the manifest."""
+    def save(self, rev: int) -> tuple[dict[str, object], Path | None]:
+        """Write the index if it changed, to a new file of revision `rev` (the manifest still
+        names the old one until it is replaced, so a crash in between leaves the old file with
+        its own sum); return the file, the vector sum and the cap it matches, for the manifest,
+        and the file it replaces (to delete once the manifest is replaced)."""
         with self._lock:
+            old = None
             if self.dirty:
-                tmp = self._path.with_suffix(".tmp")
+                stem = self._path.name.split(".", 1)[0]
+                new = self._path.with_name(f"{stem}.{rev}-{secrets.token_hex(3)}.usearch")
+                tmp = new.with_suffix(".tmp")
                 self._index.save(str(tmp))
-                os.replace(tmp, self._path)
+                os.replace(tmp, new)
+                if new != self._path:
+                    old, self._path = self._path, new
                 self.dirty = False
-            out: dict[str, object] = {"sum": self._sum.tolist()}
+            out: dict[str, object] = {"file": self._path.name, "sum": self._sum.tolist()}
             if self._anchor is not None:
                 out["anchor"] = self._anchor.tolist()
                 out["floor"] = self._floor
-            return out
+            return out, old
 
 
 class UsearchIndexSet:
@@ -401,6 +412,10 @@ class UsearchIndexSet:
                 f"vector indexes in {self._root} have dimension {meta.get('ndim')}, "
                 f"but memory.embedding_dim is {self._ndim}"
             )
+        named = {part["file"] for part in meta["partitions"]}
+        for path in self._root.glob("*.usearch"):  # written by a save the crash cut short
+            if path.name not in named:
+                path.unlink()
         for part in meta["partitions"]:
             path = self._root / part["file"]
             index = Index(ndim=self._ndim, **self._opts)  # type: ignore[arg-type]
@@ -437,11 +452,12 @@ class UsearchIndexSet:
     def save(self, rev: int) -> None:
         with self._lock:
             parts = dict(self._parts)
-        entries = []
+        entries, replaced = [], []
         for (ns, pocket), part in sorted(parts.items()):
-            entries.append(
-                {"namespace": ns, "pocket": pocket, "file": part._path.name, **part.save()}
-            )
+            entry, old = part.save(rev)
+            entries.append({"namespace": ns, "pocket": pocket, **entry})
+            if old is not None:
+                replaced.append(old)
         meta = {"layout": LAYOUT, "rev": rev, "ndim": self._ndim, "partitions": entries}
         tmp = self._manifest().with_suffix(".tmp")
         with open(tmp, "w") as fh:
@@ -449,6 +465,10 @@ class UsearchIndexSet:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self._manifest())
+        fsync_dir(self._root)
+        for path in replaced:  # named by no manifest now
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
         self._saved_rev = rev
 
     def saved_rev(self) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,6 +24,7 @@ from server.api.convert_agent import step_pb
 from server.api.errors import to_status
 from server.api.handler import Ctx, Handler
 from server.api.validation import Violations
+from server.core.agent.jsondepth import MAX_JSON_DEPTH, depth
 from server.core.agent.step import AgentLoop, StepIn, ToolRun, Usage
 from server.core.agent.tools import ToolSchemaError, compact
 from server.core.deadline import Deadline
@@ -41,11 +43,13 @@ MAX_TOOLS = 256
 MAX_TOOL_BYTES = 65_536
 MAX_ROUND = 1_000_000
 MAX_TEXT = 65_536
-MAX_JSON_DEPTH = 64
 MAX_TOKENS = 10_000_000
 MAX_REPORTS = 64
 MAX_BATCH = 64
 MAX_NAME = 128
+# A StepBatch starts no Step with less than this left before its deadline (nor less than 1.5 of
+# its slowest Step so far), so that its answer reaches the client in time.
+ANSWER_MARGIN_S = 0.05
 NAME_RULE = f"must be at most {MAX_NAME} printable characters"
 _RECALL_MODES = {v.number for v in apb.RecallMode.DESCRIPTOR.values}
 
@@ -87,24 +91,10 @@ def _object(v: Violations, field: str, text: str, limit: int) -> dict[str, Any] 
     if not isinstance(doc, dict):
         v.add(field, "is not a JSON object")
         return None
-    if _depth(doc) > MAX_JSON_DEPTH:
+    if depth(doc) > MAX_JSON_DEPTH:
         v.add(field, f"nests deeper than {MAX_JSON_DEPTH} levels")
         return None
     return doc
-
-
-def _depth(doc: object) -> int:
-    """How deep a parsed JSON document nests (iteratively: no recursion limit to hit)."""
-    deepest, stack = 0, [(doc, 1)]
-    while stack:
-        node, d = stack.pop()
-        if isinstance(node, dict):
-            node = list(node.values())
-        if isinstance(node, list):
-            deepest = max(deepest, d)
-            if d <= MAX_JSON_DEPTH:
-                stack.extend((x, d + 1) for x in node)
-    return deepest
 
 
 class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[misc]
@@ -141,19 +131,25 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
                 v.add("steps", f"has {len(request.steps)} steps; 1 to {MAX_BATCH}")
 
         def work(d: Deadline) -> apb.StepBatchResponse:
-            """Each Step's answer or error. When the deadline passes, the Steps that ran keep
-            their answers (they were charged) and the rest say DEADLINE_EXCEEDED, never run; a
+            """Each Step's answer or error. When the deadline passes (or is too near for one
+            more Step: the answer must reach the client in time), the Steps that ran keep their
+            answers (they were charged) and the rest say DEADLINE_EXCEEDED, never run; a
             cancelled call (the client left) stops."""
             out = apb.StepBatchResponse()
-            stopped: DeadlineExceededError | None = None
+            stopped: str | None = None
+            slowest = 0.0
             for step in request.steps:
                 tools: list[dict[str, Any]] = []
                 params: list[dict[str, Any]] = []
                 result = out.results.add()
+                if stopped is None and d.remaining() < max(ANSWER_MARGIN_S, 1.5 * slowest):
+                    # Another Step could run past the deadline: answer with what ran instead.
+                    stopped = "the call's deadline was too near for another Step"
                 if stopped is not None:
                     result.error.code = "DEADLINE_EXCEEDED"
                     result.error.message = f"not run: {stopped}"
                     continue
+                t0 = time.monotonic()
                 try:
                     v = Violations()
                     self._check_step(v, step, tools, params)
@@ -162,7 +158,7 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
                 except CallCancelledError:
                     raise  # the whole call stops
                 except DeadlineExceededError as e:
-                    stopped = e
+                    stopped = str(e)
                     result.error.code = "DEADLINE_EXCEEDED"
                     result.error.message = str(e)
                 except Exception as e:  # this step's error, the others go on
@@ -173,6 +169,7 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
                         result.error.violations.extend(
                             f"{x.field}: {x.description}" for x in e.violations
                         )
+                slowest = max(slowest, time.monotonic() - t0)
             return out
 
         return await self._call(

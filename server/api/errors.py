@@ -16,10 +16,10 @@ A message over `server.max_message_bytes` never reaches a handler: gRPC itself a
 RESOURCE_EXHAUSTED. A message that cannot be decoded is answered by `server.api.guard`, a call
 without a valid token (UNAUTHENTICATED) by `server.api.auth`.
 
-A status's message and details together stay under `MAX_DETAIL_BYTES` (gRPC sends them as
-trailing metadata, which a stock client refuses beyond 16 KiB, turning the answer into
-RESOURCE_EXHAUSTED): a BadRequest lists the violations that fit, and says how many more there
-were.
+A status's message and details stay small (`MAX_MESSAGE_CHARS`, `MAX_DETAIL_BYTES`): gRPC
+sends them as trailing metadata, which a stock client refuses beyond 8 KiB, turning the answer
+into RESOURCE_EXHAUSTED. A BadRequest lists the violations that fit, and says how many more
+there were.
 """
 
 from __future__ import annotations
@@ -46,8 +46,11 @@ from server.core.errors import (
 )
 from server.core.tenancy import unscoped_text
 
-# The message and the details of one status (gRPC's metadata limit is 16 KiB, base64 included).
-MAX_DETAIL_BYTES = 6144
+# What one status's message and details may take: gRPC sends them as trailing metadata
+# (the details base64-encoded, the message percent-encoded), and a stock client refuses more
+# than 8 KiB of metadata (its soft limit) with RESOURCE_EXHAUSTED.
+MAX_DETAIL_BYTES = 3584
+MAX_MESSAGE_CHARS = 1024
 MAX_FIELD_CHARS = 512
 log = logging.getLogger(__name__)
 DOMAIN = "pocketd.dev"
@@ -152,21 +155,28 @@ def to_status(exc: BaseException, batch: bool = True) -> status_pb2.Status:
 
 
 def _bad_request(exc: InvalidArgumentError) -> status_pb2.Status:
-    """INVALID_ARGUMENT with the violations that fit in `MAX_DETAIL_BYTES`."""
+    """INVALID_ARGUMENT with the violations that fit: the details within `MAX_DETAIL_BYTES`,
+    the message within `MAX_MESSAGE_CHARS`, each saying how many more there were."""
     br = error_details_pb2.BadRequest()
-    used, message = 0, []
+    used, total = 0, len(exc.violations)
     for i, v in enumerate(exc.violations):
         field, what = v.field[:MAX_FIELD_CHARS], v.description[:MAX_FIELD_CHARS]
-        size = 2 * (len(field) + len(what)) + 16  # in the message and in the details
+        size = len(field.encode()) + len(what.encode()) + 8  # with its protobuf framing
         if used + size > MAX_DETAIL_BYTES:
-            more = len(exc.violations) - i
-            br.field_violations.add(field="", description=f"... and {more} more violations")
-            message.append(f"... and {more} more")
+            br.field_violations.add(field="", description=f"... and {total - i} more violations")
             break
         used += size
         br.field_violations.add(field=field, description=what)
-        message.append(f"{field}: {what}")
-    return _status(code_pb2.INVALID_ARGUMENT, "; ".join(message), br)
+    parts: list[str] = []
+    length = 0
+    for i, v in enumerate(exc.violations):
+        part = f"{v.field[:MAX_FIELD_CHARS]}: {v.description[:MAX_FIELD_CHARS]}"
+        if parts and length + len(part) > MAX_MESSAGE_CHARS:
+            parts.append(f"... and {total - i} more (see the details)")
+            break
+        parts.append(part)
+        length += len(part) + 2
+    return _status(code_pb2.INVALID_ARGUMENT, "; ".join(parts), br)
 
 
 async def abort(context: grpc.aio.ServicerContext, exc: BaseException) -> None:

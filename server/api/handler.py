@@ -76,7 +76,11 @@ class Handler:
             except BaseException:
                 self._calls.release(lane, tenant.name, weight)
                 raise
-            return await self._calls.run(work, deadline, lane, tenant.name, weight, check, rec)
+            out = await self._calls.run(work, deadline, lane, tenant.name, weight, check, rec)
+            left = context.time_remaining()
+            if left is not None and left <= 0.0:  # done, but after the client's deadline
+                rec.status = "DEADLINE_EXCEEDED"
+            return out
         except Exception as exc:
             status = to_status(exc, batch)
             rec.status = code_name(status.code)

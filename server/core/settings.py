@@ -833,6 +833,12 @@ class LedgerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # How long a reservation holds when the call names no TTL, and the longest it may ask for.
     reservation_ttl_seconds: Annotated[int, between(1, 86_400)] = 300
     max_reservation_ttl_seconds: Annotated[int, between(1, 604_800)] = 86_400
+    # How long an answer stays recorded under its idempotency key: a retry later than this
+    # runs again. Older answers are pruned.
+    reply_ttl_seconds: Annotated[int, between(60, 31_536_000)] = 86_400
+    # A final answer's reservations a task may hold at once (the emergency share is for one
+    # final answer, not many).
+    max_final_holds: Annotated[int, between(1, 64)] = 1
 
 
 class RouteSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -899,6 +905,9 @@ class AgentSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     tool_cache_size: Annotated[int, between(1, 1_000_000)] = 512
     # Tasks whose loop state (goal, rounds, tools) is held in memory; the least recent goes.
     sessions: Annotated[int, between(1, 10_000_000)] = 10_000
+    # The rounds of a task its loop state keeps (turns, inputs, actions, stored
+    # observations): the context shows recent rounds, and a long task's state stays bounded.
+    session_rounds: Annotated[int, between(4, 100_000)] = 64
     # The tokenizer.json that prompt tokens are counted with. Empty: the built-in one,
     # models/tokenizer/tokenizer.json (all-MiniLM-L6-v2's WordPiece; `make models`).
     tokenizer_file: str = ""

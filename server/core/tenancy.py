@@ -67,3 +67,17 @@ def tenant_of(scoped: str) -> str:
     """The tenant a kept namespace or task id belongs to."""
     head, sep, _ = scoped.partition(SEP)
     return head if sep else DEFAULT
+
+
+def tenant_wide(scoped: str) -> str:
+    """The name that stands for a kept namespace's whole tenant (its router model's scope):
+    "" for the default tenant, `<tenant>~` for another."""
+    return Tenant(tenant_of(scoped)).scope("")
+
+
+def in_target(scoped: str, target: str) -> bool:
+    """Whether a kept namespace is `target`: that namespace, or (a `tenant_wide` name) any of
+    that tenant's namespaces."""
+    if target == tenant_wide(target):
+        return tenant_wide(scoped) == target
+    return scoped == target

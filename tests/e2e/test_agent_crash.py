@@ -1,10 +1,12 @@
-"""The agent loop's memories across kill -9: a real `pocketd serve` is killed right after Steps
-acknowledged memories (written off the call, so some are still queued); after a restart every
-acknowledged memory id can be fetched, with its full text."""
+"""The agent loop's memories across kill -9: a real `pocketd serve` is killed right after a
+StepBatch acknowledged memories (written off the call), and the test checks in the record
+store's file that some were still unwritten at the kill (else it tries again, at most three
+times); after a restart every acknowledged memory id can be fetched, with its full text."""
 
 from __future__ import annotations
 
 import signal
+import sqlite3
 from pathlib import Path
 
 import grpc
@@ -21,28 +23,47 @@ from tests.e2e.conftest import Proc, spawn
 FILLER = "The device was restarted and its logs were read from the settings page. " * 40
 
 
+def unwritten(data: Path, ids: set[str]) -> set[str]:
+    """Of `ids`, those the record store's file does not hold (read after the kill)."""
+    db = sqlite3.connect(f"file:{data / 'records.sqlite3'}?mode=ro", uri=True)
+    try:
+        have = {m for (m,) in db.execute("SELECT memory_id FROM records WHERE namespace='ns'")}
+    finally:
+        db.close()
+    return ids - have
+
+
 def test_kill_9_loses_no_acknowledged_memory(tmp_path: Path, procs: list[Proc]) -> None:
-    p = spawn(procs, tmp_path / "data")
     acked: dict[str, str] = {}  # memory id → a phrase of its text
-    with grpc.insecure_channel(p.target) as ch:
-        led, agent = lpb_grpc.LedgerServiceStub(ch), apb_grpc.AgentServiceStub(ch)
-        budget = lpb.TaskBudget(total_micros=10**12, emergency_ratio=0.0)
-        led.OpenTask(lpb.OpenTaskRequest(task_id="t", namespace="ns", budget=budget))
-        for n in range(1, 25):
-            said = f"For the record, I prefer to be called on line {n}."
-            obs = f"Diagnostic run {n}: fault code E{n:03d} found. " + FILLER
-            r = agent.Step(
-                apb.StepRequest(
-                    task_id="t", round=n, goal="Fix the device", input=said,
-                    previous_action_json='{"type":"tool","tool":"diag"}', observation=obs,
-                ),
-                timeout=60,
-            )  # fmt: skip
-            for mid in r.committed_memory_ids:
-                acked[mid] = ""
-    p.stop(signal.SIGKILL)
-    assert len(acked) >= 24
-    p2 = spawn(procs, tmp_path / "data")
+    data = tmp_path / "data"
+    first = 1
+    for attempt in range(3):
+        p = spawn(procs, data)
+        with grpc.insecure_channel(p.target) as ch:
+            led, agent = lpb_grpc.LedgerServiceStub(ch), apb_grpc.AgentServiceStub(ch)
+            budget = lpb.TaskBudget(total_micros=10**12, emergency_ratio=0.0)
+            led.OpenTask(lpb.OpenTaskRequest(task_id=f"t{attempt}", namespace="ns", budget=budget))
+            steps = []
+            for n in range(first, first + 24):
+                said = f"For the record, I prefer to be called on line {n}."
+                obs = f"Diagnostic run {n}: fault code E{n:03d} found. " + FILLER
+                steps.append(
+                    apb.StepRequest(
+                        task_id=f"t{attempt}", round=n - first + 1, goal="Fix the device",
+                        input=said, previous_action_json='{"type":"tool","tool":"diag"}',
+                        observation=obs,
+                    )
+                )  # fmt: skip
+            out = agent.StepBatch(apb.StepBatchRequest(steps=steps), timeout=120)
+            mine = {m for r in out.results for m in r.response.committed_memory_ids}
+        p.stop(signal.SIGKILL)
+        first += 24
+        assert len(mine) >= 24
+        acked.update(dict.fromkeys(mine, ""))
+        if unwritten(data, mine):
+            break  # the kill caught acknowledged memories still queued: what this test is for
+    assert unwritten(data, set(acked)), "every write finished before each kill: nothing tested"
+    p2 = spawn(procs, data)
     with grpc.insecure_channel(p2.target) as ch:
         mem = spb_grpc.MemoryServiceStub(ch)
 

@@ -1,4 +1,5 @@
-"""The attack as a test: fuzzed requests of every RPC, and raw garbage, against a real server.
+"""The attack as a test: fuzzed requests of every RPC of MemoryService, LedgerService and
+AgentService, and raw garbage, against a real server.
 
 Every call must get a status other than INTERNAL or UNKNOWN, must return within its deadline plus
 a small margin, and afterwards a known record must still read back correctly. `make test` runs
@@ -16,11 +17,24 @@ import grpc
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bench.server_proc import ServerProcess
 from pocketd import Client
+from pocketd.v1 import ledger_service_pb2 as lpb
+from pocketd.v1 import ledger_service_pb2_grpc as lpb_grpc
 from tests.conftest import MODEL_DIR
-from tests.fuzz.strategies import calls
+from tests.fuzz import agent_strategies
+from tests.fuzz.strategies import _on, calls
+
+ALL_CALLS = st.one_of(
+    calls,
+    *[s.map(_on(path)) for path, s in agent_strategies.CALLS],
+    st.tuples(
+        st.sampled_from([path for path, _ in agent_strategies.CALLS]),
+        st.binary(min_size=1, max_size=512),
+    ),
+)
 
 pytestmark = pytest.mark.e2e
 DEADLINE_S = 20.0
@@ -45,6 +59,17 @@ class Target:
         with Client(self.proc.target, timeout=30) as c:
             r = c.remember(CANARY_NS, CANARY_TEXT, kind="fact", vector=self.vector.tolist())
             self.canary = r.memory_id
+        ledger = lpb_grpc.LedgerServiceStub(self.channel)
+        tools = {"search": lpb.ToolBudget(cost_per_call_micros=5, idempotent=True)}
+        for task in agent_strategies.TASKS:  # so that fuzzed Steps reach the loop
+            ledger.OpenTask(
+                lpb.OpenTaskRequest(
+                    task_id=task,
+                    namespace="fz1",
+                    budget=lpb.TaskBudget(total_micros=10**12, tools=tools),
+                ),
+                timeout=30,
+            )
         self.calls = 0
         self.codes: dict[str, int] = {}
 
@@ -90,7 +115,7 @@ def fuzz(target: Target, examples: int) -> None:
         database=None,
         suppress_health_check=list(HealthCheck),
     )
-    @given(calls)
+    @given(ALL_CALLS)
     def attack(call: tuple[str, bytes]) -> None:
         target.call(*call)
         if target.calls % 250 == 0:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,7 +14,9 @@ from hypothesis import strategies as st
 from server.api.fairpool import FairPool
 from server.api.page_tokens import PageTokens
 from server.core.agent.toolcache import ToolCache
+from server.core.deadline import Deadline
 from server.core.memo import PartitionedLRU
+from server.core.query.encoding import Encoding
 from server.core.tenancy import ANONYMOUS, Tenant, tenant_of, unscoped_text
 from tests.conftest import FakeClock, wait_for
 
@@ -101,3 +104,24 @@ def test_the_pool_serves_a_waiting_tenant_before_a_bursting_one() -> None:
 def pool_running(pool: FairPool) -> int:
     time.sleep(0)  # let the workers pick
     return sum(pool._running.values())
+
+
+class _Encoder:
+    dim = 4
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return np.tile(np.array([1.0, 0.0, 0.0, 0.0], np.float32), (len(texts), 1))
+
+
+def test_a_query_vector_cached_for_one_tenant_is_not_cached_for_another() -> None:
+    enc = Encoding(_Encoder(), None, 4)  # type: ignore[arg-type]
+    try:
+        victim, attacker = Tenant("victim").scope("home"), Tenant("attacker").scope("home")
+        enc.query(victim, "what is my PIN?", Deadline())
+        assert enc.cached(victim, "what is my PIN?") is not None
+        assert enc.cached(attacker, "what is my PIN?") is None  # no faster answer to time
+        for i in range(2000):  # the attacker's own queries never evict the victim's
+            enc.query(attacker, f"q{i}", Deadline())
+        assert enc.cached(victim, "what is my PIN?") is not None
+    finally:
+        enc.close()

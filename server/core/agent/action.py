@@ -18,6 +18,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from server.core.agent.jsondepth import MAX_JSON_DEPTH, depth
 from server.core.agent.toolcache import ToolArgsError, canonical
 
 MAX_COST = 10**15
@@ -51,6 +52,8 @@ def parse(raw: str, tools: Collection[str]) -> Action:
         raise ActionError("", f"not JSON: {e}") from e
     if not isinstance(doc, dict):
         raise ActionError("", "must be a JSON object")
+    if depth(doc) > MAX_JSON_DEPTH:
+        raise ActionError("params", f"nests deeper than {MAX_JSON_DEPTH} levels")
     extra = set(doc) - {"type", "tool", "params", "answer", "estimated_cost"}
     if extra:
         raise ActionError(sorted(extra)[0], "is not a field of an action")

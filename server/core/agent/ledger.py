@@ -67,6 +67,9 @@ from server.core.settings import LedgerSettings
 
 T = TypeVar("T")
 MAX_MICROS = 10**15  # any one amount, and a task's total (SQLite integers are signed 64-bit)
+# Where a task's booked sums stop growing: the sum of all of them stays within a signed 64-bit
+# integer (the task is msgpack, its holds SQLite rows).
+MAX_TOTAL = 10**17
 LEVELS = ("normal", "warned", "cheaper model tier", "optional tools off", "failover")
 
 
@@ -243,7 +246,7 @@ class Ledger:
             task = self._open(tx, task_id, now)
             if task.level < 4:
                 task.level += 1
-                task.warnings.append(f"{LEVELS[task.level]}: {why}")
+                _warn(task, f"{LEVELS[task.level]}: {why}")
                 if task.level == 4:
                     self._fail_over(task, why)
             tx.put_task(task)
@@ -304,7 +307,7 @@ class Ledger:
             )
             if task.state == "paused":
                 task.state, task.stop_reason = "open", ""
-                task.warnings.append(f"resumed: the total was raised by {add} micros")
+                _warn(task, f"resumed: the total was raised by {add} micros")
             task.level = 0
             self._climb(task)
             tx.put_task(task)
@@ -376,13 +379,12 @@ class Ledger:
                 hold.actual = actual
                 _book(task, hold.kind, hold.round, hold.tool, actual)
                 if hold.expires_at <= now:  # expired: late, but the money was spent
-                    task.warnings.append(
-                        f"reservation {reservation_id} was committed after it expired"
-                    )
+                    _warn(task, f"reservation {reservation_id} was committed after it expired")
                 if actual > hold.amount:
-                    task.warnings.append(
+                    _warn(
+                        task,
                         f"reservation {reservation_id} cost {actual} micros, "
-                        f"{actual - hold.amount} more than it held"
+                        f"{actual - hold.amount} more than it held",
                     )
             tx.put_hold(hold)
             self._climb(task)
@@ -458,6 +460,13 @@ class Ledger:
                     f"tool {tool!r} has made or holds {calls} of its {limits.max_calls} calls",
                     f"tool:{tool}",
                 )
+        finals = sum(h.count for h in live if h.final)
+        if final and finals >= self._s.max_final_holds:
+            return ResourceExhaustedError(
+                f"the task holds {finals} final-answer reservations; ledger.max_final_holds is"
+                f" {self._s.max_final_holds} (the emergency share is for one final answer)",
+                "final",
+            )
         return None
 
     def _climb(self, task: Task) -> None:
@@ -471,9 +480,7 @@ class Ledger:
             level = 4
         while task.level < level:
             task.level += 1
-            task.warnings.append(
-                f"{LEVELS[task.level]}: spent and held {share:.0f}% of the ordinary budget"
-            )
+            _warn(task, f"{LEVELS[task.level]}: spent and held {share:.0f}% of the ordinary budget")
             if task.level == 4:
                 self._fail_over(task, f"the ordinary budget is used up ({share:.0f}%)")
 
@@ -497,14 +504,14 @@ class Ledger:
         said = f"round {round_} spent "
         over = bool(b.round_micros) and spent > b.round_micros
         if over and not any(w.startswith(said) for w in task.warnings):
-            task.warnings.append(f"{said}{spent} of its {b.round_micros} micros")
+            _warn(task, f"{said}{spent} of its {b.round_micros} micros")
             return True
         return False
 
     def _fail_over(self, task: Task, why: str) -> None:
         if task.level < 4:
             task.level = 4
-            task.warnings.append(f"failover: {why}")
+            _warn(task, f"failover: {why}")
         if task.budget.failover == Failover.PAUSE and task.state == "open":
             task.state, task.stop_reason = "paused", why
 
@@ -569,17 +576,28 @@ class Ledger:
 
 
 _NO_TOOL = ToolBudget()
+MAX_WARNINGS = 16  # a task keeps its newest warnings: its status (and each reply) stays small
+
+
+def _warn(task: Task, text: str) -> None:
+    task.warnings.append(text)
+    del task.warnings[:-MAX_WARNINGS]
 
 
 def _book(task: Task, kind: SpendKind, round_: int, tool: str, amount: int) -> None:
-    """Add a spend to the task's totals by kind, round and tool."""
+    """Add a spend to the task's totals by kind, round and tool, each saturating at
+    `MAX_TOTAL` (a charge cannot be refused, so many of them could pass a 64-bit integer)."""
     k = int(kind)
-    task.spent_by_kind[k] = task.spent_by_kind.get(k, 0) + amount
-    task.commits_by_kind[k] = task.commits_by_kind.get(k, 0) + 1
-    task.spent_by_round[round_] = task.spent_by_round.get(round_, 0) + amount
+    task.spent_by_kind[k] = _add(task.spent_by_kind.get(k, 0), amount)
+    task.commits_by_kind[k] = _add(task.commits_by_kind.get(k, 0), 1)
+    task.spent_by_round[round_] = _add(task.spent_by_round.get(round_, 0), amount)
     if tool:
-        task.calls_by_tool[tool] = task.calls_by_tool.get(tool, 0) + 1
-        task.spent_by_tool[tool] = task.spent_by_tool.get(tool, 0) + amount
+        task.calls_by_tool[tool] = _add(task.calls_by_tool.get(tool, 0), 1)
+        task.spent_by_tool[tool] = _add(task.spent_by_tool.get(tool, 0), amount)
+
+
+def _add(total: int, amount: int) -> int:
+    return min(total + amount, MAX_TOTAL)
 
 
 def _fingerprint(request: object) -> str:

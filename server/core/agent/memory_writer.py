@@ -12,9 +12,11 @@ behind the Steps of a loop that runs rounds back to back. So the thread takes ev
 (up to `BATCH`) and writes it as one batch: one encoder batch for the summaries, one durable
 write. The thread runs below the readers (`background_nice`), so a Step's Recall gets the cores
 first. A batch that fails is written again one memory at a time, so one bad memory does not
-hold back the others; what still fails, or what the gate merges or refuses, is logged. A memory
-the engine refuses (a domain error: it never will be written) is given up at once; one that
-fails otherwise (the disk) stays kept and is tried again.
+hold back the others; what still fails, or what the gate merges or refuses, is logged, and
+stays kept for the next start (given up after `MAX_REPLAYS` of them). One that failed for a
+reason other than the engine's refusal (the disk) is also written again by the next call that
+settles its namespace; one the engine refused is not (it would only fail again until the
+configuration changes), so it never holds its namespace's calls back.
 
 Backpressure: with `max_pending` writes queued, a Step writes its own on the call.
 
@@ -224,9 +226,12 @@ class MemoryWriter:
         except Exception as exc:
             if len(batch) == 1:
                 p = batch[0]
-                if isinstance(exc, PocketdError):  # refused, not failed: it never will be
-                    log.error("agent memory %s refused, given up: %s", p.record.memory_id, exc)
-                    self._drop_kept([p])
+                if isinstance(exc, PocketdError):  # refused: writing it again now would not help
+                    log.error(
+                        "agent memory %s refused (%s); kept for the next start",
+                        p.record.memory_id,
+                        exc,
+                    )
                     return
                 log.exception(
                     "an agent memory was not written (%s); kept for the next start",

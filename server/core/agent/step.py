@@ -159,6 +159,24 @@ class _Session:
     active_recall: bool = False
     inputs: dict[int, str] = field(default_factory=dict)  # round → what the user said
     state: str = "open"  # the task's state at the last Step ("paused": no recall is started)
+    floor: int = 0  # the oldest round kept: older ones are gone (`trim`), as if noted
+
+    def trim(self, round_: int, window: int) -> None:
+        """Keep the last `window` rounds before `round_`: the state stays bounded however long
+        the task runs (a Step of an older round notes and commits nothing)."""
+        floor = round_ - window
+        if floor <= self.floor:
+            return
+        self.floor = floor
+        self.turns = [t for t in self.turns if t.round >= floor]
+        for d in (self.stored, self.actions, self.refused, self.inputs):
+            for k in [k for k in d if k < floor]:
+                del d[k]
+        self.noted = {n for n in self.noted if n >= floor}
+
+    def fresh(self, round_: int) -> bool:
+        """Whether `round_` is within the kept window."""
+        return round_ >= self.floor
 
     def mark(self) -> tuple[Any, ...]:
         """What a Step changes, to put back if it fails (so its retry notes the round again,
@@ -241,10 +259,12 @@ class AgentLoop:
                 s.active_recall = r.active_recall
             mark = s.mark()
             try:
-                return self._step(r, s, deadline)
+                out = self._step(r, s, deadline)
             except BaseException:
                 s.restore(mark)
                 raise
+            s.trim(r.round, self._s.session_rounds)
+            return out
 
     def _step(self, r: StepIn, s: _Session, deadline: Deadline) -> StepOut:
         out_cost = 0
@@ -321,7 +341,8 @@ class AgentLoop:
         out_cost += recall_cost
         # 3. the previous round, and its key events
         committed: list[str] = []
-        if (r.previous_action or r.observation) and r.round - 1 not in s.noted:
+        old = not s.fresh(r.round - 1)
+        if (r.previous_action or r.observation) and r.round - 1 not in s.noted and not old:
             s.noted.add(r.round - 1)
             user = s.inputs.get(r.round - 1, "")
             s.turns.append(Turn(r.round - 1, r.previous_action, r.observation, user))
@@ -335,7 +356,7 @@ class AgentLoop:
             s.previous_failed = failed(r.observation)
         # what the user says: a stated need or preference is a key event too
         # (after the recall: this round's input is the query, not one of its answers)
-        if r.input and r.round not in s.inputs:
+        if r.input and r.round not in s.inputs and s.fresh(r.round):
             s.inputs[r.round] = r.input
             stated = events(r.input, r.input_has_image, False)
             by_meaning = storable and self._needs is not None
@@ -358,6 +379,7 @@ class AgentLoop:
                     committed.append(mid)
                     out_cost += self._s.remember_micros
         # 4. the tier
+        deadline.check("the Step (routing the tier)")
         t0 = time.perf_counter()
         routed = self._tiers.route(
             r.task_id, r.round, s.goal, r.input or r.observation, r.input_has_image, status.level
@@ -378,9 +400,11 @@ class AgentLoop:
         out = StepOut(status, routed, tools, "", 0, [], memories, committed=committed)
         out.route_micros = route_micros
         if r.raw_model_output and not paused:
+            deadline.check("the Step (parsing the action)")
             self._act(r, s, ns, names, out, deadline)
             out_cost += out.step_cost
         if not quiet:
+            deadline.check("the Step (building the context)")
             built = ContextBuilder(
                 self._count,
                 lambda t: remember(t.observation, ["long"]),

@@ -28,6 +28,7 @@ from server.core.routing.inputs import LAYOUT
 from server.core.routing.mlp import Mlp, Progress, TrainSettings, train
 from server.core.routing.policies import POLICIES, choose
 from server.core.routing.record import DecisionRecord
+from server.core.tenancy import in_target
 
 
 @dataclass(frozen=True)
@@ -67,12 +68,13 @@ class Metrics:
 def examples(
     records: Iterable[DecisionRecord], width: int, namespace: str | None, holdout: float
 ) -> tuple[list[Example], int]:
-    """The training examples among `records` (of `namespace` only, if given), and how many
-    explored records were passed over (another layout or width, or no input rows)."""
+    """The training examples among `records` of `namespace` (a kept name, or a
+    `tenancy.tenant_wide` one for a tenant's namespaces; None: the default tenant's), and how
+    many explored records were passed over (another layout or width, or no input rows)."""
     out: list[Example] = []
     skipped = 0
     for rec in records:
-        if rec.shadow is None or (namespace and rec.namespace != namespace):
+        if rec.shadow is None or not in_target(rec.namespace, namespace or ""):
             continue
         inp = rec.inputs
         if inp is None or inp.layout != LAYOUT or inp.width != width or not inp.pockets:

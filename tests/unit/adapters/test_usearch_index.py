@@ -257,3 +257,35 @@ def test_the_cap_holds_every_vector_through_adds_removes_and_a_reopen(tmp_path: 
     (tmp_path / "manifest.json").write_text(json.dumps(meta))
     legacy = open_set(tmp_path).partition("ns", "p", False)
     assert legacy is not None and held(legacy)
+
+
+def test_a_crash_between_the_file_and_the_manifest_keeps_file_and_sum_agreeing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 17: the new file was renamed into place, the manifest still held the old sum, and
+    the pocket's centroid stayed wrong for good after the restart's catch-up."""
+    import server.adapters.usearch_index as ui
+
+    s = open_set(tmp_path)
+    part = s.partition("ns", "p", create=True)
+    assert part is not None
+    first = vectors(20, 1)
+    part.add(np.arange(20, dtype=np.int64), first)
+    s.save(1)
+    part.add(np.arange(20, 40, dtype=np.int64), vectors(20, 2))
+    real = ui.os.replace
+
+    def crash(src: object, dst: object) -> None:
+        if str(dst).endswith("manifest.json"):
+            raise OSError("killed before the manifest was replaced")
+        real(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ui.os, "replace", crash)
+    with pytest.raises(OSError):
+        s.save(2)
+    monkeypatch.setattr(ui.os, "replace", real)
+    again = open_set(tmp_path).partition("ns", "p", create=False)
+    assert again is not None and len(again) == 20  # the snapshot of revision 1, whole
+    total, n = again.moments()
+    assert n == 20 and np.allclose(total, first.astype(np.float64).sum(axis=0), atol=20 * F16)
+    assert len(list(tmp_path.glob("*.usearch"))) == 1  # the cut-short save's file is gone

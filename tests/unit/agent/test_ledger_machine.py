@@ -65,6 +65,8 @@ class Ref:
             return "round"
         if tool and self.calls + sum(1 for h in live if h.tool == tool) + 1 > CALLS:
             return "tool:calc"
+        if final and any(h.final for h in live):  # ledger.max_final_holds: 1
+            return "final"
         return None
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import hypothesis.strategies as st
+import msgspec
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from server.core.engine import MemoryEngine
 from server.core.memory.model import Kind, RecallQuery
 from server.core.query.early_stop import best_cosine
+from server.core.settings import MemorySettings
 from tests.conftest import DIM, FakeClock, open_engine, unit_vec
 from tests.unit.test_engine import NS, mem
 
@@ -46,9 +48,9 @@ def test_best_cosine_bounds_every_vector_of_the_cap(seed: int, spread: float, di
 
 
 @contextlib.contextmanager
-def fresh_engine() -> Iterator[MemoryEngine]:
+def fresh_engine(settings: MemorySettings | None = None) -> Iterator[MemoryEngine]:
     with tempfile.TemporaryDirectory() as tmp:
-        eng = open_engine(Path(tmp), None, FakeClock())
+        eng = open_engine(Path(tmp), None, FakeClock(), settings)
         try:
             yield eng
         finally:
@@ -66,13 +68,23 @@ def results(eng: MemoryEngine, q: RecallQuery) -> list[tuple[int, float]]:
     top_k=st.integers(1, 6),
     with_text=st.booleans(),
     noise=st.floats(0.05, 1.5),
+    min_score=st.sampled_from([0.0, 0.1, 0.3, 0.6]),
+    exact_rows=st.sampled_from([8, 2048]),  # 8: most pockets are searched by HNSW
 )
 def test_a_plan_stopped_early_returns_what_the_whole_plan_returns(
-    seed: int, n: int, top_k: int, with_text: bool, noise: float
+    seed: int,
+    n: int,
+    top_k: int,
+    with_text: bool,
+    noise: float,
+    min_score: float,
+    exact_rows: int,
 ) -> None:
     rng = np.random.default_rng(seed)
     centres = [unit_vec(rng) for _ in range(3)]
-    with fresh_engine() as eng:
+    base_settings = MemorySettings()
+    pockets = msgspec.structs.replace(base_settings.pockets, exact_max_rows=exact_rows)
+    with fresh_engine(msgspec.structs.replace(base_settings, pockets=pockets)) as eng:
         items = []
         for i in range(n):
             c = centres[int(rng.integers(3))]
@@ -92,7 +104,7 @@ def test_a_plan_stopped_early_returns_what_the_whole_plan_returns(
             c = centres[int(rng.integers(3))]
             qv = (c + noise * rng.standard_normal(DIM) / math.sqrt(DIM)).astype(np.float32)
             text = " ".join(rng.choice(WORDS, size=2)) if with_text else ""
-            base = dict(namespace=NS, text=text, vector=qv, top_k=top_k, min_score=0.0)
+            base = dict(namespace=NS, text=text, vector=qv, top_k=top_k, min_score=min_score)
             full = results(eng, RecallQuery(**base))  # type: ignore[arg-type]
             early = results(eng, RecallQuery(**base, early_stop=True))  # type: ignore[arg-type]
             assert [s for _, s in early] == [s for _, s in full]

@@ -21,10 +21,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from server.core.memo import TextMemo
 from server.core.memory.model import Kind, Record
 from server.core.settings import DEFAULT_MERGE, WritePolicySettings
 
 MODES = ("similar", "identical_in_session", "never")
+MEMO_TEXTS = 1024
 # A token of letters and digits (any script but CJK) with its inner : . / - joins, and a sign.
 _W = r"[^\W_\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"  # a letter or digit, not CJK
 _TOKEN = re.compile(rf"[-+−]?{_W}(?:{_W}|[:./-](?={_W}))*")
@@ -149,7 +151,10 @@ class MergePolicy:
 
     def __init__(self, settings: WritePolicySettings, terms: Callable[[str], list[str]]) -> None:
         self._s = settings
-        self._terms = terms
+        # Each text's identifiers and terms once, not once per pair weighed (a batch of one
+        # template weighs every item against its best candidates).
+        self._ids: TextMemo[frozenset[str]] = TextMemo(identifiers, MEMO_TEXTS)
+        self._terms: TextMemo[frozenset[str]] = TextMemo(lambda t: frozenset(terms(t)), MEMO_TEXTS)
         modes = {**DEFAULT_MERGE, **settings.merge}  # a partial setting keeps the defaults
         self._modes = {int(Kind[k.upper()]): mode for k, mode in modes.items()}
 
@@ -172,9 +177,9 @@ class MergePolicy:
             return None
         if mode != "similar" or cosine < self._s.dedup_floor:
             return None
-        if identifiers(new.text) != identifiers(old.text):
+        if self._ids(new.text) != self._ids(old.text):
             return None
-        a, b = set(self._terms(new.text)), set(self._terms(old.text))
+        a, b = self._terms(new.text), self._terms(old.text)
         overlap = len(a & b) / len(a | b) if a | b else 0.0
         if overlap < self._s.dedup_lexical:
             return None

@@ -46,6 +46,9 @@ BACKPRESSURE_TIMEOUT_S = 30.0
 # Candidates per item from the warm index: the best may be vetoed by the merge policy (a
 # sibling one digit apart), and identical texts tie at cosine 1.0.
 DEDUP_CANDIDATES = 8
+# The candidates the merge policy weighs for one item, best cosine first (the index's, the hot
+# tier's and the batch's own together).
+MERGE_CANDIDATES = 16
 # Hot memories moved to warm per change (the maintenance thread moves the rest on later ticks).
 TIER_MOVE_CHUNK = 4096
 
@@ -298,8 +301,9 @@ class Writer:
                 bs[np.triu_indices(len(idx))] = -np.inf  # only earlier items
                 for n, col in zip(*np.nonzero(bs >= floor), strict=True):
                     out[idx[n]].append(_Candidate(float(bs[n, col]), idx[col], 0))
-        for cands in out.values():
+        for cands in out.values():  # the best few: a batch of one template must not go quadratic
             cands.sort(key=lambda c: -c.cosine)
+            del cands[MERGE_CANDIDATES:]
         return out
 
     def _same_in_session(
@@ -403,6 +407,8 @@ class Writer:
         batch: list[_Pending] = []
         slots: list[_Pending | None] = []
         for i, st in enumerate(staged):
+            if i % 16 == 0:
+                deadline.check("merging near-duplicates")
             if st is None:
                 slots.append(None)
                 continue

@@ -1,0 +1,415 @@
+"""`python -m bench soak`: mixed traffic from several tenants, for a long time, against a real
+`pocketd serve` with auth on (`make soak`: 30 minutes).
+
+Three tenants, each with its own token, send Remember (upserts over a fixed set of ids, so the
+stored state stops growing once the ids are used), Recall, Step (a task of 40 rounds, then the
+next task; its memories forgotten now and then) and Reserve + Commit, with the texts and
+questions of MemoryBank (`../shared/data/memorybank`, Chinese and English; a generator if it is
+missing). First the capacity is measured closed-loop (`--calibrate` seconds, `--workers`
+concurrent calls), then the soak runs open-loop at `--load` (0.8) of it: calls are started on a
+fixed schedule whatever the answers do, so a server that slows down queues them (and shows it in
+p99) instead of being offered less. Every `--every` seconds it records the calls, the errors by
+status, p50/p99, and the server's RSS. Goal (issue 17): RSS growth under 5 % after the warm-up
+(the first `--warmup` share of the run), no errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+import yaml
+
+from bench.server_proc import ServerProcess
+from bench.stats import environment, pct, rss_mb
+from pocketd.requests import open_channel
+from pocketd.v1 import agent_service_pb2 as apb
+from pocketd.v1 import agent_service_pb2_grpc as apb_grpc
+from pocketd.v1 import ledger_service_pb2 as lpb
+from pocketd.v1 import ledger_service_pb2_grpc as lpb_grpc
+from pocketd.v1 import memory_pb2 as pb
+from pocketd.v1 import memory_service_pb2 as spb
+from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
+from server.api.auth import token_sha256
+
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "memorybank"
+TENANTS = ("acme", "globex", "initech")
+IDS_PER_NAMESPACE = 500
+ROUNDS_PER_TASK = 40
+SLOTS = 8  # agent loops per tenant, each running one Step at a time
+TOOLS = {"search": lpb.ToolBudget(cost_per_call_micros=50)}
+MIX = (("remember", 0.30), ("recall", 0.35), ("step", 0.20), ("ledger", 0.15))
+TIMEOUT_S = 10.0
+
+
+def texts() -> tuple[list[str], list[str]]:
+    """Memories and questions: MemoryBank's, else generated ones."""
+    try:
+        from bench.memorybank import load
+
+        bank = load(DATA)
+        turns = [t.text for c in bank.corpora.values() for t in c.turns if t.text.strip()]
+        probes = [p.text for c in bank.corpora.values() for p in c.probes]
+        if turns and probes:
+            return turns, probes
+    except (OSError, ValueError, KeyError):
+        pass
+    rng = random.Random(0)
+    words = [
+        "order",
+        "invoice",
+        "refund",
+        "boiler",
+        "garden",
+        "ticket",
+        "deploy",
+        "cluster",
+        "email",
+        "phone",
+    ]
+    made = [" ".join(rng.choices(words, k=12)) for _ in range(2000)]
+    return made, [" ".join(rng.choices(words, k=5)) for _ in range(200)]
+
+
+@dataclass
+class Slot:
+    """One of a tenant's agent loops: its task and round, one Step at a time."""
+
+    number: int
+    task: int = 0
+    round: int = 0
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+@dataclass
+class Tenant:
+    name: str
+    token: str
+    memory: Any = None
+    ledger: Any = None
+    agent: Any = None
+    channel: Any = None
+    slots: list[Slot] = field(default_factory=lambda: [Slot(n) for n in range(SLOTS)])
+    ops: int = 0
+
+
+@dataclass
+class Window:
+    """What one reporting interval saw."""
+
+    calls: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    latencies: list[float] = field(default_factory=list)
+    by_op: Counter[str] = field(default_factory=Counter)
+
+
+class Traffic:
+    def __init__(self, tenants: list[Tenant], memories: list[str], questions: list[str]) -> None:
+        self.tenants = tenants
+        self.memories = memories
+        self.questions = questions
+        self.rng = random.Random(7)
+        self.window = Window()
+        self.in_flight = 0
+
+    async def open_tasks(self) -> None:
+        budget = lpb.TaskBudget(total_micros=10**15, emergency_ratio=0.1, tools=TOOLS)
+        for t in self.tenants:
+            await t.ledger.OpenTask(  # the ledger calls' own task, never closed
+                lpb.OpenTaskRequest(task_id="ledger", namespace="agent", budget=budget),
+                timeout=TIMEOUT_S,
+            )
+            for slot in t.slots:
+                await self._next_task(t, slot)
+
+    async def _next_task(self, t: Tenant, slot: Slot) -> None:
+        slot.task += 1
+        slot.round = 0
+        budget = lpb.TaskBudget(total_micros=10**12, emergency_ratio=0.1)
+        await t.ledger.OpenTask(
+            lpb.OpenTaskRequest(task_id=_task(slot), namespace="agent", budget=budget),
+            timeout=TIMEOUT_S,
+        )
+
+    async def one(self) -> None:
+        """One call of the mix, timed and counted."""
+        t = self.rng.choice(self.tenants)
+        r = self.rng.random()
+        op = next((name for name, share in _cumulative(MIX) if r < share), "ledger")
+        t0 = time.perf_counter()
+        self.in_flight += 1
+        try:
+            await getattr(self, op)(t)
+            self.window.latencies.append(time.perf_counter() - t0)
+        except grpc.aio.AioRpcError as e:
+            self.window.errors[f"{op}:{e.code().name}"] += 1
+        finally:
+            self.in_flight -= 1
+            self.window.calls += 1
+            self.window.by_op[op] += 1
+
+    async def remember(self, t: Tenant) -> None:
+        ns = f"ns{self.rng.randrange(4)}"
+        mid = f"m{self.rng.randrange(IDS_PER_NAMESPACE)}"
+        rec = pb.MemoryRecord(
+            namespace=ns,
+            memory_id=mid,
+            text=self.rng.choice(self.memories),
+            kind=pb.MEMORY_KIND_FACT,
+        )
+        await t.memory.Remember(
+            spb.RememberRequest(record=rec, hints=spb.WriteHints(remember=True)), timeout=TIMEOUT_S
+        )
+
+    async def recall(self, t: Tenant) -> None:
+        req = spb.RecallRequest(
+            namespace=f"ns{self.rng.randrange(4)}", query_text=self.rng.choice(self.questions)
+        )
+        await t.memory.Recall(req, timeout=TIMEOUT_S)
+
+    async def step(self, t: Tenant) -> None:
+        free = [s for s in t.slots if not s.lock.locked()]
+        slot = self.rng.choice(free or t.slots)
+        async with slot.lock:
+            if slot.round >= ROUNDS_PER_TASK:
+                await t.ledger.CloseTask(
+                    lpb.CloseTaskRequest(task_id=_task(slot), idempotency_key="close"),
+                    timeout=TIMEOUT_S,
+                )
+                if slot.task % 5 == 0 and slot.number == 0:  # the loops' memories: bounded
+                    await t.memory.Forget(
+                        spb.ForgetRequest(namespace="agent", filter=spb.MemoryFilter(), all=True),
+                        timeout=TIMEOUT_S,
+                    )
+                await self._next_task(t, slot)
+            slot.round += 1
+            use = apb.ModelUsage(model="fast_small_model", input_tokens=800, output_tokens=90)
+            await t.agent.Step(
+                apb.StepRequest(
+                    task_id=_task(slot),
+                    round=slot.round,
+                    goal="Help the user with their account and their orders",
+                    input=self.rng.choice(self.questions),
+                    previous_action_json='{"type":"tool","tool":"search","params":{"q":"x"}}',
+                    observation=self.rng.choice(self.memories),
+                    usage=[use],
+                    idempotency_key=f"s{slot.task}-{slot.round}",
+                ),
+                timeout=TIMEOUT_S,
+            )
+
+    async def ledger(self, t: Tenant) -> None:
+        t.ops += 1
+        n = t.ops
+        r = await t.ledger.Reserve(
+            lpb.ReserveRequest(
+                task_id="ledger",
+                round=1,
+                kind=lpb.SPEND_KIND_TOOL_CALL,
+                tool="search",
+                idempotency_key=f"r{n}",
+            ),
+            timeout=TIMEOUT_S,
+        )
+        await t.ledger.Commit(
+            lpb.CommitRequest(
+                task_id="ledger",
+                reservation_id=r.reservation_id,
+                actual_micros=40,
+                idempotency_key=f"c{n}",
+            ),
+            timeout=TIMEOUT_S,
+        )
+
+    def take(self) -> Window:
+        w, self.window = self.window, Window()
+        return w
+
+
+def _task(slot: Slot) -> str:
+    return f"task-{slot.number}-{slot.task}"
+
+
+def _cumulative(mix: tuple[tuple[str, float], ...]) -> list[tuple[str, float]]:
+    out, total = [], 0.0
+    for name, share in mix:
+        total += share
+        out.append((name, total))
+    return out
+
+
+async def calibrate(traffic: Traffic, seconds: float, workers: int) -> float:
+    """Calls per second, closed-loop with `workers` calls in flight."""
+    stop = time.monotonic() + seconds
+
+    async def worker() -> None:
+        while time.monotonic() < stop:
+            await traffic.one()
+
+    t0 = time.monotonic()
+    await asyncio.gather(*(worker() for _ in range(workers)))
+    w = traffic.take()
+    return w.calls / (time.monotonic() - t0)
+
+
+async def soak(
+    traffic: Traffic, pid: int, rate: float, seconds: float, every: float
+) -> list[dict[str, Any]]:
+    """Start calls at `rate` per second for `seconds`; one row per `every` seconds."""
+    rows: list[dict[str, Any]] = []
+    tasks: set[asyncio.Task[None]] = set()
+    t0 = time.monotonic()
+    next_report = t0 + every
+    n = 0
+    while (now := time.monotonic()) < t0 + seconds:
+        due = t0 + n / rate
+        if due > now:
+            await asyncio.sleep(min(due - now, next_report - now, 0.05))
+        else:
+            task = asyncio.ensure_future(traffic.one())
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+            n += 1
+        if time.monotonic() >= next_report:
+            rows.append(_row(traffic.take(), pid, time.monotonic() - t0, every, traffic.in_flight))
+            r = rows[-1]
+            print(
+                f"[soak] {r['t_s']:6.0f}s  {r['calls_per_s']:6.1f}/s  p50 {r['p50_ms']:6.1f} ms"
+                f"  p99 {r['p99_ms']:7.1f} ms  errors {r['errors']}  RSS {r['rss_mb']:.0f} MiB",
+                file=sys.stderr,
+                flush=True,
+            )
+            next_report += every
+    await asyncio.gather(*tasks, return_exceptions=True)
+    return rows
+
+
+def _row(w: Window, pid: int, t: float, every: float, in_flight: int) -> dict[str, Any]:
+    ms = [x * 1000 for x in w.latencies]
+    return {
+        "t_s": round(t),
+        "calls": w.calls,
+        "calls_per_s": round(w.calls / every, 1),
+        "p50_ms": round(pct(ms, 50), 1),
+        "p99_ms": round(pct(ms, 99), 1),
+        "errors": sum(w.errors.values()),
+        "error_codes": dict(w.errors),
+        "in_flight": in_flight,
+        "rss_mb": round(rss_mb(pid)["rss_mb"], 1),
+        "by_op": dict(w.by_op),
+    }
+
+
+def summary(rows: list[dict[str, Any]], warmup: float) -> dict[str, Any]:
+    start = rows[max(0, int(len(rows) * warmup) - 1)]
+    end = rows[-1]
+    after = rows[int(len(rows) * warmup) :]
+    return {
+        "rss_after_warmup_mb": start["rss_mb"],
+        "rss_end_mb": end["rss_mb"],
+        "rss_growth_pct": round(100.0 * (end["rss_mb"] - start["rss_mb"]) / start["rss_mb"], 2),
+        "peak_rss_mb": max(r["rss_mb"] for r in rows),
+        "errors": sum(r["errors"] for r in rows),
+        "calls": sum(r["calls"] for r in rows),
+        "worst_p99_ms": max(r["p99_ms"] for r in after),
+        "median_p99_ms": round(pct([r["p99_ms"] for r in after], 50), 1),
+    }
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    out = ["| t (s) | calls/s | p50 ms | p99 ms | errors | RSS MiB |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(
+            f"| {r['t_s']} | {r['calls_per_s']} | {r['p50_ms']} | {r['p99_ms']} |"
+            f" {r['errors']} | {r['rss_mb']} |"
+        )
+    return "\n".join(out)
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    memories, questions = texts()
+    tenants = [Tenant(name, f"soak-{name}-token-0123456789") for name in TENANTS]
+    with tempfile.TemporaryDirectory(prefix="pocketd-soak-") as tmp:
+        cfg = Path(tmp) / "pocketd.yaml"
+        cfg.write_text(
+            yaml.safe_dump(
+                {
+                    "auth": {
+                        "tokens": [
+                            {"tenant": t.name, "sha256": token_sha256(t.token)} for t in tenants
+                        ]
+                    }
+                }
+            )
+        )
+        proc = ServerProcess(Path(tmp) / "data", config=cfg)
+        try:
+            proc.wait_serving(timeout=300)
+            for t in tenants:
+                t.channel = open_channel(proc.target, 16 << 20, t.token, None, sync=False)
+                t.memory = spb_grpc.MemoryServiceStub(t.channel)  # type: ignore[no-untyped-call]
+                t.ledger = lpb_grpc.LedgerServiceStub(t.channel)  # type: ignore[no-untyped-call]
+                t.agent = apb_grpc.AgentServiceStub(t.channel)  # type: ignore[no-untyped-call]
+            traffic = Traffic(tenants, memories, questions)
+            await traffic.open_tasks()
+            print(f"[soak] calibrating for {args.calibrate:.0f} s", file=sys.stderr, flush=True)
+            capacity = await calibrate(traffic, args.calibrate, args.workers)
+            rate = capacity * args.load
+            print(
+                f"[soak] capacity {capacity:.1f} calls/s; soaking at {rate:.1f}/s for"
+                f" {args.minutes:g} min",
+                file=sys.stderr,
+                flush=True,
+            )
+            rows = await soak(traffic, proc.pid, rate, args.minutes * 60.0, args.every)
+            for t in tenants:
+                await t.channel.close()
+        finally:
+            code = proc.stop()
+        return {
+            "capacity_calls_per_s": round(capacity, 1),
+            "rate_calls_per_s": round(rate, 1),
+            "load": args.load,
+            "minutes": args.minutes,
+            "workers": args.workers,
+            "exit_code": code,
+            "summary": summary(rows, args.warmup),
+            "rows": rows,
+            "environment": environment(),
+        }
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench soak", description=__doc__.split("\n")[0])
+    ap.add_argument("--minutes", type=float, default=30.0)
+    ap.add_argument("--calibrate", type=float, default=60.0, help="seconds of closed-loop load")
+    ap.add_argument("--workers", type=int, default=8, help="calls in flight while calibrating")
+    ap.add_argument("--load", type=float, default=0.8, help="share of the capacity to soak at")
+    ap.add_argument("--every", type=float, default=60.0, help="seconds per reported row")
+    ap.add_argument("--warmup", type=float, default=0.2, help="share of the rows that warm up")
+    ap.add_argument("--json", type=Path, help="write the result here")
+    args = ap.parse_args(argv)
+    out = asyncio.run(run(args))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(out, indent=1))
+    s = out["summary"]
+    print(table(out["rows"]))
+    print(
+        f"\ncapacity {out['capacity_calls_per_s']}/s, soaked at {out['rate_calls_per_s']}/s;"
+        f" RSS {s['rss_after_warmup_mb']} → {s['rss_end_mb']} MiB after warm-up"
+        f" ({s['rss_growth_pct']:+.2f} %), peak {s['peak_rss_mb']} MiB; {s['calls']} calls,"
+        f" {s['errors']} errors; p99 median {s['median_p99_ms']} ms, worst {s['worst_p99_ms']} ms"
+    )
+    ok = s["errors"] == 0 and s["rss_growth_pct"] < 5.0 and out["exit_code"] == 0
+    return 0 if ok else 1
