@@ -26,7 +26,6 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -52,7 +51,7 @@ from server.config import MODELS_DIR, TEXT_ENCODERS, is_loopback, model_dir, tok
 from server.core.agent.ledger import Ledger
 from server.core.agent.memory_writer import PendingWrites
 from server.core.agent.needs import NeedDetector
-from server.core.agent.ports import LedgerStore
+from server.core.agent.ports import LedgerStore, TokenCount
 from server.core.agent.step import AgentLoop, tier_settings
 from server.core.agent.tiers import TierRouter
 from server.core.agent.toolcache import ToolCache
@@ -253,6 +252,12 @@ def _say_access(settings: Settings) -> None:
     if tokens:
         tenants = sorted({t.tenant for t in tokens})
         log.info("auth: %d tokens for tenants %s", len(tokens), ", ".join(tenants))
+        if not settings.tls.cert_file and not is_loopback(settings.server.listen):
+            log.warning(
+                "auth is on without TLS and %s is not loopback: tokens travel in the clear"
+                " (set tls.cert_file and tls.key_file)",
+                settings.server.listen,
+            )
     elif not is_loopback(settings.server.listen):
         log.warning(
             "auth is off and %s is not loopback (server.allow_unauthenticated): anyone who"
@@ -270,7 +275,7 @@ def agent_loop(
     ledger: Ledger,
     engine: MemoryEngine,
     encoder: OnnxTextEncoder | None,
-    count_tokens: Callable[[str], int],
+    count_tokens: TokenCount,
     store: LedgerStore,
 ) -> AgentLoop:
     """The agent loop over the ledger and the engine, with the installed difficulty model if

@@ -162,8 +162,10 @@ class SqliteLedgerStore:
         self._conn.execute("PRAGMA busy_timeout=5000")
         self._conn.executescript(_SCHEMA)
         columns = {r[1] for r in self._conn.execute("PRAGMA table_info(replies)")}
-        if "at" not in columns:  # a ledger from before replies were pruned
+        if "at" not in columns:  # a ledger from before replies were pruned: they count from now
             self._conn.execute("ALTER TABLE replies ADD COLUMN at REAL NOT NULL DEFAULT 0")
+            self._conn.execute("UPDATE replies SET at=?", (time.time(),))
+        self._conn.execute("CREATE INDEX IF NOT EXISTS replies_at ON replies (at)")
         self._queue: queue.SimpleQueue[tuple[Callable[[_Tx], object], Future[object]] | None]
         self._queue = queue.SimpleQueue()
         self._closed = False

@@ -21,9 +21,10 @@ class TokenCounter:
         self._tok.no_padding()
         self._memo: TextMemo[int] = TextMemo(self._count, cache_size)
 
-    def count(self, text: str) -> int:
-        """Tokens of `text`, without the special tokens a model adds around a sequence."""
-        return self._memo(text)
+    def count(self, text: str, part: str = "") -> int:
+        """Tokens of `text`, without the special tokens a model adds around a sequence;
+        remembered in `part`'s own LRU (a tenant's)."""
+        return self._memo(text, part=part)
 
     def cached(self) -> int:
         """How many counts are kept."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pocketd.v1 import agent_service_pb2 as apb
@@ -22,9 +22,10 @@ from server.api.auth import call_tenant
 from server.api.calls import CallRecord, CallRunner, code_name
 from server.api.convert_agent import step_pb
 from server.api.errors import to_status
-from server.api.handler import Ctx, Handler
+from server.api.handler import Ctx, Handler, visible_task
 from server.api.validation import Violations
 from server.core.agent.jsondepth import MAX_JSON_DEPTH, depth
+from server.core.agent.ports import TokenCount
 from server.core.agent.step import AgentLoop, StepIn, ToolRun, Usage
 from server.core.agent.tools import ToolSchemaError, compact
 from server.core.deadline import Deadline
@@ -98,9 +99,7 @@ def _object(v: Violations, field: str, text: str, limit: int) -> dict[str, Any] 
 
 
 class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[misc]
-    def __init__(
-        self, settings: Settings, calls: CallRunner, count: Callable[[str], int] | None
-    ) -> None:
+    def __init__(self, settings: Settings, calls: CallRunner, count: TokenCount | None) -> None:
         """`count`: the tokenizer's token count (None: no tokenizer; CompressTools says so)."""
         super().__init__(settings, calls)
         self._max_text = settings.limits.max_text_chars
@@ -257,7 +256,7 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
             raise UnavailableError("pocketd is starting: the agent loop is not ready")
         out = self._loop.step(
             StepIn(
-                task_id=tenant.scope(r.task_id),
+                task_id=visible_task(tenant, r.task_id, self._loop.namespace_of),
                 round=r.round,
                 goal=r.goal,
                 input=r.input,
@@ -285,6 +284,7 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
         self, request: apb.CompressToolsRequest, context: Ctx
     ) -> apb.CompressToolsResponse:
         parsed: list[dict[str, Any]] = []
+        t = call_tenant(context)
 
         def validate(v: Violations) -> None:
             if not 1 <= len(request.tools_json) <= MAX_TOOLS:
@@ -307,8 +307,8 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
                 out.tools.add(
                     name=tool["name"],
                     text=line,
-                    tokens_before=self._count(text),
-                    tokens_after=self._count(line),
+                    tokens_before=self._count(text, part=t.name),
+                    tokens_after=self._count(line, part=t.name),
                 )
             out.tokens_before = sum(t.tokens_before for t in out.tools)
             out.tokens_after = sum(t.tokens_after for t in out.tools)

@@ -110,7 +110,15 @@ class AuthGuard(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             (True, False): "stream_unary",
             (True, True): "stream_stream",
         }[kind]
+        if tenant is None:  # refused before its bytes are even parsed
+            return handler._replace(
+                request_deserializer=_unparsed, **{slot: _with_tenant(getattr(handler, slot), None)}
+            )
         return handler._replace(**{slot: _with_tenant(getattr(handler, slot), tenant)})
+
+
+def _unparsed(data: bytes) -> None:
+    return None
 
 
 def _with_tenant(behaviour: Callable[..., Any], tenant: Tenant | None) -> Callable[..., Any]:

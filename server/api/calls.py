@@ -126,18 +126,21 @@ class CallRunner:
 
     def admit(self, lane: Lane, tenant: str, weight: int = 1) -> None:
         """Count a new call in, or refuse it (RESOURCE_EXHAUSTED): beyond the lane's bound of
-        calls, or beyond the tenant's share of work (`weight`: a StepBatch counts as its Steps;
-        a tenant with nothing in flight may always start one call)."""
+        calls, or beyond the tenant's share of work (`weight`: a StepBatch counts as its Steps).
+        With more than one tenant, a tenant with nothing in flight in the lane may always start
+        one call, so other tenants filling the lane never lock it out (the bound can be passed
+        by at most one call per tenant)."""
         with self._lock:
             n = self._in_flight[lane]
-            if n >= self._limit:
+            mine = self._tenants.get((lane, tenant), 0)
+            idle = bool(self._per_tenant) and not mine  # with tenants, an idle one gets in
+            if n >= self._limit and not idle:
                 what = lane.value
                 raise ResourceExhaustedError(
                     f"{n} {what} are in flight; server.max_concurrent_calls is {self._limit}"
                     f" (for {what}): retry with backoff",
                     limit="server.max_concurrent_calls",
                 )
-            mine = self._tenants.get((lane, tenant), 0)
             if self._per_tenant and mine and mine + weight > self._per_tenant:
                 raise ResourceExhaustedError(
                     f"this tenant has {mine} {lane.value} in flight (a StepBatch counts as its"

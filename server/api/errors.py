@@ -16,7 +16,7 @@ A message over `server.max_message_bytes` never reaches a handler: gRPC itself a
 RESOURCE_EXHAUSTED. A message that cannot be decoded is answered by `server.api.guard`, a call
 without a valid token (UNAUTHENTICATED) by `server.api.auth`.
 
-A status's message and details stay small (`MAX_MESSAGE_CHARS`, `MAX_DETAIL_BYTES`): gRPC
+A status's message and details stay small (`MAX_MESSAGE_BYTES`, `MAX_DETAIL_BYTES`): gRPC
 sends them as trailing metadata, which a stock client refuses beyond 8 KiB, turning the answer
 into RESOURCE_EXHAUSTED. A BadRequest lists the violations that fit, and says how many more
 there were.
@@ -50,7 +50,7 @@ from server.core.tenancy import unscoped_text
 # (the details base64-encoded, the message percent-encoded), and a stock client refuses more
 # than 8 KiB of metadata (its soft limit) with RESOURCE_EXHAUSTED.
 MAX_DETAIL_BYTES = 3584
-MAX_MESSAGE_CHARS = 1024
+MAX_MESSAGE_BYTES = 1536
 MAX_FIELD_CHARS = 512
 log = logging.getLogger(__name__)
 DOMAIN = "pocketd.dev"
@@ -156,7 +156,7 @@ def to_status(exc: BaseException, batch: bool = True) -> status_pb2.Status:
 
 def _bad_request(exc: InvalidArgumentError) -> status_pb2.Status:
     """INVALID_ARGUMENT with the violations that fit: the details within `MAX_DETAIL_BYTES`,
-    the message within `MAX_MESSAGE_CHARS`, each saying how many more there were."""
+    the message within `MAX_MESSAGE_BYTES` as sent, each saying how many more there were."""
     br = error_details_pb2.BadRequest()
     used, total = 0, len(exc.violations)
     for i, v in enumerate(exc.violations):
@@ -171,12 +171,19 @@ def _bad_request(exc: InvalidArgumentError) -> status_pb2.Status:
     length = 0
     for i, v in enumerate(exc.violations):
         part = f"{v.field[:MAX_FIELD_CHARS]}: {v.description[:MAX_FIELD_CHARS]}"
-        if parts and length + len(part) > MAX_MESSAGE_CHARS:
+        size = _on_the_wire(part) + 2
+        if parts and length + size > MAX_MESSAGE_BYTES:
             parts.append(f"... and {total - i} more (see the details)")
             break
         parts.append(part)
-        length += len(part) + 2
+        length += size
     return _status(code_pb2.INVALID_ARGUMENT, "; ".join(parts), br)
+
+
+def _on_the_wire(text: str) -> int:
+    """The bytes of `text` in grpc-message, which percent-encodes every byte outside printable
+    ASCII (a CJK character: 9 bytes)."""
+    return sum(1 if 0x20 <= b < 0x7F and b != 0x25 else 3 for b in text.encode())
 
 
 async def abort(context: grpc.aio.ServicerContext, exc: BaseException) -> None:

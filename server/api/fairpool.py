@@ -2,9 +2,12 @@
 
 Each tenant's submitted work waits in its own queue; a free worker takes the next tenant's
 oldest item, round-robin, so one tenant's burst (a few StepBatch calls, many Explains) never
-sits in front of another tenant's call. With `spare_one` (a server with more than one tenant) a
-tenant runs on at most `threads - 1` workers at once, so a worker is always left for the
-others; a server with one tenant uses them all.
+sits in front of another tenant's call. While several tenants wait, none takes a worker beyond
+its fair share (the workers over the tenants running or waiting). With `spare_one` (a server
+with more than one tenant) a tenant runs on at most `threads - 1` workers at once, so a tenant
+arriving at a pool busy with one other finds a worker free; otherwise it waits for the first
+running call to end, never behind another tenant's queue. A server with one tenant uses them
+all.
 """
 
 from __future__ import annotations
@@ -61,9 +64,15 @@ class FairPool(Executor):
 
     def _next(self) -> tuple[str, Job] | None:
         """The next tenant's oldest job (round-robin), under the lock; None: none may run."""
+        if not self._queues:
+            return None
+        active = len(set(self._queues) | set(self._running))
+        share = max(1, -(-self._threads // active))  # each active tenant's fair share
+        contended = len(self._queues) > 1
         for tenant in list(self._queues):
             q = self._queues[tenant]
-            if self._running.get(tenant, 0) >= self._cap:
+            running = self._running.get(tenant, 0)
+            if running >= self._cap or (contended and running >= share):
                 continue
             job = q.popleft()
             del self._queues[tenant]

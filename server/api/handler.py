@@ -17,8 +17,9 @@ from server.api.calls import CallRecord, CallRunner, Lane, code_name
 from server.api.errors import to_status
 from server.api.validation import Validator, Violations
 from server.core.deadline import Deadline
-from server.core.errors import PermissionDeniedError
+from server.core.errors import Location, NotFoundError, PermissionDeniedError
 from server.core.settings import Settings
+from server.core.tenancy import Tenant
 
 T = TypeVar("T")
 # grpc.aio.ServicerContext: grpc ships no type hints, so it is Any to mypy either way.
@@ -93,3 +94,15 @@ class Handler:
         finally:
             if not rec.deferred:
                 self._calls.log(rec)
+
+
+def visible_task(tenant: Tenant, task_id: str, namespace_of: Callable[[str], str | None]) -> str:
+    """The task as the ledger keys it, once the caller may see it: NOT_FOUND, as for a task
+    that does not exist, when the namespace it was opened in is not granted to the caller's
+    token (`namespace_of`: the ledger's lookup, asked only for a token with narrower grants)."""
+    scoped = tenant.scope(task_id)
+    if tenant.grants != ("*",):
+        ns = namespace_of(scoped)
+        if ns is None or not tenant.may_use(tenant.unscope(ns) or ""):
+            raise NotFoundError("task", task_id, Location("task_id"))
+    return scoped

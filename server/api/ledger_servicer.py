@@ -16,13 +16,13 @@ from pocketd.v1 import ledger_service_pb2_grpc as lpb_grpc
 from server.api import convert_ledger as cv
 from server.api.auth import call_tenant
 from server.api.calls import CallRecord, CallRunner
-from server.api.handler import Ctx, Handler
+from server.api.handler import Ctx, Handler, visible_task
 from server.api.ledger_validation import LedgerValidator
 from server.api.validation import Violations
 from server.core.agent.ledger import Ledger
 from server.core.agent.model import SpendKind
 from server.core.deadline import Deadline
-from server.core.errors import Location, NotFoundError, UnavailableError
+from server.core.errors import UnavailableError
 from server.core.settings import Settings
 from server.core.tenancy import Tenant
 
@@ -47,14 +47,8 @@ class LedgerServicer(Handler, lpb_grpc.LedgerServiceServicer):  # type: ignore[m
         return self._ledger
 
     def task_id(self, tenant: Tenant, task_id: str) -> str:
-        """The task as the ledger keys it, once the caller may see it: NOT_FOUND when its
-        namespace is not granted to the caller's token (as for a task that does not exist)."""
-        scoped = tenant.scope(task_id)
-        if tenant.grants != ("*",):
-            ns = self._led().namespace_of(scoped)
-            if ns is None or not tenant.may_use(tenant.unscope(ns) or ""):
-                raise NotFoundError("task", task_id, Location("task_id"))
-        return scoped
+        """The task as the ledger keys it, once the caller may see it (`visible_task`)."""
+        return visible_task(tenant, task_id, self._led().namespace_of)
 
     async def OpenTask(self, request: lpb.OpenTaskRequest, context: Ctx) -> lpb.TaskStatus:
         t = call_tenant(context)

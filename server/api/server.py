@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import secrets
 import socket
-from collections.abc import Callable
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -31,6 +30,7 @@ from server.api.ledger_servicer import LedgerServicer
 from server.api.page_tokens import SECRET_BYTES, PageTokens
 from server.api.servicer import MemoryServicer
 from server.core.agent.ledger import Ledger
+from server.core.agent.ports import TokenCount
 from server.core.agent.step import AgentLoop
 from server.core.engine import MemoryEngine
 from server.core.settings import Settings, TlsSettings
@@ -74,7 +74,7 @@ class GrpcServer:
         self,
         settings: Settings,
         pools: WorkerPools,
-        count_tokens: Callable[[str], int] | None = None,
+        count_tokens: TokenCount | None = None,
         page_secret: bytes | None = None,
     ) -> None:
         """`count_tokens`: the tokenizer's count, for AgentService (None: it has none);

@@ -231,6 +231,6 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
             context,
             CallRecord("Stats", request.namespace, 0),
             lambda v: self._validator.stats(v, request),
-            lambda eng, d: convert.stats_response(eng.stats(ns), t),
+            lambda eng, d: convert.stats_response(eng.stats(ns, t.sees), t),
             settle=[ns] if ns else [],
         )

@@ -347,11 +347,14 @@ class MemoryEngine:
             nxt = (float(created[last]), int(turn[last]), int(keys[last]))
         return Page(out, nxt)
 
-    def stats(self, namespace: str) -> Stats:
+    def stats(self, namespace: str, include: Callable[[str], bool] | None = None) -> Stats:
+        """One namespace's figures, or (`namespace` "") those of every namespace `include`
+        allows (None: all): the others are never counted, so the call's work is the caller's
+        own namespaces'."""
         c = self.columns
         out: list[NamespaceStats] = []
         for ns, ns_id in sorted(c.namespaces().items()):
-            if namespace and ns != namespace:
+            if (namespace and ns != namespace) or (include is not None and not include(ns)):
                 continue
             live = c.ns == ns_id  # `ns` first: the other arrays are at least as long
             n = len(live)

@@ -1,4 +1,5 @@
-"""A pure function of a text, remembered: a bounded, thread-safe LRU of its answers.
+"""A pure function of a text, remembered: bounded, thread-safe LRUs of its answers, one per
+tenant (`PartitionedLRU`, which the caches keyed by text also use).
 
 The agent loop counts tokens of, and summarizes, the same texts round after round (a turn's
 sentences, its summary, the goal). A text longer than `KEY_CHARS` is keyed by its digest, so
@@ -18,27 +19,27 @@ KEY_CHARS = 2048
 
 
 class TextMemo(Generic[T]):
+    """`fn` remembered, in one LRU per partition (`part`: a tenant), so that one tenant can
+    neither time nor evict another's entries."""
+
     def __init__(self, fn: Callable[..., T], size: int) -> None:
-        """`fn(text, *args)`: pure; `size`: the answers kept."""
+        """`fn(text, *args)`: pure; `size`: the answers kept per partition."""
         self._fn = fn
-        self._size = size
-        self._kept: OrderedDict[tuple[Hashable, ...], T] = OrderedDict()
+        self._kept: PartitionedLRU[tuple[Hashable, ...], T] = PartitionedLRU(size)
         self._lock = threading.Lock()
 
-    def __call__(self, text: str, *args: Hashable) -> T:
+    def __call__(self, text: str, *args: Hashable, part: str = "") -> T:
         name: str | bytes = text
         if len(text) > KEY_CHARS:
             name = hashlib.blake2b(text.encode(), digest_size=16).digest()
         key = (name, *args)
         with self._lock:
-            if key in self._kept:
-                self._kept.move_to_end(key)
-                return self._kept[key]
+            hit = self._kept.get(part, key)
+        if hit is not None:
+            return hit
         got = self._fn(text, *args)
         with self._lock:
-            self._kept[key] = got
-            if len(self._kept) > self._size:
-                self._kept.popitem(last=False)
+            self._kept.put(part, key, got)
         return got
 
     def __len__(self) -> int:

@@ -29,7 +29,8 @@ TENANT_RULE = "must be 1-32 characters of [a-z0-9_-], starting with a letter or 
 class Tenant:
     """One caller's tenant and what its credential grants: the namespaces it may use (globs,
     `*` matching any run of characters, `/` included) and whether it may see the server's own
-    figures (`admin`: Stats of every namespace of its tenant and the index's revisions)."""
+    figures (`admin`, a token for the operator: Stats' index revisions and pending count, which
+    count every tenant's writes)."""
 
     name: str = DEFAULT
     grants: tuple[str, ...] = ("*",)
@@ -49,6 +50,11 @@ class Tenant:
     def may_use(self, namespace: str) -> bool:
         """Whether the credential grants this (wire) namespace."""
         return any(fnmatchcase(namespace, g) for g in self.grants)
+
+    def sees(self, scoped: str) -> bool:
+        """Whether a kept namespace is this tenant's and granted to the credential."""
+        name = self.unscope(scoped)
+        return name is not None and self.may_use(name)
 
 
 ANONYMOUS = Tenant()

@@ -37,10 +37,37 @@ async def test_step_texts_have_the_limits_of_what_they_feed(server: RunningServe
         err = await expect(agent.Step(req), grpc.StatusCode.INVALID_ARGUMENT)
         assert field in violations(err)
     # At the limit it is taken, and its Recall's query is cut to limits.max_query_chars.
+    asked: list[int] = []
+    real = server.engine.recall
+
+    def recall(q: Any, *args: Any) -> Any:
+        asked.append(len(q.text))
+        return real(q, *args)
+
+    server.engine.recall = recall  # type: ignore[method-assign, assignment]
     fine = await agent.Step(
         apb.StepRequest(task_id="big", round=1, goal="Help", input="Where is my order? " * 1700)
     )
     assert fine.budget.task_id == "big"
+    assert asked and max(asked) == 4096  # 32,300 characters asked as their first 4,096
+
+
+async def test_a_long_task_keeps_a_bounded_window(server: RunningServer) -> None:
+    agent, led = stubs(server)
+    await open_task(led, "long")
+    for n in range(1, 101):
+        await agent.Step(
+            apb.StepRequest(
+                task_id="long",
+                round=n,
+                goal="Keep going",
+                previous_action_json='{"type":"tool","tool":"search"}',
+                observation=f"round {n - 1} looked at page {n - 1}",
+            )
+        )
+    (session,) = server.loop._sessions.values("default")
+    assert len(session.turns) <= 64 and min(t.round for t in session.turns) >= 100 - 64
+    assert len(session.noted) <= 64 and len(session.inputs) <= 64
 
 
 async def test_health_has_a_status_for_every_service(server: RunningServer) -> None:
@@ -142,6 +169,19 @@ async def test_the_call_log_says_deadline_exceeded_once_the_work_stopped(
         await asyncio.sleep(0.05)
     (line,) = logged()
     assert "status=DEADLINE_EXCEEDED" in line.getMessage()
+
+
+def test_an_idle_tenant_is_admitted_when_others_fill_the_lane() -> None:
+    pools = WorkerPools(2, 1, agent_threads=2, spare_one=True)
+    runner = CallRunner(ServerSettings(max_concurrent_calls=4), pools, tenants=3)
+    try:
+        for tenant in ("a", "a", "b", "b"):
+            runner.admit(Lane.READ, tenant)
+        with pytest.raises(ResourceExhaustedError):
+            runner.admit(Lane.READ, "a")  # the lane is full, and a has calls in it
+        runner.admit(Lane.READ, "c")  # c has none: one call always gets in
+    finally:
+        pools.shutdown()
 
 
 def test_a_step_batch_counts_as_its_steps_and_pools_are_apart() -> None:

@@ -24,8 +24,10 @@ FILLER = "The device was restarted and its logs were read from the settings page
 
 
 def unwritten(data: Path, ids: set[str]) -> set[str]:
-    """Of `ids`, those the record store's file does not hold (read after the kill)."""
-    db = sqlite3.connect(f"file:{data / 'records.sqlite3'}?mode=ro", uri=True)
+    """Of `ids`, those the record store's file does not hold (read after the kill, with write
+    access, so that SQLite recovers the committed transactions from the WAL as the restart
+    will)."""
+    db = sqlite3.connect(data / "records.sqlite3")
     try:
         have = {m for (m,) in db.execute("SELECT memory_id FROM records WHERE namespace='ns'")}
     finally:

@@ -61,10 +61,10 @@ async def test_every_nesting_depth_is_answered_and_a_refusal_books_nothing(
 
 async def test_error_details_of_any_size_stay_invalid_argument(server: RunningServer) -> None:
     mem = spb_grpc.MemoryServiceStub(grpc.aio.insecure_channel(server.target))
-    for n in (1, 10, 100, 1024):
+    for n, bad in [(n, b) for n in (1, 10, 100, 1024) for b in ("z", "坏")]:
         items = [
             spb.RememberRequest(
-                record=pb.MemoryRecord(namespace="bad ns " + "z" * 300, kind=99, text="")
+                record=pb.MemoryRecord(namespace="bad ns " + bad * 300, kind=99, text="")
             )
             for _ in range(n)
         ]

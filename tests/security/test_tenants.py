@@ -126,9 +126,29 @@ async def test_a_token_is_denied_the_namespaces_it_does_not_grant(tenants: Tenan
     ):
         await expect(call, grpc.StatusCode.PERMISSION_DENIED)
     # The same tenant's task in a namespace this token does not grant: as if it did not exist.
-    await expect(
-        narrow.ledger.Status(lpb.TaskStatusRequest(task_id="t1")), grpc.StatusCode.NOT_FOUND
+    for call in (
+        narrow.ledger.Status(lpb.TaskStatusRequest(task_id="t1")),
+        narrow.ledger.Reserve(
+            lpb.ReserveRequest(
+                task_id="t1", round=1, kind=M, estimate_micros=5, idempotency_key="n"
+            )
+        ),
+        narrow.ledger.CloseTask(lpb.CloseTaskRequest(task_id="t1", idempotency_key="n")),
+        narrow.agent.Step(
+            apb.StepRequest(
+                task_id="t1",
+                round=2,
+                input="What is my PIN?",
+                usage=[apb.ModelUsage(model="m", input_tokens=10**6)],
+                idempotency_key="n2",
+            )
+        ),
+    ):
+        await expect(call, grpc.StatusCode.NOT_FOUND)
+    batch = await narrow.agent.StepBatch(
+        apb.StepBatchRequest(steps=[apb.StepRequest(task_id="t1", round=2, input="PIN?")])
     )
+    assert batch.results[0].error.code == "NOT_FOUND"
     # Stats of every namespace lists only the granted ones.
     st = await narrow.memory.Stats(spb.StatsRequest())
     assert [n.namespace for n in st.namespaces] == ["team-a/notes"]
@@ -236,6 +256,7 @@ async def test_the_attacker_cannot_touch_or_detect_the_victims_task(tenants: Ten
 async def test_the_tool_cache_answers_only_its_own_tenant(tenants: Tenants) -> None:
     _, v, a, _ = tenants
     await victim_world(v)  # the victim reported search {"q": "pin"} → "4321"
+    before = await snapshot(v)
     budget = lpb.TaskBudget(total_micros=1_000_000, tools=TOOLS)
     await a.ledger.OpenTask(lpb.OpenTaskRequest(task_id="t2", namespace="home", budget=budget))
     action = json.dumps({"type": "tool", "tool": "search", "params": {"q": "pin"}})
@@ -249,6 +270,8 @@ async def test_the_tool_cache_answers_only_its_own_tenant(tenants: Tenants) -> N
         apb.StepRequest(task_id="t1", round=2, tools_json=[SEARCH], raw_model_output=action)
     )  # the victim's own cache still answers the victim
     assert again.action.cached and again.action.cached_result == "4321"
+    after = await snapshot(v)
+    assert after[0] == before[0] and after[2] == before[2]  # the victim's memory, untouched
 
 
 async def test_scores_do_not_depend_on_another_tenants_memories(tenants: Tenants) -> None:
@@ -276,8 +299,13 @@ async def test_scores_do_not_depend_on_another_tenants_memories(tenants: Tenants
     await indexed()
     first = await scores()
     assert first
-    # The victim floods its own namespace of the same name with the same words.
-    items = [fact("notes", "boiler boiler service invoice boiler") for _ in range(64)]
+    # The victim floods its own namespace of the same name with the same words (each fact
+    # names its own ticket, so none merges into another).
+    items = [fact("notes", f"boiler service invoice for ticket T-{i} boiler") for i in range(64)]
     await v.memory.RememberBatch(spb.RememberBatchRequest(items=items))
     await indexed()
+    listed = await v.memory.List(spb.ListRequest(namespace="notes", page_size=1000))
+    assert len(listed.records) == 64
     assert await scores() == first
+    mine = await a.memory.List(spb.ListRequest(namespace="notes", page_size=1000))
+    assert len(mine.records) == 5  # and the attacker's namespace holds only its own

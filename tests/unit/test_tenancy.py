@@ -15,7 +15,7 @@ from server.api.fairpool import FairPool
 from server.api.page_tokens import PageTokens
 from server.core.agent.toolcache import ToolCache
 from server.core.deadline import Deadline
-from server.core.memo import PartitionedLRU
+from server.core.memo import PartitionedLRU, TextMemo
 from server.core.query.encoding import Encoding
 from server.core.tenancy import ANONYMOUS, Tenant, tenant_of, unscoped_text
 from tests.conftest import FakeClock, wait_for
@@ -125,3 +125,43 @@ def test_a_query_vector_cached_for_one_tenant_is_not_cached_for_another() -> Non
         assert enc.cached(victim, "what is my PIN?") is not None
     finally:
         enc.close()
+
+
+def test_text_memos_are_kept_per_tenant() -> None:
+    calls: list[str] = []
+
+    def size(text: str) -> int:
+        calls.append(text)
+        return len(text)
+
+    memo: TextMemo[int] = TextMemo(size, 2)
+    long = "x" * 5000
+    memo(long, part="victim")
+    memo(long, part="attacker")  # computed again: no faster answer for another tenant
+    assert len(calls) == 2
+    for i in range(10):
+        memo(f"y{i}", part="attacker")
+    memo(long, part="victim")  # the attacker's own texts never evict the victim's
+    assert len(calls) == 12
+
+
+def test_three_tenants_share_a_busy_pool_in_turn() -> None:
+    pool = FairPool(3, "test", spare_one=True)
+    gate = threading.Event()
+    try:
+        a = [pool.submit_for("a", gate.wait, 60) for _ in range(5)]
+        wait_for(lambda: pool_running(pool) == 2)  # a alone: all but one worker
+        b = pool.submit_for("b", gate.wait, 60)
+        wait_for(lambda: pool_running(pool) == 3)  # b gets the spare at once
+        order: list[str] = []
+        c = pool.submit_for("c", lambda: order.append("c"))
+        more_a = pool.submit_for("a", lambda: order.append("a"))
+        gate.set()  # as workers free up, c (waiting, over no share) goes before a's backlog
+        c.result(timeout=60)
+        more_a.result(timeout=60)
+        assert order.index("c") < order.index("a")
+        for f in [*a, b]:
+            f.result(timeout=60)
+    finally:
+        gate.set()
+        pool.shutdown()

@@ -30,7 +30,9 @@ import datetime as dt
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
+from server.core.agent.ports import TokenCount
 from server.core.memo import TextMemo
 
 
@@ -202,13 +204,18 @@ def summarize(
 
 class Summaries:
     """`summarize` remembered (`TextMemo`): the context builder summarizes a task's turns and
-    memories again each round, and a summary is a pure function of the text and the size."""
+    memories again each round, and a summary is a pure function of the text and the size. Each
+    tenant (`part`) has its own summaries and token counts."""
 
-    def __init__(self, count: Callable[[str], int], size: int = 4096) -> None:
-        self._memo: TextMemo[str] = TextMemo(lambda t, n, f: summarize(t, n, count, f), size)
+    def __init__(self, count: TokenCount, size: int = 4096) -> None:
+        self._memo: TextMemo[str] = TextMemo(
+            lambda t, n, f, p: summarize(t, n, partial(count, part=p), f), size
+        )
 
-    def __call__(self, text: str, max_tokens: int, focus: frozenset[str] = frozenset()) -> str:
-        return self._memo(text, max_tokens, focus)
+    def __call__(
+        self, text: str, max_tokens: int, focus: frozenset[str] = frozenset(), part: str = ""
+    ) -> str:
+        return self._memo(text, max_tokens, focus, part, part=part)
 
 
 def _cut(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
@@ -235,14 +242,16 @@ class ContextBuilder:
         store: Callable[[Turn], str],
         settings: ContextSettings | None = None,
         summaries: Summaries | None = None,
+        part: str = "",
     ) -> None:
         """`count`: tokens of a text; `store`: keeps a long observation in memory and returns
         its memory id ("" when memory cannot store it); `summaries`: kept summaries to share
-        between builds (the same count)."""
+        between builds (the same count); `part`: the tenant whose summaries these are."""
         self._count = count
         self._store = store
         self._s = settings or ContextSettings()
-        self._sum = summaries or Summaries(count)
+        self._summaries = summaries or Summaries(lambda text, part="": count(text))
+        self._part = part
         self._focus: frozenset[str] = frozenset()  # the build's (`focus_words`)
 
     def build(
@@ -349,6 +358,9 @@ class ContextBuilder:
                 Section("memory", line, self._count(line), memory_id=m.memory_id, at=m.created_at)
             )
         return out
+
+    def _sum(self, text: str, max_tokens: int, focus: frozenset[str] = frozenset()) -> str:
+        return self._summaries(text, max_tokens, focus, self._part)
 
     def _section(self, kind: str, text: str, round: int = 0, memory_id: str = "") -> Section:
         return Section(kind, text, self._count(text), round, memory_id)

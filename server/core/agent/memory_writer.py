@@ -21,29 +21,35 @@ configuration changes), so it never holds its namespace's calls back.
 Backpressure: with `max_pending` writes queued, a Step writes its own on the call.
 
 Read-your-writes: an id a Step returns behaves like a record from that moment. Every
-MemoryService call on a namespace first settles it (`settle`): it waits until the namespace's
-queued writes are written (the replayed ones of a restart too), and writes again on the call
-any that failed. So Get finds the memory, Forget erases it, and a client's upsert of its id
-lands after the queued write and wins; a restart never replays a memory the store has held
-(a Forget's erasure stays). The queue of one namespace is a Step's few memories:
-settling waits for at most a batch or two. (Writing before the answer would put an encoder
-batch and a durable write on every Step; the barrier costs only the calls that race a Step.)
+MemoryService call on a namespace first settles it (`settle`): it takes the namespace's queued
+memories (the replayed ones of a restart too) and those whose write failed onto its own thread
+and writes them, and waits for the ones the writer thread is writing now (one batch at most).
+So Get finds the memory, Forget erases it, and a client's upsert of its id lands after the
+queued write and wins; a restart never replays a memory the store has held (a Forget's erasure
+stays). A settle writes only its own namespace's memories and waits for nothing acknowledged
+after it began, so neither another namespace's flood nor a stream of new Steps can hold it
+back. (Writing before the answer would put an encoder batch and a durable write on every Step;
+the barrier costs only the calls that race a Step.) The writer thread takes one memory of each
+namespace in turn, so one namespace's flood does not delay the others' writes either.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 
 import msgspec
 
 from server.core.agent.ports import LedgerStore, LedgerTx
-from server.core.batching import batches
 from server.core.deadline import Deadline
 from server.core.engine import MemoryEngine
-from server.core.errors import DeadlineExceededError, PocketdError, UnavailableError
+from server.core.errors import (
+    FailedPreconditionError,
+    InvalidArgumentError,
+    UnavailableError,
+)
 from server.core.memory.model import GateDecision, NewMemory, Record, WriteHints
 from server.core.priority import run_below_readers
 
@@ -125,6 +131,11 @@ class PendingWrites:
 
 
 class MemoryWriter:
+    """One thread that writes the loop's memories in batches, fed by a queue per namespace and
+    taking from them in turn (one namespace's flood never stands in front of another's few),
+    and `settle`, which takes a namespace's queued and failed memories onto the calling thread.
+    """
+
     def __init__(
         self,
         engine: MemoryEngine,
@@ -138,53 +149,67 @@ class MemoryWriter:
         self._written = written
         self._nice = nice
         self._max = max_pending
-        self._queue: queue.SimpleQueue[Pending | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
-        self._pending = 0  # queued and not yet written
-        self._by_ns: dict[str, int] = {}  # the same, per namespace
+        self._changed = threading.Condition(self._lock)
+        self._queues: OrderedDict[str, deque[Pending]] = OrderedDict()  # by namespace, in turn
+        self._busy: dict[str, int] = {}  # per namespace: memories being written now
+        self._pending = 0  # queued or being written, by the thread or by a settle
         self._failed: dict[str, dict[str, Pending]] = {}  # per namespace, by id: kept, unwritten
         self._closed = False
-        self._idle = threading.Condition(self._lock)
         self._thread = threading.Thread(target=self._run, name="pocketd-agent-memory", daemon=True)
         self._thread.start()
 
     def submit(self, p: Pending, behind: bool = True) -> None:
         """Queue `p`; `behind` False: queue it even past `max_pending` (start-up's replay)."""
-        ns = p.record.namespace
         with self._lock:
             on_call = self._closed or (behind and self._pending >= self._max)
             if not on_call:
                 self._pending += 1
-                self._by_ns[ns] = self._by_ns.get(ns, 0) + 1
-                self._queue.put(p)
+                self._queues.setdefault(p.record.namespace, deque()).append(p)
+                self._changed.notify_all()
         if on_call:  # the writes fall behind (or the writer closed): this one on the call
             self._write([p])
 
     def settle(self, namespace: str, deadline: Deadline) -> None:
-        """Return once every memory acknowledged in `namespace` so far is in the store: wait
-        for its queued writes (DEADLINE_EXCEEDED if the call's deadline passes first), then
-        write on the call any whose write failed (UNAVAILABLE if one fails again: it stays
-        kept, and the call may be retried)."""
-        with self._idle:
-            left = deadline.remaining()
-            done = self._idle.wait_for(
-                lambda: not self._by_ns.get(namespace), None if left == float("inf") else left
-            )
-            failed = list(self._failed.get(namespace, {}).values())
-        if not done:
-            raise DeadlineExceededError(
-                f"the deadline passed while {namespace!r}'s acknowledged agent memories were"
-                " being written"
-            )
-        for p in failed:
-            deadline.check("writing an acknowledged agent memory")
-            self._write([p])
+        """Return once every memory acknowledged in `namespace` before this call is in the
+        store. Its queued memories and those whose write failed (for a reason other than the
+        engine's refusal) are taken off the queue and written on this thread; one the writer
+        thread is writing now is waited for (one batch at most). DEADLINE_EXCEEDED (or
+        CANCELLED) if the call's deadline passes (or its client leaves) first; UNAVAILABLE if a
+        write fails again (the memory stays kept, and the call may be retried)."""
         with self._lock:
+            queued = list(self._queues.pop(namespace, ()))  # counted in `_pending`
+            mine = queued + list(self._failed.pop(namespace, {}).values())
+            if not mine and not self._busy.get(namespace):
+                return  # the common case: nothing of this namespace is in flight
+            self._mark(namespace, len(mine))
+        try:
+            if mine:
+                self._write(mine)
+        finally:
+            with self._lock:
+                self._mark(namespace, -len(mine))
+                self._pending -= len(queued)
+                self._changed.notify_all()
+        with self._lock:
+            while self._busy.get(namespace):  # the thread's batch, or another settle's
+                deadline.check("waiting for the namespace's acknowledged agent memories")
+                self._changed.wait(min(0.05, max(deadline.remaining(), 0.0)))
             if self._failed.get(namespace):
                 raise UnavailableError(
                     "an agent memory this namespace acknowledged cannot be written yet (see the"
                     " server log); it is kept, and the call may be retried"
                 )
+
+    def _mark(self, namespace: str, n: int) -> None:
+        """Count `n` memories of `namespace` in (or out of) the ones being written; under the
+        lock."""
+        left = self._busy.get(namespace, 0) + n
+        if left:
+            self._busy[namespace] = left
+        else:
+            self._busy.pop(namespace, None)
+            self._changed.notify_all()
 
     def pending(self) -> int:
         with self._lock:
@@ -192,8 +217,8 @@ class MemoryWriter:
 
     def flush(self, timeout: float) -> bool:
         """Wait until what was queued so far is written; whether it was, within `timeout`."""
-        with self._idle:
-            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+        with self._changed:
+            return self._changed.wait_for(lambda: self._pending == 0, timeout)
 
     def close(self, timeout: float | None = None) -> None:
         """Write what is queued, then stop (before the engine closes). With `timeout` (the
@@ -202,23 +227,43 @@ class MemoryWriter:
             if self._closed:
                 return
             self._closed = True
-            self._queue.put(None)
+            self._changed.notify_all()
         self._thread.join(timeout)
         if self._thread.is_alive():
             log.warning("%d agent memories left to the next start", self.pending())
 
+    def _take(self) -> list[Pending] | None:
+        """The next batch, one memory of each namespace in turn, marked as being written; None
+        once closed and drained. Under the lock."""
+        while not self._queues:
+            if self._closed:
+                return None
+            self._changed.wait()
+        batch: list[Pending] = []
+        while self._queues and len(batch) < BATCH:
+            ns, q = next(iter(self._queues.items()))
+            batch.append(q.popleft())
+            del self._queues[ns]
+            if q:
+                self._queues[ns] = q  # to the back of the turn
+            self._mark(ns, 1)
+        return batch
+
     def _run(self) -> None:
         run_below_readers(self._nice)
-        for batch in batches(self._queue, BATCH):
-            self._write(batch)
-            with self._idle:
-                self._pending -= len(batch)
-                for p in batch:
-                    ns = p.record.namespace
-                    self._by_ns[ns] -= 1
-                    if not self._by_ns[ns]:
-                        del self._by_ns[ns]
-                self._idle.notify_all()
+        while True:
+            with self._lock:
+                batch = self._take()
+            if batch is None:
+                return
+            try:
+                self._write(batch)
+            finally:
+                with self._lock:
+                    for p in batch:
+                        self._mark(p.record.namespace, -1)
+                    self._pending -= len(batch)
+                    self._changed.notify_all()
 
     def _write(self, batch: list[Pending]) -> None:
         try:
@@ -226,7 +271,8 @@ class MemoryWriter:
         except Exception as exc:
             if len(batch) == 1:
                 p = batch[0]
-                if isinstance(exc, PocketdError):  # refused: writing it again now would not help
+                if isinstance(exc, (InvalidArgumentError, FailedPreconditionError)):
+                    # Refused: writing it again now would not help.
                     log.error(
                         "agent memory %s refused (%s); kept for the next start",
                         p.record.memory_id,
@@ -247,14 +293,7 @@ class MemoryWriter:
         self._drop_kept(batch)
 
     def _drop_kept(self, batch: list[Pending]) -> None:
-        """`batch` is written (or refused for good): its kept copies can go."""
-        with self._lock:
-            for p in batch:
-                held = self._failed.get(p.record.namespace)
-                if held is not None:
-                    held.pop(p.record.memory_id, None)
-                    if not held:
-                        del self._failed[p.record.namespace]
+        """`batch` is written: its kept copies can go."""
         if self._written is not None:
             try:
                 self._written([p.record.memory_id for p in batch])

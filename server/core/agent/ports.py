@@ -10,6 +10,13 @@ from server.core.agent.model import Hold, Task
 T = TypeVar("T")
 
 
+class TokenCount(Protocol):
+    """Tokens of a text, remembered per tenant (`part`): one tenant can neither time nor evict
+    another's counts."""
+
+    def __call__(self, text: str, part: str = "") -> int: ...
+
+
 class LedgerTx(Protocol):
     """One transaction: what it reads is what it writes against (no other writer meanwhile)."""
 

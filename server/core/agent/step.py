@@ -36,7 +36,7 @@ import math
 import secrets
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -49,6 +49,7 @@ from server.core.agent.ledger import Ledger
 from server.core.agent.memory_writer import MemoryWriter, Pending, PendingWrites
 from server.core.agent.model import Charge, Failover, SpendKind, Status, ToolBudget
 from server.core.agent.needs import NeedDetector
+from server.core.agent.ports import TokenCount
 from server.core.agent.tiers import Route, Routed, TierRouter, TierSettings
 from server.core.agent.toolcache import ToolCache, canonical
 from server.core.agent.tools import ToolSchemaError, compact
@@ -220,7 +221,7 @@ class AgentLoop:
         engine: MemoryEngine,
         tiers: TierRouter,
         cache: ToolCache,
-        count_tokens: Callable[[str], int],
+        count_tokens: TokenCount,
         background_nice: int = 0,
         pending: PendingWrites | None = None,
         needs: NeedDetector | None = None,
@@ -405,11 +406,13 @@ class AgentLoop:
             out_cost += out.step_cost
         if not quiet:
             deadline.check("the Step (building the context)")
+            part = tenant_of(r.task_id)
             built = ContextBuilder(
-                self._count,
+                partial(self._count, part=part),
                 lambda t: remember(t.observation, ["long"]),
                 self._s_context,
                 self._summaries,
+                part,
             ).build(
                 s.goal,
                 s.turns,
@@ -473,7 +476,7 @@ class AgentLoop:
         out.failover = FailoverPlan(
             out.status.failover,
             out.status.stop_reason or (out.status.warnings[-1] if out.status.warnings else ""),
-            partial_result(s.goal, s.turns, self._count),
+            partial_result(s.goal, s.turns, partial(self._count, part=tenant_of(r.task_id))),
             best_memory,
         )
 
@@ -543,8 +546,13 @@ class AgentLoop:
             tags=tuple(f"key:{w}" for w in why),
             importance=4,
         )
-        writes.append(Pending(rec, self._summaries(text, self._s_context.memory_tokens)))
+        gist = self._summaries(text, self._s_context.memory_tokens, part=tenant_of(r.task_id))
+        writes.append(Pending(rec, gist))
         return mid
+
+    def namespace_of(self, task_id: str) -> str | None:
+        """The namespace a task was opened in (None: no such task)."""
+        return self._ledger.namespace_of(task_id)
 
     def settle(self, namespace: str, deadline: Deadline) -> None:
         """Every memory a Step acknowledged in `namespace` is in the store once this returns

@@ -5,14 +5,17 @@ writes what is queued."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from server.adapters.sqlite_ledger import SqliteLedgerStore
 from server.core.agent.memory_writer import MemoryWriter, Pending, PendingWrites
+from server.core.deadline import Deadline
 from server.core.engine import MemoryEngine
-from server.core.errors import NotFoundError
+from server.core.errors import DeadlineExceededError, NotFoundError
 from server.core.memory.model import Blob, Kind, Record
 
 
@@ -102,3 +105,42 @@ def test_start_up_writes_again_only_what_the_store_never_had(
     with pytest.raises(NotFoundError):
         stored(engine, 1)  # the Forget stays
     store.close()
+
+
+def on(ns: str, n: int) -> Pending:
+    p = pending(n)
+    p.record = msgspec.structs.replace(p.record, namespace=ns, memory_id=f"{ns}-{n}")
+    return p
+
+
+def test_settle_writes_its_own_namespace_on_the_call_and_waits_for_no_other(
+    engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Namespace a's batch is stuck in the writer thread; b's settle takes b's queued memory,
+    writes it on the call and returns, and a's settle waits for a's batch (its deadline says
+    so), which a later write in a never extends."""
+    w = MemoryWriter(engine)
+    gate, inside = threading.Event(), threading.Event()
+    real = w._remember
+
+    def held(batch: list[Pending]) -> None:
+        if any(p.record.namespace == "a" for p in batch):
+            inside.set()
+            gate.wait(120)
+        real(batch)
+
+    monkeypatch.setattr(w, "_remember", held)
+    try:
+        w.submit(on("a", 1))
+        assert inside.wait(120)  # the thread is writing a's batch
+        w.submit(on("b", 2))
+        w.settle("b", Deadline(60))
+        assert engine.get("b", "b-2", False)[0].text.startswith("Ticket T-2 ")
+        with pytest.raises(DeadlineExceededError):
+            w.settle("a", Deadline(0.2))  # a's own batch is still being written
+        gate.set()
+        w.settle("a", Deadline(60))
+        assert engine.get("a", "a-1", False)[0].text.startswith("Ticket T-1 ")
+    finally:
+        gate.set()
+        w.close()
