@@ -29,6 +29,8 @@ from typing import Any
 
 import grpc
 import yaml
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 
 from bench.server_proc import ServerProcess
 from bench.stats import environment, pct, rss_mb
@@ -152,7 +154,7 @@ class Traffic:
             await getattr(self, op)(t)
             self.window.latencies.append(time.perf_counter() - t0)
         except grpc.aio.AioRpcError as e:
-            self.window.errors[f"{op}:{e.code().name}"] += 1
+            self.window.errors[f"{op}:{e.code().name}{_subject(e)}"] += 1
         finally:
             self.in_flight -= 1
             self.window.calls += 1
@@ -234,6 +236,17 @@ class Traffic:
     def take(self) -> Window:
         w, self.window = self.window, Window()
         return w
+
+
+def _subject(e: grpc.aio.AioRpcError) -> str:
+    """The QuotaFailure's subject of a RESOURCE_EXHAUSTED (which bound refused the call)."""
+    status = rpc_status.from_call(e)  # type: ignore[arg-type]
+    for d in [] if status is None else status.details:
+        if d.Is(error_details_pb2.QuotaFailure.DESCRIPTOR):
+            q = error_details_pb2.QuotaFailure()
+            d.Unpack(q)
+            return "".join(f" ({v.subject})" for v in q.violations)
+    return ""
 
 
 def _task(slot: Slot) -> str:
@@ -376,6 +389,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 await t.channel.close()
         finally:
             code = proc.stop()
+            warnings = [line.rstrip() for line in proc.log if " WARNING " in line]
         return {
             "capacity_calls_per_s": round(capacity, 1),
             "rate_calls_per_s": round(rate, 1),
@@ -383,6 +397,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "minutes": args.minutes,
             "workers": args.workers,
             "exit_code": code,
+            "server_warnings": len(warnings),
+            "server_warning_sample": warnings[:5] + warnings[-5:],
             "summary": summary(rows, args.warmup),
             "rows": rows,
             "environment": environment(),
