@@ -20,7 +20,6 @@ from server.core.settings import ServerSettings, Settings, TlsSettings
 from tests.conftest import make_settings, start_server, stop_server
 from tests.security.conftest import VICTIM, with_tokens
 
-
 needs_openssl = pytest.mark.skipif(
     shutil.which("openssl") is None,
     reason="the openssl command makes the test certificates (.ci/run installs it)",
