@@ -22,6 +22,7 @@ from typing import Any
 
 import grpc
 
+from server.api.guard import behaviour_slot
 from server.core.settings import AuthSettings
 from server.core.tenancy import ANONYMOUS, Tenant
 
@@ -103,13 +104,7 @@ class AuthGuard(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         if handler is None or not details.method.startswith(PROTECTED_PREFIX):
             return handler
         tenant = self._auth.tenant(details.invocation_metadata)
-        kind = (handler.request_streaming, handler.response_streaming)
-        slot = {
-            (False, False): "unary_unary",
-            (False, True): "unary_stream",
-            (True, False): "stream_unary",
-            (True, True): "stream_stream",
-        }[kind]
+        slot = behaviour_slot(handler)
         if tenant is None:  # refused before its bytes are even parsed
             return handler._replace(
                 request_deserializer=_unparsed, **{slot: _with_tenant(getattr(handler, slot), None)}

@@ -122,6 +122,17 @@ def _stream_request(
     return unary_out
 
 
+def behaviour_slot(handler: Any) -> str:
+    """The field of an RpcMethodHandler that holds its behaviour (`unary_unary`, …), for an
+    interceptor that wraps it."""
+    return {
+        (False, False): "unary_unary",
+        (False, True): "unary_stream",
+        (True, False): "stream_unary",
+        (True, True): "stream_stream",
+    }[(handler.request_streaming, handler.response_streaming)]
+
+
 class DecodeGuard(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Wraps every handler so that an undecodable request is INVALID_ARGUMENT."""
 
@@ -137,13 +148,7 @@ class DecodeGuard(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         if handler is None or handler.request_deserializer is None:
             return handler
         method = details.method
-        kind = (handler.request_streaming, handler.response_streaming)
-        slot = {
-            (False, False): "unary_unary",
-            (False, True): "unary_stream",
-            (True, False): "stream_unary",
-            (True, True): "stream_stream",
-        }[kind]
+        slot = behaviour_slot(handler)
         wrap = _stream_request if handler.request_streaming else _unary_request
         return handler._replace(
             request_deserializer=_safe(handler.request_deserializer),

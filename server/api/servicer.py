@@ -209,14 +209,18 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
         t = call_tenant(context)
         ns = t.scope(request.namespace)
 
+        opened: list[tuple[float, int, int] | None] = [None]  # the token, opened once
+
         def validate(v: Violations) -> None:
             self._validator.list(v, request)
-            if request.page_token and self._pages.open(ns, request.page_token) is None:
-                v.add("page_token", "is not a next_page_token of List for this namespace")
+            if request.page_token:
+                opened[0] = self._pages.open(ns, request.page_token)
+                if opened[0] is None:
+                    v.add("page_token", "is not a next_page_token of List for this namespace")
 
         def work(eng: MemoryEngine, d: Deadline) -> spb.ListResponse:
             size = request.page_size if request.HasField("page_size") else DEFAULT_PAGE_SIZE
-            after = self._pages.open(ns, request.page_token) if request.page_token else None
+            after = opened[0]
             flt = convert.memory_filter(request.filter)
             page = eng.list(ns, flt, size, after)
             rec.items = len(page.records)

@@ -34,6 +34,17 @@ def fact(ns: str, text: str, memory_id: str = "") -> spb.RememberRequest:
     )
 
 
+def pin_step(key: str) -> apb.StepRequest:
+    """Round 2 of the victim's task t1: asks for the PIN and reports a large spend."""
+    return apb.StepRequest(
+        task_id="t1",
+        round=2,
+        input="What is my PIN?",
+        usage=[apb.ModelUsage(model="m", input_tokens=10**6)],
+        idempotency_key=key,
+    )
+
+
 async def snapshot(v: Caller) -> tuple[object, ...]:
     """What the victim can see of its own state."""
     listed = await v.memory.List(spb.ListRequest(namespace="home", page_size=1000))
@@ -134,15 +145,7 @@ async def test_a_token_is_denied_the_namespaces_it_does_not_grant(tenants: Tenan
             )
         ),
         narrow.ledger.CloseTask(lpb.CloseTaskRequest(task_id="t1", idempotency_key="n")),
-        narrow.agent.Step(
-            apb.StepRequest(
-                task_id="t1",
-                round=2,
-                input="What is my PIN?",
-                usage=[apb.ModelUsage(model="m", input_tokens=10**6)],
-                idempotency_key="n2",
-            )
-        ),
+        narrow.agent.Step(pin_step("n2")),
     ):
         await expect(call, grpc.StatusCode.NOT_FOUND)
     batch = await narrow.agent.StepBatch(
@@ -219,15 +222,7 @@ async def test_the_attacker_cannot_touch_or_detect_the_victims_task(tenants: Ten
             lpb.RaiseBudgetRequest(task_id="t1", add_total_micros=5, idempotency_key="r")
         ),
         a.ledger.CloseTask(lpb.CloseTaskRequest(task_id="t1", idempotency_key="c")),
-        a.agent.Step(
-            apb.StepRequest(
-                task_id="t1",
-                round=2,
-                input="What is my PIN?",
-                usage=[apb.ModelUsage(model="m", input_tokens=10**6)],
-                idempotency_key="s2",
-            )
-        ),
+        a.agent.Step(pin_step("s2")),
     ):
         err = await expect(call, grpc.StatusCode.NOT_FOUND)
         assert "victim" not in (err.details() or "") and "~" not in (err.details() or "")
