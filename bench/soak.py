@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import random
 import sys
 import tempfile
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import numpy as np
 import yaml
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
@@ -52,6 +54,8 @@ SLOTS = 8  # agent loops per tenant, each running one Step at a time
 TOOLS = {"search": lpb.ToolBudget(cost_per_call_micros=50)}
 MIX = (("remember", 0.30), ("recall", 0.35), ("step", 0.20), ("ledger", 0.15))
 TIMEOUT_S = 10.0
+EDGE = 3  # rows at each end of the soak whose median RSS the growth compares
+OPERATOR = "soak-operator-token-0123456789"  # an admin token: the rows' index figures
 
 
 def texts() -> tuple[list[str], list[str]]:
@@ -113,6 +117,7 @@ class Window:
     errors: Counter[str] = field(default_factory=Counter)
     latencies: list[float] = field(default_factory=list)
     by_op: Counter[str] = field(default_factory=Counter)
+    max_pending: int = 0  # the most records acknowledged and not yet indexed, sampled
 
 
 class Traffic:
@@ -261,6 +266,20 @@ def _cumulative(mix: tuple[tuple[str, float], ...]) -> list[tuple[str, float]]:
     return out
 
 
+def machine_probe() -> float:
+    """Seconds a fixed piece of pure-Python work takes in the bench's process, the best of
+    three: on shared cores the machine's speed changes from hour to hour, and the capacity
+    with it."""
+    best = math.inf
+    for _ in range(3):
+        t0 = time.perf_counter()
+        total = 0
+        for i in range(1_000_000):
+            total += i * i % 7
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 async def calibrate(traffic: Traffic, seconds: float, workers: int) -> float:
     """Calls per second, closed-loop with `workers` calls in flight."""
     stop = time.monotonic() + seconds
@@ -275,12 +294,24 @@ async def calibrate(traffic: Traffic, seconds: float, workers: int) -> float:
     return w.calls / (time.monotonic() - t0)
 
 
+async def watch_index(traffic: Traffic, operator: Any, every: float = 5.0) -> None:
+    """Sample the indexer's backlog (an admin's Stats) into the current window, until cancelled."""
+    while True:
+        try:
+            r = await operator.Stats(spb.StatsRequest(), timeout=TIMEOUT_S)
+            traffic.window.max_pending = max(traffic.window.max_pending, r.index.pending)
+        except grpc.aio.AioRpcError as e:
+            print(f"[soak] Stats: {e.code().name}", file=sys.stderr, flush=True)
+        await asyncio.sleep(every)
+
+
 async def soak(
-    traffic: Traffic, pid: int, rate: float, seconds: float, every: float
+    traffic: Traffic, pid: int, rate: float, seconds: float, every: float, operator: Any
 ) -> list[dict[str, Any]]:
     """Start calls at `rate` per second for `seconds`; one row per `every` seconds."""
     rows: list[dict[str, Any]] = []
     tasks: set[asyncio.Task[None]] = set()
+    watcher = asyncio.ensure_future(watch_index(traffic, operator))
     t0 = time.monotonic()
     next_report = t0 + every
     n = 0
@@ -298,12 +329,15 @@ async def soak(
             r = rows[-1]
             print(
                 f"[soak] {r['t_s']:6.0f}s  {r['calls_per_s']:6.1f}/s  p50 {r['p50_ms']:6.1f} ms"
-                f"  p99 {r['p99_ms']:7.1f} ms  errors {r['errors']}  RSS {r['rss_mb']:.0f} MiB",
+                f"  p99 {r['p99_ms']:7.1f} ms  errors {r['errors']}  RSS {r['rss_mb']:.0f} MiB"
+                f" (anon {r.get('anon_mb', 0):.0f})"
+                f"  unindexed ≤{r['max_pending']}",
                 file=sys.stderr,
                 flush=True,
             )
             next_report += every
-    await asyncio.gather(*tasks, return_exceptions=True)
+    watcher.cancel()
+    await asyncio.gather(*tasks, watcher, return_exceptions=True)
     return rows
 
 
@@ -318,25 +352,52 @@ def _row(w: Window, pid: int, t: float, every: float, in_flight: int) -> dict[st
         "errors": sum(w.errors.values()),
         "error_codes": dict(w.errors),
         "in_flight": in_flight,
-        "rss_mb": round(rss_mb(pid)["rss_mb"], 1),
+        "max_pending": w.max_pending,
+        **{k: round(v, 1) for k, v in rss_mb(pid).items() if k != "peak_rss_mb"},
         "by_op": dict(w.by_op),
     }
 
 
 def summary(rows: list[dict[str, Any]], warmup: float) -> dict[str, Any]:
-    start = rows[max(0, int(len(rows) * warmup) - 1)]
-    end = rows[-1]
-    after = rows[int(len(rows) * warmup) :]
-    return {
-        "rss_after_warmup_mb": start["rss_mb"],
-        "rss_end_mb": end["rss_mb"],
-        "rss_growth_pct": round(100.0 * (end["rss_mb"] - start["rss_mb"]) / start["rss_mb"], 2),
+    """The goals' figures. RSS moves by tens of MiB from one sample to the next (allocator
+    arenas, mapped index files), so growth compares the median of the first `EDGE` rows after
+    the warm-up with that of the last `EDGE`, and the trend is a least-squares slope."""
+    after = rows[int(len(rows) * warmup) :] or rows[-1:]
+    edge = max(1, min(EDGE, len(after) // 2))
+
+    def growth(key: str) -> tuple[float, float, float]:
+        first = pct([r[key] for r in after[:edge]], 50)
+        last = pct([r[key] for r in after[-edge:]], 50)
+        return round(first, 1), round(last, 1), round(100.0 * (last - first) / first, 2)
+
+    def slope(key: str) -> float:  # MiB per 10 minutes
+        if len(after) < 2:
+            return 0.0
+        t = np.array([r["t_s"] for r in after], dtype=np.float64)
+        y = np.array([r[key] for r in after], dtype=np.float64)
+        return round(float(np.polyfit(t, y, 1)[0]) * 600.0, 1)
+
+    first, last, pct_rss = growth("rss_mb")
+    out = {
+        "rss_after_warmup_mb": first,
+        "rss_end_mb": last,
+        "rss_growth_pct": pct_rss,
+        "rss_trend_mb_per_10min": slope("rss_mb"),
         "peak_rss_mb": max(r["rss_mb"] for r in rows),
         "errors": sum(r["errors"] for r in rows),
         "calls": sum(r["calls"] for r in rows),
         "worst_p99_ms": max(r["p99_ms"] for r in after),
         "median_p99_ms": round(pct([r["p99_ms"] for r in after], 50), 1),
     }
+    if all("anon_mb" in r for r in after):
+        a_first, a_last, a_pct = growth("anon_mb")
+        out.update(
+            anon_after_warmup_mb=a_first,
+            anon_end_mb=a_last,
+            anon_growth_pct=a_pct,
+            anon_trend_mb_per_10min=slope("anon_mb"),
+        )
+    return out
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -361,6 +422,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         "tokens": [
                             {"tenant": t.name, "sha256": token_sha256(t.token)} for t in tenants
                         ]
+                        + [{"tenant": "ops", "sha256": token_sha256(OPERATOR), "admin": True}]
                     }
                 }
             )
@@ -373,8 +435,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 t.memory = spb_grpc.MemoryServiceStub(t.channel)  # type: ignore[no-untyped-call]
                 t.ledger = lpb_grpc.LedgerServiceStub(t.channel)  # type: ignore[no-untyped-call]
                 t.agent = apb_grpc.AgentServiceStub(t.channel)  # type: ignore[no-untyped-call]
+            ops = open_channel(proc.target, 16 << 20, OPERATOR, None, sync=False)
             traffic = Traffic(tenants, memories, questions)
             await traffic.open_tasks()
+            probe_start = machine_probe()
             print(f"[soak] calibrating for {args.calibrate:.0f} s", file=sys.stderr, flush=True)
             capacity = await calibrate(traffic, args.calibrate, args.workers)
             rate = capacity * args.load
@@ -384,14 +448,23 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 file=sys.stderr,
                 flush=True,
             )
-            rows = await soak(traffic, proc.pid, rate, args.minutes * 60.0, args.every)
+            operator = spb_grpc.MemoryServiceStub(ops)  # type: ignore[no-untyped-call]
+            rows = await soak(traffic, proc.pid, rate, args.minutes * 60.0, args.every, operator)
+            # The capacity again, on the state the soak left: a server that got slower shows
+            # here, and so does a machine that did (the probe, timed at both ends).
+            print("[soak] measuring the capacity again", file=sys.stderr, flush=True)
+            probe_end = machine_probe()
+            capacity_end = await calibrate(traffic, args.calibrate / 2, args.workers)
             for t in tenants:
                 await t.channel.close()
+            await ops.close()
         finally:
             code = proc.stop()
             warnings = [line.rstrip() for line in proc.log if " WARNING " in line]
         return {
             "capacity_calls_per_s": round(capacity, 1),
+            "capacity_end_calls_per_s": round(capacity_end, 1),
+            "probe_ms": [round(probe_start * 1000, 1), round(probe_end * 1000, 1)],
             "rate_calls_per_s": round(rate, 1),
             "load": args.load,
             "minutes": args.minutes,
@@ -422,9 +495,12 @@ def main(argv: list[str]) -> int:
     s = out["summary"]
     print(table(out["rows"]))
     print(
-        f"\ncapacity {out['capacity_calls_per_s']}/s, soaked at {out['rate_calls_per_s']}/s;"
-        f" RSS {s['rss_after_warmup_mb']} → {s['rss_end_mb']} MiB after warm-up"
-        f" ({s['rss_growth_pct']:+.2f} %), peak {s['peak_rss_mb']} MiB; {s['calls']} calls,"
+        f"\ncapacity {out['capacity_calls_per_s']}/s, soaked at {out['rate_calls_per_s']}/s,"
+        f" capacity after {out['capacity_end_calls_per_s']}/s (probe {out['probe_ms'][0]} →"
+        f" {out['probe_ms'][1]} ms); RSS {s['rss_after_warmup_mb']} → {s['rss_end_mb']} MiB"
+        f" after warm-up ({s['rss_growth_pct']:+.2f} %, trend {s['rss_trend_mb_per_10min']:+}"
+        f" MiB/10 min; anon {s.get('anon_growth_pct', 0.0):+.2f} %), peak {s['peak_rss_mb']}"
+        f" MiB; {s['calls']} calls,"
         f" {s['errors']} errors; p99 median {s['median_p99_ms']} ms, worst {s['worst_p99_ms']} ms"
     )
     ok = s["errors"] == 0 and s["rss_growth_pct"] < 5.0 and out["exit_code"] == 0

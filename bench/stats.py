@@ -32,17 +32,21 @@ def summary_ms(samples_s: list[float]) -> dict[str, float]:
 
 
 def rss_mb(pid: int) -> dict[str, float]:
-    """Current and peak resident set size of a process, in MiB."""
+    """Current and peak resident set size of a process, in MiB, and the current one split into
+    anonymous memory (the heap: what a leak grows) and mapped files (libraries, models and
+    mmap'd index files: page cache the kernel may drop)."""
     p = psutil.Process(pid)
-    peak = 0.0
+    fields = {"VmHWM:": "peak_rss_mb", "RssAnon:": "anon_mb", "RssFile:": "file_mb"}
+    out = {"rss_mb": p.memory_info().rss / 2**20, "peak_rss_mb": 0.0}
     try:
         with open(f"/proc/{pid}/status") as fh:
             for line in fh:
-                if line.startswith("VmHWM:"):
-                    peak = int(line.split()[1]) / 1024
+                name = line.split(maxsplit=1)[0] if line.strip() else ""
+                if name in fields:
+                    out[fields[name]] = int(line.split()[1]) / 1024
     except OSError:
         pass
-    return {"rss_mb": p.memory_info().rss / 2**20, "peak_rss_mb": peak}
+    return out
 
 
 def environment() -> dict[str, object]:
