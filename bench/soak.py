@@ -5,8 +5,9 @@ Three tenants, each with its own token, send Remember (upserts over a fixed set 
 stored state stops growing once the ids are used), Recall, Step (a task of 40 rounds, then the
 next task; its memories forgotten now and then) and Reserve + Commit, with the texts and
 questions of MemoryBank (`../shared/data/memorybank`, Chinese and English; a generator if it is
-missing). First the capacity is measured closed-loop (`--calibrate` seconds, `--workers`
-concurrent calls), then the soak runs open-loop at `--load` (0.8) of it: calls are started on a
+missing). First every id is stored once (RememberBatch), so that the capacity is measured on
+the state the soak keeps rather than on an empty store; then the capacity is measured
+closed-loop (`--calibrate` seconds, `--workers` concurrent calls), then the soak runs open-loop at `--load` (0.8) of it: calls are started on a
 fixed schedule whatever the answers do, so a server that slows down queues them (and shows it in
 p99) instead of being offered less. Every `--every` seconds it records the calls, the errors by
 status, p50/p99, and the server's RSS. Goal (issue 17): RSS growth under 5 % after the warm-up
@@ -49,6 +50,9 @@ from server.api.auth import token_sha256
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "memorybank"
 TENANTS = ("acme", "globex", "initech")
 IDS_PER_NAMESPACE = 500
+NAMESPACES = 4  # per tenant, each with its IDS_PER_NAMESPACE ids
+PREFILL_BATCH = 100
+PREFILL_TIMEOUT_S = 120.0
 ROUNDS_PER_TASK = 40
 SLOTS = 8  # agent loops per tenant, each running one Step at a time
 TOOLS = {"search": lpb.ToolBudget(cost_per_call_micros=50)}
@@ -148,6 +152,31 @@ class Traffic:
             timeout=TIMEOUT_S,
         )
 
+    async def prefill(self) -> None:
+        """Store every id Remember will upsert, so that the capacity is measured on the state
+        the soak keeps (the stored records stop growing once the ids are used)."""
+        for t in self.tenants:
+            for n in range(NAMESPACES):
+                for start in range(0, IDS_PER_NAMESPACE, PREFILL_BATCH):
+                    items = [
+                        spb.RememberRequest(
+                            record=self._record(f"ns{n}", f"m{i}"),
+                            hints=spb.WriteHints(remember=True),
+                        )
+                        for i in range(start, min(start + PREFILL_BATCH, IDS_PER_NAMESPACE))
+                    ]
+                    await t.memory.RememberBatch(
+                        spb.RememberBatchRequest(items=items), timeout=PREFILL_TIMEOUT_S
+                    )
+
+    def _record(self, ns: str, mid: str) -> pb.MemoryRecord:
+        return pb.MemoryRecord(
+            namespace=ns,
+            memory_id=mid,
+            text=self.rng.choice(self.memories),
+            kind=pb.MEMORY_KIND_FACT,
+        )
+
     async def one(self) -> None:
         """One call of the mix, timed and counted."""
         t = self.rng.choice(self.tenants)
@@ -166,21 +195,16 @@ class Traffic:
             self.window.by_op[op] += 1
 
     async def remember(self, t: Tenant) -> None:
-        ns = f"ns{self.rng.randrange(4)}"
-        mid = f"m{self.rng.randrange(IDS_PER_NAMESPACE)}"
-        rec = pb.MemoryRecord(
-            namespace=ns,
-            memory_id=mid,
-            text=self.rng.choice(self.memories),
-            kind=pb.MEMORY_KIND_FACT,
-        )
+        ns = f"ns{self.rng.randrange(NAMESPACES)}"
+        rec = self._record(ns, f"m{self.rng.randrange(IDS_PER_NAMESPACE)}")
         await t.memory.Remember(
             spb.RememberRequest(record=rec, hints=spb.WriteHints(remember=True)), timeout=TIMEOUT_S
         )
 
     async def recall(self, t: Tenant) -> None:
         req = spb.RecallRequest(
-            namespace=f"ns{self.rng.randrange(4)}", query_text=self.rng.choice(self.questions)
+            namespace=f"ns{self.rng.randrange(NAMESPACES)}",
+            query_text=self.rng.choice(self.questions),
         )
         await t.memory.Recall(req, timeout=TIMEOUT_S)
 
@@ -438,6 +462,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             ops = open_channel(proc.target, 16 << 20, OPERATOR, None, sync=False)
             traffic = Traffic(tenants, memories, questions)
             await traffic.open_tasks()
+            print("[soak] storing every id once", file=sys.stderr, flush=True)
+            await traffic.prefill()
             probe_start = machine_probe()
             print(f"[soak] calibrating for {args.calibrate:.0f} s", file=sys.stderr, flush=True)
             capacity = await calibrate(traffic, args.calibrate, args.workers)
