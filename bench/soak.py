@@ -7,9 +7,9 @@ next task; its memories forgotten now and then) and Reserve + Commit, with the t
 questions of MemoryBank (`../shared/data/memorybank`, Chinese and English; a generator if it is
 missing). First every id is stored once (RememberBatch), so that the capacity is measured on
 the state the soak keeps rather than on an empty store; then the capacity is measured
-closed-loop (`--calibrate` seconds, `--workers` concurrent calls), then the soak runs open-loop at `--load` (0.8) of it: calls are started on a
-fixed schedule whatever the answers do, so a server that slows down queues them (and shows it in
-p99) instead of being offered less. Every `--every` seconds it records the calls, the errors by
+closed-loop (`--calibrate` seconds, `--workers` concurrent calls), then the soak runs open-loop
+at `--load` (0.8) of it: calls are started on a fixed schedule whatever the answers do, so a
+server that slows down queues them (and shows it in p99) instead of being offered less. Every `--every` seconds it records the calls, the errors by
 status, p50/p99, and the server's RSS. Goal (issue 17): RSS growth under 5 % after the warm-up
 (the first `--warmup` share of the run), no errors.
 """
