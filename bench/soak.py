@@ -9,9 +9,10 @@ missing). First every id is stored once (RememberBatch), so that the capacity is
 the state the soak keeps rather than on an empty store; then the capacity is measured
 closed-loop (`--calibrate` seconds, `--workers` concurrent calls), then the soak runs open-loop
 at `--load` (0.8) of it: calls are started on a fixed schedule whatever the answers do, so a
-server that slows down queues them (and shows it in p99) instead of being offered less. Every `--every` seconds it records the calls, the errors by
-status, p50/p99, and the server's RSS. Goal (issue 17): RSS growth under 5 % after the warm-up
-(the first `--warmup` share of the run), no errors.
+server that slows down queues them (and shows it in p99) instead of being offered less. Every
+`--every` seconds it records the calls, the errors by status, p50/p99, the server's RSS and the
+indexer's backlog; at the end it measures the capacity again. Goal (issue 17): RSS growth
+under 5 % after the warm-up (the first `--warmup` share of the run), no errors.
 """
 
 from __future__ import annotations
