@@ -461,6 +461,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 t.ledger = lpb_grpc.LedgerServiceStub(t.channel)  # type: ignore[no-untyped-call]
                 t.agent = apb_grpc.AgentServiceStub(t.channel)  # type: ignore[no-untyped-call]
             ops = open_channel(proc.target, 16 << 20, OPERATOR, None, sync=False)
+            operator = spb_grpc.MemoryServiceStub(ops)  # type: ignore[no-untyped-call]
             traffic = Traffic(tenants, memories, questions)
             await traffic.open_tasks()
             print("[soak] storing every id once", file=sys.stderr, flush=True)
@@ -475,7 +476,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 file=sys.stderr,
                 flush=True,
             )
-            operator = spb_grpc.MemoryServiceStub(ops)  # type: ignore[no-untyped-call]
             rows = await soak(traffic, proc.pid, rate, args.minutes * 60.0, args.every, operator)
             # The capacity again, on the state the soak left: a server that got slower shows
             # here, and so does a machine that did (the probe, timed at both ends).
