@@ -19,7 +19,7 @@ CONFIG    ?=
 RUN_FLAGS := $(if $(LISTEN),--listen $(LISTEN)) $(if $(DATA_DIR),--data-dir $(DATA_DIR)) $(if $(CONFIG),--config $(CONFIG))
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
-.PHONY: help setup models models-minilm run test test-slow soak check fmt lint typecheck imports gen gen-check bench bench-env clean clean-export
+.PHONY: help setup models models-minilm run test test-slow soak check fmt lint typecheck imports gen gen-check config-ref config-ref-check bench bench-env clean clean-export
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -79,7 +79,13 @@ gen: $(STAMP) ## Regenerate the Python stubs from proto/
 gen-check: $(STAMP) ## Fail when the committed stubs are stale
 	$(VPY) tools/gen_stubs.py --check
 
-check: lint typecheck imports gen-check ## Formatter, linter, mypy --strict, import layers, stub freshness
+config-ref: $(STAMP) ## Regenerate the configuration reference (docs/config.md) from the settings schema
+	$(VPY) tools/config_reference.py
+
+config-ref-check: $(STAMP)
+	$(VPY) tools/config_reference.py --check
+
+check: lint typecheck imports gen-check config-ref-check ## Formatter, linter, mypy --strict, import layers, stub and config reference freshness
 
 bench: setup ## Run the memory benchmark (see bench/RESULTS.md); SIZE=100000 by default
 	$(VPY) -m bench memory --size $${SIZE:-100000}

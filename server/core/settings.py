@@ -45,7 +45,11 @@ GENERIC_THRESHOLDS = EncoderThresholds(
 class ServerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Transport settings."""
 
+    # The address the gRPC port listens on, host:port ([::] or 0.0.0.0 for every interface;
+    # beyond loopback it needs `auth.tokens` or `server.allow_unauthenticated`).
     listen: str = "127.0.0.1:50051"
+    # Where the record store, the indexes, the ledger and the router's files live; locked by one
+    # server at a time.
     data_dir: str = "./data"
     # Larger messages are refused with RESOURCE_EXHAUSTED before they are parsed.
     max_message_bytes: Annotated[int, between(1024, 1 << 30)] = 16 * 1024 * 1024
@@ -81,6 +85,10 @@ class ServerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # StepBatch counts as its Steps), so one tenant's burst cannot take the slots of
     # another's; 0: no share, only the pool's bound.
     max_calls_per_tenant: Annotated[int, between(0, 100_000)] = 32
+    # Where Prometheus scrapes `/metrics` (HTTP, host:port, apart from the gRPC port; port 0
+    # picks a free one). Empty: no endpoint. It names tenants and methods, never a namespace or
+    # a text: keep it on loopback or a network only the operator's scraper reaches.
+    metrics_listen: str = ""
 
 
 class TokenSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -101,13 +109,17 @@ class AuthSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Bearer tokens (`authorization: Bearer <token>` metadata). None: no authentication (only
     on loopback unless `server.allow_unauthenticated`)."""
 
+    # The accepted bearer tokens, each with its tenant and namespace globs (`pocketd token new`
+    # prints an entry).
     tokens: tuple[TokenSettings, ...] = ()
 
 
 class TlsSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """TLS for the listening port (PEM files). No certificate: plaintext."""
 
+    # The server's certificate chain (PEM). Set with `key_file`.
     cert_file: str = ""
+    # The server certificate's private key (PEM).
     key_file: str = ""
     # With it, clients must present a certificate it signed (mTLS).
     client_ca_file: str = ""
@@ -116,14 +128,20 @@ class TlsSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class LimitSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Input limits enforced at the edge."""
 
+    # A memory's text, and each text a Step stores or reads (goal, input, observation, tool
+    # results).
     max_text_chars: Annotated[int, between(1, 1 << 22)] = 32_768
     # Recall's query_text (the keyword channel turns every distinct word into a query term).
     max_query_chars: Annotated[int, between(1, 1 << 20)] = 4096
     # Entries of filter.kinds and filter.modalities (duplicates are dropped after the check).
     max_filter_values: Annotated[int, between(1, 1024)] = 16
+    # The largest `top_k` a Recall may ask for.
     max_top_k: Annotated[int, between(1, 10_000)] = 100
+    # Items of one RememberBatch.
     max_batch_items: Annotated[int, between(1, 65_536)] = 1024
+    # Tags of one memory.
     max_tags: Annotated[int, between(0, 1024)] = 32
+    # Ids one memory may supersede.
     max_supersedes: Annotated[int, between(0, 4096)] = 64
     # Steps of a Recall plan.
     max_plan_steps: Annotated[int, between(1, 65_536)] = 1024
@@ -134,11 +152,16 @@ class LimitSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Fusion of the vector and keyword channels (seed 000 §2.3, §4.2)."""
 
+    # The weights of the vector channel (`vector_weight`) and the keyword channel
+    # (`keyword_weight`) in the fused score.
     vector_weight: Ratio = 0.5
     keyword_weight: Ratio = 0.5
-    # Weights when the query carries an image or an image cue.
+    # The weights (`image_vector_weight`, `image_keyword_weight`) when the query carries an
+    # image or an image cue.
     image_vector_weight: Ratio = 0.75
     image_keyword_weight: Ratio = 0.25
+    # Words of a query that ask about an image (case-insensitive substrings): its weights become
+    # the image ones.
     image_cues: tuple[str, ...] = (
         "截图",
         "照片",
@@ -174,8 +197,8 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     # channel's `meta` field) against one in its text: a question names whom it is about and
     # which day.
     speaker_weight: Ratio = 1.0
-    # BM25's saturation and length normalisation. Dialog turns are short, so a second
-    # occurrence of a word says little more than the first: k1 below the textbook 1.2.
+    # BM25's saturation (`bm25_k1`) and length normalisation (`bm25_b`). Dialog turns are short, so
+    # a second occurrence of a word says little more than the first: k1 below the textbook 1.2.
     bm25_k1: Annotated[float, between(0.0, 10.0)] = 0.5
     bm25_b: Ratio = 0.75
     # The keyword scale is BM25 over the query terms' summed idf. A query term that no memory of
@@ -183,6 +206,7 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     # one incidental word of a paraphrase ("keep", "做") then matches a share of the query, not
     # all that the namespace could match. 0: such terms are left out of the scale.
     unseen_term_weight: Ratio = 0.3
+    # Hits a Recall returns when the request sets no `top_k`.
     top_k: Annotated[int, between(1, 10_000)] = 5
     # Candidates taken from each channel before fusion; deep enough that a strong hit of one
     # channel is not lost.
@@ -232,6 +256,8 @@ class ContextSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # the weighted neighbours' vectors, normalised (no extra encoder call). Applied when a
     # turn is indexed; a turn arriving later re-indexes its neighbours.
     vector_weight: Ratio = 0.2
+    # Each further neighbour weighs this times the one before it (`decay`), and a neighbour
+    # after the turn `after` times one before it.
     decay: Ratio = 0.5
     after: Ratio = 0.5
 
@@ -247,6 +273,7 @@ class ContextSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class DecaySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Step time decay of fact-like kinds (seed 000 §4.3)."""
 
+    # The kinds whose score decays with age (`after_days`, `factors`).
     kinds: tuple[str, ...] = ("fact", "preference")
     # A question about time ("when did …", "上周") asks for the old memory itself: no decay.
     temporal_cues: tuple[str, ...] = (
@@ -294,7 +321,8 @@ class DecaySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         "几月",
         "几点",
     )
-    # Ascending age thresholds in days and the factor applied past each.
+    # Ascending age thresholds in days (`after_days`) and the factor applied past each
+    # (`factors`).
     after_days: tuple[Annotated[float, between(0.0, 36_500.0)], ...] = (7.0, 30.0)
     factors: tuple[float, ...] = (0.6, 0.4)
 
@@ -312,6 +340,7 @@ DEFAULT_MERGE = {
 class WritePolicySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The write gate (seed 000 §2.2, 001 §2.3, §5.1)."""
 
+    # A memory scored below this importance (1-5) is not stored.
     min_importance: Importance = 3
     # Counted from when pocketd stores the memory, so imported history is not expired on arrival.
     expire_after_days: Annotated[float, Meta(gt=0.0, le=36_500.0)] = 90.0
@@ -324,8 +353,10 @@ class WritePolicySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
     # something that happened: the same words on another day are another episode.
     # Kinds left out keep their default (DEFAULT_MERGE).
     merge: dict[str, str] = msgspec.field(default_factory=lambda: dict(DEFAULT_MERGE))
+    # The importance a memory starts from when the client gives none, before the keyword boosts.
     base_importance: Importance = 3
-    # A client-given importance is clamped into these bounds.
+    # A client-given importance is clamped into `client_importance_min` ..
+    # `client_importance_max`.
     client_importance_min: Importance = 1
     client_importance_max: Importance = 5
     # The importance floor for the `remember` flag and for "error, then fix" experiences.
@@ -393,7 +424,10 @@ class WritePolicySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
             ),
         }
     )
+    # Importance added for each `boost_keywords` list that matches.
     boost_amount: Annotated[int, between(0, 4)] = 1
+    # Greetings and fillers (case-insensitive; Latin ones as whole words): a text of little else
+    # gets `small_talk_importance`.
     small_talk: tuple[str, ...] = (
         "hello",
         "hi ",
@@ -417,6 +451,8 @@ class WritePolicySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
     # this many letters and digits, a CJK character counting as two ("hi there!", "好的，谢谢你"):
     # "你好，今天我去了公园散步" is a greeting, then a real report.
     small_talk_max_rest: Annotated[int, between(0, 10_000)] = 12
+    # A text naming an error (`error_keywords`) and its fix (`fix_keywords`) is an experience
+    # worth keeping: importance at least `flag_importance`.
     error_keywords: tuple[str, ...] = (
         "error",
         "exception",
@@ -490,6 +526,8 @@ class IndexSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     # usearch scalar type: f16 halves memory and adds faster than f32 at ~no recall cost.
     vector_dtype: str = "f16"
+    # HNSW graph degree (usearch `connectivity`): more edges, better recall, more memory and
+    # slower adds.
     connectivity: Annotated[int, between(2, 256)] = 16
     # HNSW build breadth. 64 adds about 2x faster than 128 at 100k with the same recall@5 (0.995
     # on clustered data, bench/RESULTS.md).
@@ -509,11 +547,13 @@ class IndexSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     refresh_ms: Annotated[int, between(0, 10_000)] = 250
     # Seconds between snapshots of the vector indexes to disk (they also snapshot on shutdown).
     snapshot_seconds: Seconds = 60.0
-    # Also snapshot once this many rows were indexed since the last snapshot, or this share of
-    # the indexed rows if that is more (a snapshot rewrites the whole index, so its interval
-    # grows with the index). A crash re-indexes at most this much on restart.
+    # Also snapshot once this many rows (`snapshot_rows`) were indexed since the last snapshot, or
+    # this share of the indexed rows (`snapshot_fraction`) if that is more (a snapshot rewrites the
+    # whole index, so its interval grows with the index). A crash re-indexes at most this much on
+    # restart.
     snapshot_rows: Annotated[int, between(1, 1 << 30)] = 4096
     snapshot_fraction: Annotated[float, between(0.0, 10.0)] = 0.1
+    # tantivy's writer heap, in bytes (tantivy's own minimum is 15 MB).
     keyword_heap_bytes: Annotated[int, between(15_000_000, 1 << 32)] = 64_000_000
     # Records' payloads held in memory (write-through), so a Recall's hits are not read from
     # SQLite: about 550 bytes with its entry for a memory of a sentence or two, so the default
@@ -538,6 +578,7 @@ class EncoderSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     model_dir: str = ""
     # An encoder that takes raw strings (use-m3) reads at most this many characters of a text.
     max_chars: Annotated[int, between(16, 1 << 20)] = 2048
+    # Texts encoded per onnxruntime run.
     batch_size: Annotated[int, between(1, 4096)] = 32
     # Intra-op threads of the queries' session.
     threads: Threads = 2
@@ -545,7 +586,9 @@ class EncoderSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # caller's thread (niced by server.background_nice), so a Recall's query never waits for a
     # write's batch to finish. Off: one session for both (about 90 MB less memory).
     write_session: bool = True
+    # Intra-op threads of the writes' session (`write_session`).
     write_threads: Threads = 1
+    # A tokenized encoder (minilm) reads at most this many tokens of a text.
     max_tokens: Annotated[int, between(8, 512)] = 256
 
 
@@ -596,14 +639,17 @@ class RouterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # The share of routed Recalls that also run the full plan in shadow, off the request path,
     # and log the comparison (exploration, seed 003 §5.1; the labels for training).
     explore_share: Ratio = 0.05
-    # The decision log (`pocketd router log`), in `<data_dir>/router`: it rotates past this
-    # size and keeps this many older files.
+    # The decision log (`pocketd router log`), in `<data_dir>/router`: it rotates past
+    # `log_max_bytes` and keeps `log_files` older files.
     log_max_bytes: Annotated[int, between(4096, 1 << 34)] = 16 * 1024 * 1024
     log_files: Annotated[int, between(0, 1000)] = 4
     # How often the server looks for a newly installed (or rolled back) model, in seconds.
     reload_interval_s: Annotated[float, between(0.05, 3600.0)] = 1.0
     # Leading values of the query vector a policy sees.
     prefix_dim: Annotated[int, between(1, 8192)] = 128
+    # The query's lexical flags (a route feature; English whole words, Chinese substrings): it
+    # names a time (`time_cues`), a quantity (`quantity_cues`, or a number with a unit) or a
+    # comparison (`comparison_cues`).
     time_cues: tuple[str, ...] = (
         "when",
         "today",
@@ -696,9 +742,10 @@ class RouterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         "平时",
         "口味",
     )
-    # The form of a question, for the heuristic's store model (`routing.heuristic`): it asks for
-    # the gist of past conversations, for an exact detail, points back to a past conversation,
-    # or to the current one. Latin cues match whole words, CJK ones as substrings.
+    # The form of a question, for the heuristic's store model (`routing.heuristic`): it asks for the
+    # gist of past conversations (`summary_cues`), for an exact detail (`detail_cues`), points back
+    # to a past conversation (`past_cues`), or to the current one (`current_cues`). Latin cues match
+    # whole words, CJK ones as substrings.
     summary_cues: tuple[str, ...] = (
         "overall",
         "in general",
@@ -826,11 +873,13 @@ class LedgerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # The share of a task's total held back for its final answer, unless the task sets its own.
     emergency_ratio: Annotated[float, between(0.0, 0.9)] = 0.2
     # The degrade ladder, in percent of the ordinary budget spent or held: warn (unless the task
-    # sets its own), then a cheaper model tier, then optional tools off; 100: the failover.
+    # sets its own; `warn_at_percent`), then a cheaper model tier (`cheaper_tier_at_percent`),
+    # then optional tools off (`tools_off_at_percent`); 100: the failover.
     warn_at_percent: Annotated[int, between(1, 100)] = 80
     cheaper_tier_at_percent: Annotated[int, between(1, 100)] = 90
     tools_off_at_percent: Annotated[int, between(1, 100)] = 95
-    # How long a reservation holds when the call names no TTL, and the longest it may ask for.
+    # How long a reservation holds when the call names no TTL (`reservation_ttl_seconds`), and
+    # the longest it may ask for (`max_reservation_ttl_seconds`).
     reservation_ttl_seconds: Annotated[int, between(1, 86_400)] = 300
     max_reservation_ttl_seconds: Annotated[int, between(1, 604_800)] = 86_400
     # How long an answer stays recorded under its idempotency key: a retry later than this
@@ -842,14 +891,21 @@ class LedgerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class RouteSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One model tier: what Step names as the round's model, and its limits."""
+
+    # The model Step names for a round of this tier (priced by `agent.prices`).
     model: str
+    # Rounds a task may run at this tier before Step says to stop.
     max_rounds: Annotated[int, between(1, 10_000)]
+    # The tokens one round of this tier may spend.
     token_budget_round: Annotated[int, between(16, 10_000_000)]
 
 
 class PriceSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A model's price, in micro-units per 1,000 tokens."""
 
+    # Micro-units per 1,000 prompt tokens (`input_per_1k_micros`) and per 1,000 completion
+    # tokens (`output_per_1k_micros`).
     input_per_1k_micros: Annotated[int, between(0, 10**12)] = 0
     output_per_1k_micros: Annotated[int, between(0, 10**12)] = 0
 
@@ -875,6 +931,8 @@ def _prices() -> dict[str, PriceSettings]:  # placeholders, by tier: set your ow
 class AgentSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The agent loop's Step: model tiers, prices, memory commits."""
 
+    # The model tiers (simple, medium, complex, vision; every one must be named), each with its
+    # model, its round limit and its per-round token budget (seed 001 §4.1).
     routes: dict[str, RouteSettings] = msgspec.field(default_factory=_routes)
     # Round rules (seed 001 §5.3): the complex tier only for a task's first `complex_rounds`
     # rounds (then medium), and Step says to escalate from round `escalate_round`.
@@ -886,22 +944,30 @@ class AgentSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     intent_ttl_seconds: Annotated[float, Meta(gt=0.0, le=86_400.0)] = 1800.0
     min_confidence: Annotated[float, between(0.0, 1.0)] = 0.6
     jump_confidence: Annotated[float, between(0.0, 1.0)] = 0.75
+    # Each model's price in micro-units per 1,000 input and output tokens: what Step charges a
+    # task for a model call. The defaults are placeholders: set your own.
     prices: dict[str, PriceSettings] = msgspec.field(default_factory=_prices)
     # A model not in `prices`: charged at this, with a warning.
     default_price: PriceSettings = PriceSettings(1000, 3000)
-    # pocketd's own work, charged to the task: a Recall per 1,000 of its cost units, a stored
-    # memory each.
+    # pocketd's own work, charged to the task: a Recall per 1,000 of its cost units
+    # (`recall_micros_per_kilounit`), a stored memory each (`remember_micros`).
     recall_micros_per_kilounit: Annotated[int, between(0, 10**9)] = 1
     remember_micros: Annotated[int, between(0, 10**9)] = 20
     # A lookup in the tool-result cache (seed 001 §3.2: a hit charges the lookup, not the call).
     cache_lookup_micros: Annotated[int, between(0, 10**9)] = 1
+    # A round's key event (a stated preference or need, a fix, a decision) is committed as a
+    # memory when its strength reaches this (seed 001 §2.3).
     commit_threshold: Annotated[float, between(0.0, 1.0)] = 0.7
+    # The same action this many rounds in a row is a loop: Step says to stop or change course.
     loop_repeat: Annotated[int, between(2, 100)] = 3
+    # Memories a Step recalls for the round's context.
     recall_top_k: Annotated[int, between(1, 100)] = 5
     # Beside them, the user's profile: the most relevant preferences and needs (memories of kind
     # preference: what Step commits from a stated need or preference, or Remember with that
     # kind) not already recalled. 0: none.
     profile_top_k: Annotated[int, between(0, 20)] = 2
+    # Entries of the tool-result cache per tenant (a repeated read-only tool call is served from
+    # it).
     tool_cache_size: Annotated[int, between(1, 1_000_000)] = 512
     # Tasks whose loop state (goal, rounds, tools) is held in memory; the least recent goes.
     sessions: Annotated[int, between(1, 10_000_000)] = 10_000
