@@ -36,6 +36,7 @@ from server.adapters.columns_file import ColumnsFile
 from server.adapters.decision_log import FileDecisionLog
 from server.adapters.difficulty_models import load_difficulty
 from server.adapters.durable import fsync_dir
+from server.adapters.metrics import PrometheusMetrics
 from server.adapters.model_store import ModelStore, ModelWatcher
 from server.adapters.onnx_encoder import ModelMissingError, OnnxTextEncoder
 from server.adapters.onnx_policy import OnnxPocketModel
@@ -44,7 +45,7 @@ from server.adapters.sqlite_store import SqliteRecordStore
 from server.adapters.tantivy_index import TantivyKeywordIndex
 from server.adapters.token_counter import TokenCounter
 from server.adapters.usearch_index import UsearchIndexSet
-from server.api.calls import WorkerPools
+from server.api.calls import Lane, WorkerPools
 from server.api.page_tokens import SECRET_BYTES
 from server.api.server import GrpcServer, ListenError
 from server.config import MODELS_DIR, TEXT_ENCODERS, is_loopback, model_dir, tokenizer_file
@@ -73,9 +74,12 @@ from server.core.memory.state.hot import MemoryHotTier
 from server.core.memory.state.indexer import Indexer
 from server.core.memory.state.maintenance import Maintenance
 from server.core.memory.write.writer import Writer
+from server.core.metrics import Metrics, NoMetrics
 from server.core.query.encoding import Encoding
 from server.core.query.retriever import Retriever
 from server.core.routing.inputs import LAYOUT, input_width
+from server.core.routing.ports import DecisionSink
+from server.core.routing.record import DecisionRecord
 from server.core.routing.router import Router
 from server.core.settings import (
     GENERIC_THRESHOLDS,
@@ -377,12 +381,29 @@ def assemble_engine(
     return MemoryEngine(settings, parts, store, vectors, keywords, clock)
 
 
+class CountedDecisions:
+    """The decision log, with each decision counted in the metrics first."""
+
+    def __init__(self, sink: DecisionSink, metrics: Metrics) -> None:
+        self._sink = sink
+        self._metrics = metrics
+
+    def write(self, rec: DecisionRecord) -> None:
+        self._metrics.decision(rec.asked or rec.policy, rec.policy, bool(rec.widened))
+        self._sink.write(rec)
+
+    def close(self) -> None:
+        self._sink.close()
+
+
 def build_engine(
     settings: Settings,
     encoder: OnnxTextEncoder | None,
     write_encoder: OnnxTextEncoder | None = None,
+    metrics: Metrics | None = None,
 ) -> MemoryEngine:
-    """Open every store under `server.data_dir`, wire the engine and its router."""
+    """Open every store under `server.data_dir`, wire the engine and its router (`metrics`:
+    where its decisions are counted)."""
     data = Path(settings.server.data_dir)
     m = resolve_thresholds(settings.memory, thresholds_of(encoder))
     if m.hybrid_search.floor >= m.hybrid_search.ceiling:
@@ -413,7 +434,9 @@ def build_engine(
         write_encoder,
     )
     r = settings.router
-    decisions = FileDecisionLog(data / "router", r.log_max_bytes, r.log_files)
+    decisions = CountedDecisions(
+        FileDecisionLog(data / "router", r.log_max_bytes, r.log_files), metrics or NoMetrics()
+    )
     models = ModelWatcher(
         ModelStore(data / "router" / "models"),
         partial(OnnxPocketModel, layout=LAYOUT, inputs=input_width(r.prefix_dim)),
@@ -443,11 +466,14 @@ def _warm(router: Router) -> None:
 
 
 def _open(
-    settings: Settings, encoder: OnnxTextEncoder | None, write_encoder: OnnxTextEncoder | None
+    settings: Settings,
+    encoder: OnnxTextEncoder | None,
+    write_encoder: OnnxTextEncoder | None,
+    metrics: Metrics,
 ) -> MemoryEngine:
     t0 = time.perf_counter()
     jit = compile_all()
-    engine = build_engine(settings, encoder, write_encoder)
+    engine = build_engine(settings, encoder, write_encoder, metrics)
     timings = engine.load()
     log.info(
         "ready in %.2fs (kernels %.2fs, metadata %.2fs for %d records, tail %d)",
@@ -478,6 +504,42 @@ async def _catch_up(engine: MemoryEngine, settings: Settings, stop: asyncio.Even
     log.info("caught up in %.2fs", time.monotonic() - t0)
 
 
+def _gauges(metrics: Metrics, grpc_server: GrpcServer, encoder: OnnxTextEncoder | None) -> None:
+    """The transport's and the encoder's gauges, read when the metrics are scraped."""
+    for lane in Lane:
+        metrics.gauge(
+            f"pocketd_{lane.name.lower()}_calls_in_flight",
+            f"Calls in flight (admitted, not yet stopped) in the {lane.value} lane",
+            partial(grpc_server.calls.in_lane, lane),
+        )
+    if encoder is not None:
+        metrics.gauge(
+            "pocketd_encoder_queue",
+            "Texts waiting for or running on the queries' encoder session",
+            encoder.queued,
+        )
+
+
+def _engine_gauges(metrics: Metrics, engine: MemoryEngine) -> None:
+    """The memory engine's gauges (from the moment it is open, catching up included)."""
+    metrics.gauge(
+        "pocketd_index_pending_records",
+        "Memories acknowledged and not yet in the warm indexes (served by the hot tier)",
+        engine.hot.pending,
+    )
+    metrics.gauge(
+        "pocketd_index_lag_revisions",
+        "Revisions of the record store the indexer has not followed yet",
+        partial(_index_lag, engine),
+    )
+    metrics.gauge("pocketd_hot_records", "Memories in the hot tier", engine.hot.size)
+
+
+def _index_lag(engine: MemoryEngine) -> int:
+    state = engine.index_state()
+    return state.head_rev - state.indexed_rev
+
+
 async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     """Run until `stop` is set or SIGTERM/SIGINT arrives, then shut down cleanly."""
     lock = lock_data_dir(Path(settings.server.data_dir))
@@ -503,19 +565,33 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     pools = WorkerPools.from_settings(settings.server, len(tenants))
     tokenizer = tokenizer_file(settings)
     counter = TokenCounter(tokenizer) if tokenizer.is_file() else None
+    exporter = PrometheusMetrics() if settings.server.metrics_listen else None
+    metrics: Metrics = exporter or NoMetrics()
     grpc_server = GrpcServer(
         settings,
         pools,
         None if counter is None else counter.count,
         page_secret(Path(settings.server.data_dir)),
+        metrics,
     )
+    where = settings.server.metrics_listen
     try:
+        if exporter is not None:  # both ports bound, or neither, before a line is logged
+            try:
+                bound = exporter.serve(where)
+            except OSError as exc:
+                raise ListenError(f"cannot serve metrics on {where}: {exc.strerror}") from exc
         port = await grpc_server.start(settings.server.listen)
     except ListenError as exc:
+        if exporter is not None:
+            exporter.close()
         lock.close()
         raise StartupError(str(exc)) from exc
+    _gauges(metrics, grpc_server, encoder)
     host = settings.server.listen.rsplit(":", 1)[0]
     log.info("listening on %s:%d (NOT_SERVING until loaded), pid %d", host, port, os.getpid())
+    if exporter is not None:
+        log.info("metrics on http://%s:%d/metrics", where.rpartition(":")[0], bound)
     _say_access(settings)
     engine: MemoryEngine | None = None
     ledger_store: SqliteLedgerStore | None = None
@@ -524,20 +600,21 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
         ledger_store = SqliteLedgerStore(
             Path(settings.server.data_dir) / "ledger.sqlite3", settings.ledger.reply_ttl_seconds
         )
-        ledger = Ledger(ledger_store, SystemClock(), settings.ledger)
-        grpc_server.ledger_ready(ledger)
+        ledger = Ledger(ledger_store, SystemClock(), settings.ledger, metrics)
+        await grpc_server.ledger_ready(ledger)
         opening: asyncio.Future[MemoryEngine] = loop.run_in_executor(
-            pools.read, _open, settings, encoder, write_encoder
+            pools.read, _open, settings, encoder, write_encoder, metrics
         )
         stopped: asyncio.Future[bool] = asyncio.ensure_future(stop.wait())
         waiting: set[asyncio.Future[Any]] = {opening, stopped}
         done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         if opening in done:
             engine = opening.result()
+            _engine_gauges(metrics, engine)
             await _catch_up(engine, settings, stop)
             if counter is not None and ledger_store is not None:
                 loop_ = agent_loop(settings, ledger, engine, encoder, counter.count, ledger_store)
-                grpc_server.agent_ready(loop_)
+                await grpc_server.agent_ready(loop_)
             if not stop.is_set():
                 await grpc_server.mark_serving(engine)
                 log.info("SERVING on %s:%d", host, port)
@@ -556,5 +633,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
             await loop.run_in_executor(None, engine.close)
         if ledger_store is not None:
             ledger_store.close()
+        if exporter is not None:
+            exporter.close()
         lock.close()
         log.info("stopped")

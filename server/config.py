@@ -256,6 +256,13 @@ def check(s: Settings) -> None:
         "server.listen",
         f"{s.server.listen!r} must be HOST:PORT with a port in 0..65535 (0 picks a free one)",
     )
+    if s.server.metrics_listen:
+        metrics = _LISTEN_RE.fullmatch(s.server.metrics_listen)
+        need(
+            metrics is not None and int(metrics.group(1)) <= 65_535,
+            "server.metrics_listen",
+            f"{s.server.metrics_listen!r} must be HOST:PORT with a port in 0..65535, or empty",
+        )
     need(bool(s.server.data_dir), "server.data_dir", "must not be empty")
     _check_access(s, need)
     missing = [t for t in TIERS if t not in s.agent.routes]

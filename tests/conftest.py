@@ -174,9 +174,9 @@ async def start_server(
     eng = open_engine(tmp, encoder, SystemClock(), settings.memory)  # type: ignore[arg-type]
     store = SqliteLedgerStore(tmp / "ledger.sqlite3")
     ledger = Ledger(store, SystemClock(), settings.ledger)
-    srv.ledger_ready(ledger)
+    await srv.ledger_ready(ledger)
     loop = agent_loop(settings, ledger, eng, encoder, count, store)
-    srv.agent_ready(loop)
+    await srv.agent_ready(loop)
     await srv.mark_serving(eng)
     running = RunningServer(f"127.0.0.1:{port}", eng, srv)
     running.loop = loop

@@ -127,6 +127,12 @@ class OnnxTextEncoder:
         self._lock: threading.Lock | contextlib.nullcontext[None] = (
             threading.Lock() if serialize else contextlib.nullcontext()
         )
+        self._queued = 0  # texts in `encode` calls that have not returned
+        self._count_lock = threading.Lock()
+
+    def queued(self) -> int:
+        """Texts waiting for the session or being encoded (the metrics' encoder queue)."""
+        return self._queued
 
     def _feeds(self, chunk: list[str]) -> dict[str, Any]:
         if self._tok is None:
@@ -141,12 +147,18 @@ class OnnxTextEncoder:
 
     def encode(self, texts: Sequence[str]) -> Vector:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(texts), self._batch):
-            chunk = list(texts[start : start + self._batch])
-            feeds = self._feeds(chunk)
-            with self._lock:
-                rows = self._session.run(None, feeds)[0]
-            out[start : start + len(chunk)] = rows
+        with self._count_lock:
+            self._queued += len(texts)
+        try:
+            for start in range(0, len(texts), self._batch):
+                chunk = list(texts[start : start + self._batch])
+                feeds = self._feeds(chunk)
+                with self._lock:
+                    rows = self._session.run(None, feeds)[0]
+                out[start : start + len(chunk)] = rows
+        finally:
+            with self._count_lock:
+                self._queued -= len(texts)
         if self._tok is None:  # the quantised graph's rows are unit to about 1e-7: make it so
             out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out

@@ -23,6 +23,7 @@ from typing import Any
 import grpc
 
 from server.api.guard import behaviour_slot
+from server.api.observe import call_info
 from server.core.settings import AuthSettings
 from server.core.tenancy import ANONYMOUS, Tenant
 
@@ -71,6 +72,9 @@ class TenantContext:
     def __init__(self, context: Any, tenant: Tenant) -> None:
         self._context = context
         self.tenant = tenant
+        info = call_info(context)
+        if info is not None:  # the metrics and the log line name the tenant
+            info.tenant = tenant.name
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._context, name)

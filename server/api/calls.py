@@ -13,9 +13,10 @@
   `server.max_call_seconds`. If the client cancels (or the deadline passes) the deadline is
   cancelled, and the engine stops at its next check; work still queued never starts.
 - **Log**: one line per call at INFO (WARNING above `server.slow_call_ms`): method, tenant,
-  namespace, status (DEADLINE_EXCEEDED when the client's deadline passed, CANCELLED when it
-  left), duration and item count, never texts or vectors. A call whose client left while its
-  work ran is logged when the work has stopped, with the time it really took.
+  request id (`server.api.observe`), namespace, status (DEADLINE_EXCEEDED when the client's
+  deadline passed, CANCELLED when it left), duration and item count, never texts or vectors.
+  A call whose client left while its work ran is logged when the work has stopped, with the
+  time it really took.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import grpc
 from server.api.fairpool import FairPool
 from server.core.deadline import Deadline
 from server.core.errors import ResourceExhaustedError
+from server.core.metrics import Metrics, NoMetrics
 from server.core.priority import run_below_readers
 from server.core.settings import ServerSettings
 
@@ -54,6 +56,7 @@ class CallRecord:
         # The client left while the work ran on: the line is written once the work stops.
         self.deferred = False
         self.tenant = ""
+        self.request_id = ""
 
 
 class Lane(enum.Enum):
@@ -109,8 +112,16 @@ class CallRunner:
     """Runs calls' blocking work in the worker pools under the admission bounds. One runner
     serves every service, so the bounds count every call of a lane."""
 
-    def __init__(self, settings: ServerSettings, pools: WorkerPools, tenants: int = 1) -> None:
-        """`tenants`: how many tenants may call; with one, it has the whole bound."""
+    def __init__(
+        self,
+        settings: ServerSettings,
+        pools: WorkerPools,
+        tenants: int = 1,
+        metrics: Metrics | None = None,
+    ) -> None:
+        """`tenants`: how many tenants may call; with one, it has the whole bound. `metrics`:
+        where the handlers report what they did (none: nowhere)."""
+        self.metrics: Metrics = metrics or NoMetrics()
         self._pools = pools
         self._limit = settings.max_concurrent_calls
         self._per_tenant = settings.max_calls_per_tenant if tenants > 1 else 0
@@ -123,6 +134,10 @@ class CallRunner:
     @property
     def in_flight(self) -> int:
         return sum(self._in_flight.values())
+
+    def in_lane(self, lane: Lane) -> int:
+        """Calls in flight in `lane` (admitted, not yet stopped)."""
+        return self._in_flight[lane]
 
     def admit(self, lane: Lane, tenant: str, weight: int = 1) -> None:
         """Count a new call in, or refuse it (RESOURCE_EXHAUSTED): beyond the lane's bound of
@@ -214,6 +229,7 @@ class CallRunner:
         fields: dict[str, Any] = {
             "method": rec.method,
             "tenant": rec.tenant,
+            "request_id": rec.request_id,
             "namespace": rec.namespace,
             "status": rec.status,
             "ms": round(took * 1000.0, 3),
@@ -223,13 +239,14 @@ class CallRunner:
         if log.isEnabledFor(level):
             log.log(
                 level,
-                "%s tenant=%s ns=%s status=%s ms=%.2f items=%d%s",
+                "%s tenant=%s ns=%s status=%s ms=%.2f items=%d rid=%s%s",
                 rec.method,
                 rec.tenant or "-",
                 rec.namespace or "-",
                 rec.status,
                 took * 1000.0,
                 rec.items,
+                rec.request_id or "-",
                 " (slow)" if level == logging.WARNING else "",
                 extra={"fields": fields},
             )

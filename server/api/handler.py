@@ -15,6 +15,7 @@ from grpc_status import rpc_status
 from server.api.auth import call_tenant
 from server.api.calls import CallRecord, CallRunner, Lane, code_name
 from server.api.errors import to_status
+from server.api.observe import call_info
 from server.api.validation import Validator, Violations
 from server.core.deadline import Deadline
 from server.core.errors import Location, NotFoundError, PermissionDeniedError
@@ -56,6 +57,8 @@ class Handler:
         log.debug("%s ns=%s started", rec.method, rec.namespace or "-")
         tenant = call_tenant(context)
         rec.tenant = tenant.name
+        info = call_info(context)
+        rec.request_id = "" if info is None else info.request_id
         names = namespaces if namespaces is not None else [("namespace", rec.namespace)]
         lane = Lane.WRITE if write else Lane.AGENT if agent else Lane.READ
 

@@ -1,9 +1,12 @@
 """Build the grpc.aio server: MemoryService, LedgerService, AgentService, the standard health
 service and reflection, behind the token check (`server.api.auth`), over TLS when configured.
 
-Health reports NOT_SERVING until `mark_serving()` (stores loaded, kernels compiled), and again
-from the moment a drain begins, so load balancers stop sending work before calls are cut; it
-has a status for the server (`""`) and for each of the three services.
+Health has a status for the server (`""`) and for each of the three services, each SERVING
+once what it needs is open: LedgerService as soon as the ledger's file is (it needs no memory),
+MemoryService and AgentService once the stores are loaded and the indexer has caught up
+(`mark_serving`, `agent_ready`), and the server with MemoryService. All of them turn
+NOT_SERVING the moment a drain begins, so load balancers stop sending work before calls are
+cut.
 """
 
 from __future__ import annotations
@@ -27,17 +30,22 @@ from server.api.auth import Authenticator, AuthGuard
 from server.api.calls import CallRunner, WorkerPools
 from server.api.guard import DecodeGuard
 from server.api.ledger_servicer import LedgerServicer
+from server.api.observe import CallObserver
 from server.api.page_tokens import SECRET_BYTES, PageTokens
 from server.api.servicer import MemoryServicer
 from server.core.agent.ledger import Ledger
 from server.core.agent.ports import TokenCount
 from server.core.agent.step import AgentLoop
 from server.core.engine import MemoryEngine
+from server.core.metrics import Metrics, NoMetrics
 from server.core.settings import Settings, TlsSettings
 
 SERVICE_NAME = spb.DESCRIPTOR.services_by_name["MemoryService"].full_name
 LEDGER_NAME = lpb.DESCRIPTOR.services_by_name["LedgerService"].full_name
 AGENT_NAME = apb.DESCRIPTOR.services_by_name["AgentService"].full_name
+ALL_NAMES = ("", SERVICE_NAME, LEDGER_NAME, AGENT_NAME)
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
 
 class ListenError(Exception):
@@ -76,15 +84,17 @@ class GrpcServer:
         pools: WorkerPools,
         count_tokens: TokenCount | None = None,
         page_secret: bytes | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         """`count_tokens`: the tokenizer's count, for AgentService (None: it has none);
         `page_secret`: what List page tokens are sealed with (None: a new one, so tokens do not
-        outlive the process)."""
+        outlive the process); `metrics`: where every call's status and latency go."""
+        metrics = metrics or NoMetrics()
         limit = settings.server.max_message_bytes
         self.auth = Authenticator(settings.auth)
         self._tls = settings.tls
         self.server = grpc.aio.server(
-            interceptors=[AuthGuard(self.auth), DecodeGuard()],
+            interceptors=[CallObserver(metrics), AuthGuard(self.auth), DecodeGuard()],
             options=[
                 ("grpc.max_receive_message_length", limit),
                 ("grpc.max_send_message_length", limit),
@@ -92,7 +102,7 @@ class GrpcServer:
             ],
         )
         tenants = len({t.tenant for t in settings.auth.tokens})
-        self.calls = CallRunner(settings.server, pools, tenants)
+        self.calls = CallRunner(settings.server, pools, tenants, metrics)
         pages = PageTokens(page_secret or secrets.token_bytes(SECRET_BYTES))
         self.servicer = MemoryServicer(settings, self.calls, pages)
         spb_grpc.add_MemoryServiceServicer_to_server(self.servicer, self.server)
@@ -121,31 +131,35 @@ class GrpcServer:
             raise ListenError(f"cannot listen on {listen}") from exc
         if self.port == 0:
             raise ListenError(f"cannot listen on {listen}")
-        await self._set(health_pb2.HealthCheckResponse.NOT_SERVING)
+        await self._set(NOT_SERVING, *ALL_NAMES)
         await self.server.start()
         return self.port
 
-    async def _set(self, status: int) -> None:
-        for name in ("", SERVICE_NAME, LEDGER_NAME, AGENT_NAME):
+    async def _set(self, status: int, *names: str) -> None:
+        for name in names:
             await self.health.set(name, status)  # type: ignore[arg-type]
 
-    def agent_ready(self, loop: AgentLoop) -> None:
+    async def agent_ready(self, loop: AgentLoop) -> None:
         """AgentService's Step answers from now on (it needs the memory engine), and
         MemoryService reads its own writes of what Steps acknowledge."""
         self.servicer.settle_with(loop.settle)
+        self.ledger.on_close(loop.closed)
         self.agent.ready(loop)
+        await self._set(SERVING, AGENT_NAME)
 
-    def ledger_ready(self, ledger: Ledger) -> None:
+    async def ledger_ready(self, ledger: Ledger) -> None:
         """The ledger answers from now on (it needs no memory engine)."""
         self.ledger.ready(ledger)
+        await self._set(SERVING, LEDGER_NAME)
 
     async def mark_serving(self, engine: MemoryEngine) -> None:
+        """MemoryService answers from now on, and the server as a whole is SERVING."""
         self.servicer.ready(engine)
-        await self._set(health_pb2.HealthCheckResponse.SERVING)
+        await self._set(SERVING, SERVICE_NAME, "")
 
     async def drain(self, grace_seconds: float) -> None:
         """Report NOT_SERVING, refuse new calls, wait up to `grace_seconds` for calls in flight."""
-        await self._set(health_pb2.HealthCheckResponse.NOT_SERVING)
+        await self._set(NOT_SERVING, *ALL_NAMES)
         await self.server.stop(grace_seconds)
 
 

@@ -83,6 +83,22 @@ def test_a_busy_port_exits_2_with_one_line(tmp_path: Path) -> None:
     one_line_exit_2(out, f"127.0.0.1:{port}", "in use")
 
 
+def test_a_busy_metrics_port_exits_2_with_one_line(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        out = subprocess.run(
+            serve_command(tmp_path / "d"),
+            cwd=ROOT,
+            env={**os.environ, "POCKETD__SERVER__METRICS_LISTEN": f"127.0.0.1:{port}"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    one_line_exit_2(out, "cannot serve metrics on", f"127.0.0.1:{port}")
+
+
 def test_a_missing_model_exits_2_naming_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "no-model"
     out = serve(tmp_path, env={"POCKETD__ENCODER__MODEL_DIR": str(missing)})

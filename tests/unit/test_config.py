@@ -67,6 +67,8 @@ def test_the_example_config_loads() -> None:
         ("", {"POCKETD__SERVER__MAX_CONCURRENT_CALLS": "0"}, "max_concurrent_calls"),
         ("", {"POCKETD__SERVER__LISTEN": "127.0.0.1:99999"}, "server.listen"),
         ("", {"POCKETD__SERVER__LISTEN": "localhost"}, "server.listen"),
+        ("", {"POCKETD__SERVER__METRICS_LISTEN": "9464"}, "server.metrics_listen"),
+        ("", {"POCKETD__SERVER__METRICS_LISTEN": "127.0.0.1:70000"}, "server.metrics_listen"),
         ("", {"POCKETD__MEMORY__HOT__SERVING_MAX_PENDING": "9000"}, "serving_max_pending"),
         ("- a list\n", {}, "top level"),
         ("memory: [unclosed\n", {}, "not valid YAML"),

@@ -63,7 +63,9 @@ from server.core.errors import (
     NotFoundError,
     ResourceExhaustedError,
 )
+from server.core.metrics import Metrics, NoMetrics
 from server.core.settings import LedgerSettings
+from server.core.tenancy import tenant_of
 
 T = TypeVar("T")
 MAX_MICROS = 10**15  # any one amount, and a task's total (SQLite integers are signed 64-bit)
@@ -74,10 +76,18 @@ LEVELS = ("normal", "warned", "cheaper model tier", "optional tools off", "failo
 
 
 class Ledger:
-    def __init__(self, store: LedgerStore, clock: Clock, settings: LedgerSettings) -> None:
+    def __init__(
+        self,
+        store: LedgerStore,
+        clock: Clock,
+        settings: LedgerSettings,
+        metrics: Metrics | None = None,
+    ) -> None:
+        """`metrics`: where reservations granted and refused are counted (by tenant)."""
         self._store = store
         self._clock = clock
         self._s = settings
+        self._metrics: Metrics = metrics or NoMetrics()
 
     def open_task(self, task_id: str, namespace: str, session_id: str, budget: Budget) -> Status:
         """Open a task; opening it again with the same budget returns its status."""
@@ -166,6 +176,8 @@ class Ledger:
             return refused
 
         out = self._store.run(work)
+        refused = out.limit if isinstance(out, ResourceExhaustedError) else ""
+        self._metrics.reservation(tenant_of(task_id), refused)
         if isinstance(out, ResourceExhaustedError):
             raise out
         return out

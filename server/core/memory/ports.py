@@ -271,6 +271,10 @@ class HotTier(Protocol):
 
     def contains(self, key: int) -> bool: ...
 
+    def size(self) -> int:
+        """Rows of every namespace."""
+        ...
+
     def count(self, namespace: str) -> int: ...
 
     def scan(self, namespace: str, query: Vector, k: int, mask_fn: MaskFn) -> tuple[KeyArray, F32]:

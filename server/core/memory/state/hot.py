@@ -197,6 +197,10 @@ class MemoryHotTier:
     def contains(self, key: int) -> bool:
         return key in self._ns_of
 
+    def size(self) -> int:
+        """Memories in the hot tier, every namespace's."""
+        return len(self._ns_of)
+
     def count(self, namespace: str) -> int:
         hs = self._sets.get(namespace)
         return 0 if hs is None else hs.n
