@@ -20,13 +20,17 @@ from server.api.handler import Ctx, Handler, visible_task
 from server.api.ledger_validation import LedgerValidator
 from server.api.validation import Violations
 from server.core.agent.ledger import Ledger
-from server.core.agent.model import SpendKind
+from server.core.agent.model import Bill, SpendKind
 from server.core.deadline import Deadline
 from server.core.errors import UnavailableError
 from server.core.settings import Settings
 from server.core.tenancy import Tenant
 
 T = TypeVar("T")
+
+
+def _nothing(task_id: str) -> None:
+    pass
 
 
 class LedgerServicer(Handler, lpb_grpc.LedgerServiceServicer):  # type: ignore[misc]
@@ -37,9 +41,14 @@ class LedgerServicer(Handler, lpb_grpc.LedgerServiceServicer):  # type: ignore[m
         self._check = LedgerValidator(settings)
         self._settings = settings.ledger
         self._ledger: Ledger | None = None
+        self._closed: Callable[[str], None] = _nothing
 
     def ready(self, ledger: Ledger) -> None:
         self._ledger = ledger
+
+    def on_close(self, closed: Callable[[str], None]) -> None:
+        """Tell `closed` (the agent loop) of each task closed, as the ledger keys it."""
+        self._closed = closed
 
     def _led(self) -> Ledger:
         if self._ledger is None:
@@ -142,8 +151,13 @@ class LedgerServicer(Handler, lpb_grpc.LedgerServiceServicer):  # type: ignore[m
             "CloseTask",
             request.task_id,
             lambda v: self._check.close_task(v, request),
-            lambda led, task, t: cv.bill_pb(led.close_task(task, request.idempotency_key), t),
+            lambda led, task, t: cv.bill_pb(self._close(led, task, request.idempotency_key), t),
         )
+
+    def _close(self, led: Ledger, task: str, key: str) -> Bill:
+        bill = led.close_task(task, key)
+        self._closed(task)
+        return bill
 
     async def _on_task(
         self,

@@ -449,3 +449,22 @@ async def test_a_step_that_fails_late_commits_its_key_events_on_the_retry(
     await expect(agent.Step(req), grpc.StatusCode.UNAVAILABLE)
     again = await agent.Step(req)  # the retry: the stated preference is committed this time
     assert len(again.committed_memory_ids) == 1
+
+
+async def test_closing_a_task_drops_its_loop_state_and_later_steps_are_refused(
+    server: RunningServer,
+) -> None:
+    """A closed task's rounds are not kept until `agent.sessions` newer tasks push them out
+    (the soak's RSS crept up by a closed task's state every few seconds)."""
+    agent, led = stubs(server)
+    loop = server.loop
+    for n in range(3):
+        await open_task(led, f"c{n}")
+        await agent.Step(apb.StepRequest(task_id=f"c{n}", round=1, goal="Where is 88123?"))
+    assert len(loop._sessions) == 3
+    await led.CloseTask(lpb.CloseTaskRequest(task_id="c1", idempotency_key="close"))
+    assert len(loop._sessions) == 2
+    with pytest.raises(grpc.aio.AioRpcError) as closed:
+        await agent.Step(apb.StepRequest(task_id="c1", round=2, goal="Where is 88123?"))
+    assert closed.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+    assert len(loop._sessions) == 2

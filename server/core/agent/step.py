@@ -554,6 +554,13 @@ class AgentLoop:
         """The namespace a task was opened in (None: no such task)."""
         return self._ledger.namespace_of(task_id)
 
+    def closed(self, task_id: str) -> None:
+        """The task was closed: its loop state goes at once (a Step of a closed task is
+        refused by the ledger), so memory holds the open tasks' state, not that of every task
+        of the last `agent.sessions`."""
+        with self._lock:
+            self._sessions.pop(tenant_of(task_id), task_id)
+
     def settle(self, namespace: str, deadline: Deadline) -> None:
         """Every memory a Step acknowledged in `namespace` is in the store once this returns
         (`MemoryWriter.settle`). (A kept copy of one a Forget then erases is never replayed:
