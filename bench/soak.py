@@ -401,6 +401,7 @@ async def soak(
     if tail.calls:
         now = time.monotonic()
         rows.append(_row(tail, pid, now - t0, max(now - last, 1e-3), traffic.in_flight))
+        rows[-1]["tail"] = True  # calls started earlier: no rate of its own, no RSS sample
         _print_row(rows[-1])
     return rows, n
 
@@ -429,7 +430,8 @@ def summary(rows: list[dict[str, Any]], warmup: float) -> dict[str, Any]:
     the warm-up with that of the last `EDGE`; the least-squares trend, projected over the same
     span, is reported beside it, and the goal takes the larger of the two, so neither a lucky
     last sample nor a steady climb hidden by the medians passes."""
-    after = rows[int(len(rows) * warmup) :] or rows[-1:]
+    sampled = [r for r in rows if not r.get("tail")]
+    after = sampled[int(len(sampled) * warmup) :] or sampled[-1:]
     edge = max(1, min(EDGE, len(after) // 2))
     span_s = after[-1]["t_s"] - after[0]["t_s"]
 
@@ -499,8 +501,9 @@ def table(rows: list[dict[str, Any]]) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        t, rate = ("end", "–") if r.get("tail") else (r["t_s"], r["calls_per_s"])
         out.append(
-            f"| {r['t_s']} | {r['calls_per_s']} | {r['p50_ms']} | {r['p99_ms']} |"
+            f"| {t} | {rate} | {r['p50_ms']} | {r['p99_ms']} |"
             f" {r['errors']} | {r['rss_mb']} | {r.get('anon_mb', '')} | {r['max_pending']} |"
         )
     return "\n".join(out)
