@@ -1,0 +1,235 @@
+/**
+ * `PocketdClient`: pocketd's MemoryService as promises, and `task` for the agent-loop services
+ * (clients/python/pocketd/client.py).
+ *
+ * Every call has a deadline (`timeoutMs`, default 5 s; a batch's grows with its size). Recall,
+ * Get and Stats are retried on UNAVAILABLE; writes are not, since repeating a write without a
+ * client-chosen `memoryId` could store it twice. A failed call rejects with a `PocketdError`
+ * carrying the status and the server's rich details.
+ */
+
+import {
+  NO_RETRY,
+  READ_RETRY,
+  settings,
+  unary,
+  type CallOptions,
+  type RetryPolicy,
+  type UnaryMethod,
+} from "./call.js";
+import { openChannel, type Connection, type TlsOptions } from "./channel.js";
+import { MemoryRecord } from "./gen/pocketd/v1/memory.js";
+import {
+  GetRequest,
+  MemoryServiceService,
+  RememberBatchRequest,
+  StatsRequest,
+  type ExplainResponse,
+} from "./gen/pocketd/v1/memory_service.js";
+import {
+  explainRequest,
+  forgetRequest,
+  listRequest,
+  recallRequest,
+  rememberRequest,
+  type ExplainOptions,
+  type ForgetFilter,
+  type ListOptions,
+  type MemoryFields,
+  type MemoryInput,
+  type RecallOptions,
+} from "./requests.js";
+import { Task, type Budget } from "./tasks.js";
+import {
+  toMemory,
+  toPage,
+  toRecallResult,
+  toRememberResult,
+  toStats,
+  type Memory,
+  type Page,
+  type RecallResult,
+  type RememberResult,
+  type Stats,
+} from "./types.js";
+
+/** Where the client connects without a `target`. */
+export const DEFAULT_TARGET = "127.0.0.1:50051";
+/** Every call's deadline unless the client or the call says otherwise (as the Python client's). */
+export const DEFAULT_TIMEOUT_MS = 5_000;
+/** The largest message sent or received (as the Python client's). */
+export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+/** A RememberBatch's deadline per item: the server encodes a few hundred texts a second. */
+export const BATCH_MS_PER_ITEM = 50;
+
+/** The deadline of a RememberBatch of `items`: at least `timeoutMs`, and 50 ms per item. */
+export function batchTimeoutMs(timeoutMs: number, items: number): number {
+  return Math.max(timeoutMs, items * BATCH_MS_PER_ITEM);
+}
+
+/** How the client connects and how long its calls may take. */
+export interface ClientOptions {
+  /** `host:port`; default 127.0.0.1:50051. */
+  readonly target?: string;
+  /** The bearer token (`auth.tokens` on the server). */
+  readonly token?: string;
+  /** Connect over TLS (with a client certificate for mTLS); unset: plaintext. */
+  readonly tls?: TlsOptions;
+  /**
+   * Send `token` over plaintext to a host that is not loopback. Without it, a token and no
+   * `tls` to such a host is refused: the token would cross the network in the clear.
+   */
+  readonly allowInsecureToken?: boolean;
+  /** Every call's deadline in milliseconds; default 5000. */
+  readonly timeoutMs?: number;
+  /** The largest message sent or received; default 16 MiB. */
+  readonly maxMessageBytes?: number;
+}
+
+/** The options of `PocketdClient.task`. */
+export interface TaskStartOptions {
+  /** The task's goal: required by its first Step. */
+  readonly goal?: string;
+  readonly sessionId?: string;
+}
+
+const M = MemoryServiceService;
+
+/** A pocketd client over one channel. Call `close()` when done. */
+export class PocketdClient {
+  /** Every call's deadline unless the call gives its own. */
+  readonly timeoutMs: number;
+  private readonly conn: Connection;
+
+  constructor(options: ClientOptions = {}) {
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.conn = openChannel({
+      target: options.target ?? DEFAULT_TARGET,
+      token: options.token,
+      tls: options.tls,
+      allowInsecureToken: options.allowInsecureToken,
+      maxMessageBytes: options.maxMessageBytes ?? MAX_MESSAGE_BYTES,
+    });
+  }
+
+  /** Store one memory; `fields` are a `MemoryInput`'s (kind, vector, importance, ...). */
+  async remember(
+    namespace: string,
+    text = "",
+    fields: MemoryFields = {},
+    call: CallOptions = {},
+  ): Promise<RememberResult> {
+    const request = rememberRequest({ ...fields, namespace, text });
+    return toRememberResult(await this.call(M.remember, request, call, NO_RETRY));
+  }
+
+  /** Store many memories in one transaction; the deadline grows with the batch. */
+  async rememberBatch(
+    items: readonly MemoryInput[],
+    call: CallOptions = {},
+  ): Promise<RememberResult[]> {
+    const request = RememberBatchRequest.fromPartial({ items: items.map(rememberRequest) });
+    const timeoutMs = batchTimeoutMs(call.timeoutMs ?? this.timeoutMs, items.length);
+    const response = await this.call(M.rememberBatch, request, { ...call, timeoutMs }, NO_RETRY);
+    return response.results.map(toRememberResult);
+  }
+
+  /** Hybrid search over a namespace (retried on UNAVAILABLE). */
+  async recall(
+    namespace: string,
+    text = "",
+    options: RecallOptions = {},
+    call: CallOptions = {},
+  ): Promise<RecallResult> {
+    const request = recallRequest(namespace, text, options);
+    return toRecallResult(await this.call(M.recall, request, call, READ_RETRY));
+  }
+
+  /**
+   * The plan each routing policy would choose for this Recall (`options` as `recall`'s), with
+   * the route features; `run`: also each plan's result.
+   */
+  async explain(
+    namespace: string,
+    text = "",
+    options: ExplainOptions = {},
+    call: CallOptions = {},
+  ): Promise<ExplainResponse> {
+    return this.call(M.explain, explainRequest(namespace, text, options), call, NO_RETRY);
+  }
+
+  /** One page of List; pass its `nextPageToken` as `pageToken` for the next. */
+  async list(namespace: string, options: ListOptions = {}, call: CallOptions = {}): Promise<Page> {
+    return toPage(await this.call(M.list, listRequest(namespace, options), call, NO_RETRY));
+  }
+
+  /** One memory by id (retried on UNAVAILABLE). */
+  async get(
+    namespace: string,
+    memoryId: string,
+    options: { readonly includeVector?: boolean } = {},
+    call: CallOptions = {},
+  ): Promise<Memory> {
+    const request = GetRequest.fromPartial({
+      namespace,
+      memoryId,
+      includeVector: options.includeVector,
+    });
+    const response = await this.call(M.get, request, call, READ_RETRY);
+    return toMemory(response.record ?? MemoryRecord.fromPartial({}));
+  }
+
+  /**
+   * Forget one memory by id, or every memory matching a filter (`{ all: true }` for the whole
+   * namespace); resolves to how many were forgotten.
+   */
+  async forget(
+    namespace: string,
+    target: string | ForgetFilter,
+    call: CallOptions = {},
+  ): Promise<number> {
+    const response = await this.call(M.forget, forgetRequest(namespace, target), call, NO_RETRY);
+    return response.forgottenCount;
+  }
+
+  /** Counts per namespace ("": every namespace of the caller) and the index's progress. */
+  async stats(namespace = "", call: CallOptions = {}): Promise<Stats> {
+    const request = StatsRequest.fromPartial({ namespace });
+    return toStats(await this.call(M.stats, request, call, READ_RETRY));
+  }
+
+  /**
+   * Open the agent task `taskId` with `budget`, charged to `namespace`; `Task.step` runs its
+   * rounds and `Task.close` returns its bill.
+   */
+  task(
+    taskId: string,
+    budget: Budget,
+    namespace: string,
+    options: TaskStartOptions = {},
+    call: CallOptions = {},
+  ): Promise<Task> {
+    return Task.open(
+      this.conn,
+      taskId,
+      budget,
+      namespace,
+      { ...options, timeoutMs: this.timeoutMs },
+      call,
+    );
+  }
+
+  /** Close the channel; calls in flight fail. */
+  close(): void {
+    this.conn.client.close();
+  }
+
+  private call<Req, Res>(
+    method: UnaryMethod<Req, Res>,
+    request: Req,
+    call: CallOptions,
+    retry: RetryPolicy,
+  ): Promise<Res> {
+    return unary(this.conn, method, request, settings(call, this.timeoutMs, retry));
+  }
+}

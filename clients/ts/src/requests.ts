@@ -1,0 +1,212 @@
+/**
+ * Request messages from plain options, as clients/python/pocketd/requests.py builds them from
+ * keyword arguments. Enum values take lower-case names ("fact", "image"); times are `Date`s.
+ */
+
+import { enumValue, type EnumName } from "./enums.js";
+import { MemoryKind, Modality, SourceType } from "./gen/pocketd/v1/memory.js";
+import {
+  ExplainRequest,
+  ForgetRequest,
+  ListRequest,
+  MemoryFilter,
+  RecallRequest,
+  RememberRequest,
+} from "./gen/pocketd/v1/memory_service.js";
+
+/** A memory's kind: "preference", "fact", "summary", "episode", "skill", "observation". */
+export type MemoryKindName = Exclude<EnumName<typeof MemoryKind, "MEMORY_KIND_">, "unspecified">;
+/** A memory's medium: "text", "image", "audio", "table" (or "unspecified"). */
+export type ModalityName = EnumName<typeof Modality, "MODALITY_">;
+/** Where a memory came from: "official_document", "tool_result", "user_statement", ... */
+export type SourceTypeName = EnumName<typeof SourceType, "SOURCE_TYPE_">;
+
+/** A memory's fields besides its namespace and text (all optional). */
+export interface MemoryFields {
+  /** Default "fact". */
+  readonly kind?: MemoryKindName | MemoryKind;
+  readonly vector?: readonly number[];
+  /** Default "text". */
+  readonly modality?: ModalityName | Modality;
+  readonly sessionId?: string;
+  /** 0-100; unset: the server's write gate scores it. */
+  readonly importance?: number;
+  readonly sourceType?: SourceTypeName | SourceType;
+  readonly tags?: readonly string[];
+  readonly topic?: string;
+  readonly groupId?: string;
+  /** Chosen by the client to upsert; unset: the server makes one. */
+  readonly memoryId?: string;
+  /** When it happened (the event time); unset: now. */
+  readonly occurredAt?: Date;
+  /** The v1 name of the event time, still accepted. */
+  readonly createdAt?: Date;
+  /** Who said it ("user", "assistant", a name). */
+  readonly speaker?: string;
+  /** Its position in its session; unset: next. */
+  readonly turn?: number;
+  /** When it stops being returned; unset: `write_policy.expire_after_days` after it is stored. */
+  readonly expiresAt?: Date;
+  readonly blobUri?: string;
+  readonly blobMimeType?: string;
+  /** The user asked to remember it: the write gate keeps it. */
+  readonly remember?: boolean;
+  /** It records how an error was resolved: the write gate keeps it. */
+  readonly errorResolved?: boolean;
+  /** The ids of the memories it replaces (marked obsolete). */
+  readonly supersedes?: readonly string[];
+}
+
+/** One memory to write (an item of `rememberBatch`). */
+export interface MemoryInput extends MemoryFields {
+  readonly namespace: string;
+  readonly text?: string;
+}
+
+/** Which memories a Recall, List or Forget considers. */
+export interface FilterOptions {
+  readonly sessionId?: string;
+  readonly kinds?: readonly (MemoryKindName | MemoryKind)[];
+  readonly modalities?: readonly (ModalityName | Modality)[];
+  readonly tags?: readonly string[];
+  readonly createdAfter?: Date;
+  readonly createdBefore?: Date;
+  readonly minImportance?: number;
+}
+
+/** The options of a Recall besides its namespace and text. */
+export interface RecallOptions extends FilterOptions {
+  readonly vector?: readonly number[];
+  readonly topK?: number;
+  /** The query is an image (its `vector` in the image space). */
+  readonly image?: boolean;
+  readonly includeObsolete?: boolean;
+  readonly includeExpired?: boolean;
+  /** The relevance floor; unset: the server's 0.1. */
+  readonly minScore?: number;
+  /** Recall as the memory stood at this time. */
+  readonly asOf?: Date;
+  /** The neighbouring turns of each hit's session to return with it (0-8). */
+  readonly contextTurns?: number;
+  /** An explicit plan: the pockets to search and how deep. */
+  readonly plan?: readonly { readonly pocket: string; readonly depth: number }[];
+  /** "full", "heuristic", "learned" or "hybrid"; unset: the server's. */
+  readonly routePolicy?: string;
+}
+
+/** The options of a List besides its namespace. */
+export interface ListOptions extends FilterOptions {
+  readonly pageSize?: number;
+  /** The `nextPageToken` of the page before. */
+  readonly pageToken?: string;
+}
+
+/** A Forget by filter: `all: true` forgets the whole namespace when the filter is empty. */
+export interface ForgetFilter extends FilterOptions {
+  readonly all?: boolean;
+}
+
+/** The options of an Explain: a Recall's, and the policies to explain. */
+export interface ExplainOptions extends RecallOptions {
+  /** The routing policies to explain; empty: all. */
+  readonly policies?: readonly string[];
+  /** Also run each policy's plan and return its result. */
+  readonly run?: boolean;
+}
+
+const kind = (k: MemoryKindName | MemoryKind): MemoryKind =>
+  enumValue(MemoryKind, "MEMORY_KIND_", k);
+const modality = (m: ModalityName | Modality): Modality => enumValue(Modality, "MODALITY_", m);
+
+/** The RememberRequest of one memory. */
+export function rememberRequest(m: MemoryInput): RememberRequest {
+  return RememberRequest.fromPartial({
+    record: {
+      memoryId: m.memoryId,
+      namespace: m.namespace,
+      sessionId: m.sessionId,
+      kind: kind(m.kind ?? "fact"),
+      modality: modality(m.modality ?? "text"),
+      text: m.text,
+      sourceType: enumValue(SourceType, "SOURCE_TYPE_", m.sourceType ?? "unspecified"),
+      tags: [...(m.tags ?? [])],
+      topic: m.topic,
+      groupId: m.groupId,
+      speaker: m.speaker,
+      turn: m.turn,
+      occurredAt: m.occurredAt,
+      vector: [...(m.vector ?? [])],
+      importance: m.importance,
+      createdAt: m.createdAt,
+      expiresAt: m.expiresAt,
+      blob: m.blobUri ? { uri: m.blobUri, mimeType: m.blobMimeType } : undefined,
+    },
+    hints: { remember: m.remember, errorResolved: m.errorResolved },
+    supersedes: [...(m.supersedes ?? [])],
+  });
+}
+
+/** The MemoryFilter of filter options. */
+export function memoryFilter(f: FilterOptions): MemoryFilter {
+  return MemoryFilter.fromPartial({
+    sessionId: f.sessionId,
+    kinds: (f.kinds ?? []).map(kind),
+    modalities: (f.modalities ?? []).map(modality),
+    tags: [...(f.tags ?? [])],
+    createdAfter: f.createdAfter,
+    createdBefore: f.createdBefore,
+    minImportance: f.minImportance,
+  });
+}
+
+/** The RecallRequest of a query. */
+export function recallRequest(
+  namespace: string,
+  text: string,
+  o: RecallOptions = {},
+): RecallRequest {
+  return RecallRequest.fromPartial({
+    namespace,
+    queryText: text,
+    queryVector: [...(o.vector ?? [])],
+    queryModality: o.image ? Modality.MODALITY_IMAGE : Modality.MODALITY_UNSPECIFIED,
+    topK: o.topK,
+    filter: memoryFilter(o),
+    includeObsolete: o.includeObsolete,
+    includeExpired: o.includeExpired,
+    minScore: o.minScore,
+    asOf: o.asOf,
+    contextTurns: o.contextTurns,
+    plan: (o.plan ?? []).map((p) => ({ pocket: p.pocket, depth: p.depth })),
+    routePolicy: o.routePolicy,
+  });
+}
+
+/** The ListRequest of one page. */
+export function listRequest(namespace: string, o: ListOptions = {}): ListRequest {
+  return ListRequest.fromPartial({
+    namespace,
+    filter: memoryFilter(o),
+    pageSize: o.pageSize,
+    pageToken: o.pageToken,
+  });
+}
+
+/** The ForgetRequest of one memory (by id) or of every memory matching a filter. */
+export function forgetRequest(namespace: string, target: string | ForgetFilter): ForgetRequest {
+  if (typeof target === "string") return ForgetRequest.fromPartial({ namespace, memoryId: target });
+  return ForgetRequest.fromPartial({ namespace, filter: memoryFilter(target), all: target.all });
+}
+
+/** The ExplainRequest of the Recall that `recallRequest` makes of the same arguments. */
+export function explainRequest(
+  namespace: string,
+  text: string,
+  o: ExplainOptions = {},
+): ExplainRequest {
+  return ExplainRequest.fromPartial({
+    recall: recallRequest(namespace, text, o),
+    policies: [...(o.policies ?? [])],
+    run: o.run,
+  });
+}
