@@ -18,8 +18,14 @@ DATA_DIR  ?=
 CONFIG    ?=
 RUN_FLAGS := $(if $(LISTEN),--listen $(LISTEN)) $(if $(DATA_DIR),--data-dir $(DATA_DIR)) $(if $(CONFIG),--config $(CONFIG))
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
+# The Go client and its stub generators need Go 1.26 (/usr/local/go on these machines).
+export PATH := $(PATH):/usr/local/go/bin
+GO_DIR    := clients/go
+GO_TOOLS  := .tools/bin/protoc-gen-go .tools/bin/protoc-gen-go-grpc
+TS_DIR    := clients/ts
+TS_STAMP  := $(TS_DIR)/node_modules/.package-lock.json
 
-.PHONY: help setup models models-minilm run test test-slow soak check fmt lint typecheck imports gen gen-check config-ref config-ref-check bench bench-env clean clean-export
+.PHONY: help setup models models-minilm run test test-slow soak check fmt lint typecheck imports gen gen-check config-ref config-ref-check go-setup go-lint go-test ts-setup ts-test bench bench-env clean clean-export
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -52,7 +58,7 @@ models-minilm: $(MINILM)/model.onnx ## Export the alternative encoder all-MiniLM
 run: setup ## Run the server on its embedded defaults (127.0.0.1:50051, data in ./data; LISTEN=, DATA_DIR=, CONFIG=)
 	$(VENV)/bin/pocketd serve $(RUN_FLAGS)
 
-test: setup ## Run the test suite: unit, API, fuzz (a few hundred cases) and end-to-end (5 kill -9 cycles)
+test: setup go-setup ts-setup ## Run the test suite: unit, API, fuzz (a few hundred cases), end-to-end (5 kill -9 cycles) and the Go and TypeScript clients against a real server
 	$(VPY) -m pytest
 
 test-slow: setup ## Run the heavy suites only: 10,000 fuzz cases, 20 kill -9 cycles, 300 state-machine runs (about 9 minutes)
@@ -73,10 +79,31 @@ typecheck: $(STAMP)
 imports: $(STAMP)
 	$(VENV)/bin/lint-imports
 
-gen: $(STAMP) ## Regenerate the Python stubs from proto/
+$(GO_TOOLS) &: tools/gen_go.py | $(STAMP)
+	$(VPY) tools/gen_go.py --install
+
+go-setup: $(GO_TOOLS) ## Install the pinned Go stub generators (.tools/bin) and the Go client's modules
+	cd $(GO_DIR) && go mod download
+
+go-lint: ## gofmt and go vet over the Go client
+	@test -z "$$(gofmt -l $(GO_DIR))" || { gofmt -l $(GO_DIR); exit 1; }
+	cd $(GO_DIR) && go vet ./...
+
+go-test: go-setup ## The Go client's unit tests (its live tests run in tests/e2e/test_client_go.py)
+	cd $(GO_DIR) && go test ./...
+
+$(TS_STAMP): $(TS_DIR)/package.json $(TS_DIR)/package-lock.json
+	npm ci --prefix $(TS_DIR)
+
+ts-setup: $(TS_STAMP) ## Install the TypeScript client's pinned dependencies (its stub generator, ts-proto, included)
+
+ts-test: $(TS_STAMP) ## The TypeScript client's tests (its live ones run in tests/e2e/test_client_ts.py)
+	npm test --prefix $(TS_DIR)
+
+gen: $(STAMP) $(GO_TOOLS) $(TS_STAMP) ## Regenerate the stubs from proto/: Python, Go, TypeScript
 	$(VPY) tools/gen_stubs.py
 
-gen-check: $(STAMP) ## Fail when the committed stubs are stale
+gen-check: $(STAMP) $(GO_TOOLS) $(TS_STAMP) ## Fail when the committed stubs are stale
 	$(VPY) tools/gen_stubs.py --check
 
 config-ref: $(STAMP) ## Regenerate the configuration reference (docs/config.md) from the settings schema
@@ -85,7 +112,7 @@ config-ref: $(STAMP) ## Regenerate the configuration reference (docs/config.md) 
 config-ref-check: $(STAMP)
 	$(VPY) tools/config_reference.py --check
 
-check: lint typecheck imports gen-check config-ref-check ## Formatter, linter, mypy --strict, import layers, stub and config reference freshness
+check: lint typecheck imports gen-check config-ref-check go-lint ## Formatter, linter, mypy --strict, import layers, stub and config reference freshness
 
 bench: setup ## Run the memory benchmark (see bench/RESULTS.md); SIZE=100000 by default
 	$(VPY) -m bench memory --size $${SIZE:-100000}
@@ -101,4 +128,4 @@ clean-export: ## Remove the export-only venv (.venv-export, about 1.6 GB) once M
 	rm -rf $(EXPORT)
 
 clean: ## Remove the venvs, models, caches and local data
-	rm -rf $(VENV) $(EXPORT) .venv-bench models .numba_cache .mypy_cache .ruff_cache .pytest_cache data
+	rm -rf $(VENV) $(EXPORT) .venv-bench models .numba_cache .mypy_cache .ruff_cache .pytest_cache data .tools

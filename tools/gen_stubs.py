@@ -26,7 +26,7 @@ from grpc_tools import protoc
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "proto"
 OUT = ROOT / "clients" / "python"
-LANGS: tuple[str, ...] = ("python",)  # go and ts join when their generator modules land
+LANGS = ("python", "go", "ts")
 
 
 def protos() -> list[Path]:
