@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
-from pocketd import AsyncClient, Client, MemoryInput
+from pocketd import AsyncClient, Client, InsecureTokenError, MemoryInput
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 
@@ -109,3 +109,25 @@ async def test_a_batch_deadline_grows_with_its_size(tmp_path) -> None:
         await srv.grpc.drain(1)
         srv.engine.close()
         pools.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("target", "allowed"),
+    [
+        ("127.0.0.1:50051", True),
+        ("localhost:50051", True),
+        ("[::1]:50051", True),
+        ("dns:///localhost:50051", True),
+        ("unix:/run/pocketd.sock", True),
+        ("10.0.0.7:50051", False),
+        ("pocketd.internal:50051", False),
+    ],
+)
+def test_a_token_goes_in_the_clear_only_to_loopback(target: str, allowed: bool) -> None:
+    if allowed:
+        Client(target, token="t0ken").close()
+        return
+    with pytest.raises(InsecureTokenError, match="in the clear"):
+        Client(target, token="t0ken")
+    Client(target).close()  # no token: nothing to leak
+    Client(target, token="t0ken", allow_insecure_token=True).close()

@@ -9,7 +9,7 @@ with Client("127.0.0.1:50051") as c:
 
 from pocketd.budgets import task_budget
 from pocketd.client import AsyncClient, Client
-from pocketd.requests import MemoryInput, Tls
+from pocketd.requests import InsecureTokenError, MemoryInput, Tls
 from pocketd.tasks import AsyncTask, Task
 from pocketd.types import (
     Hit,
@@ -30,6 +30,7 @@ __all__ = [
     "Client",
     "Hit",
     "IndexStats",
+    "InsecureTokenError",
     "Memory",
     "MemoryInput",
     "NamespaceStats",

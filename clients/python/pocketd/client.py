@@ -43,11 +43,20 @@ class Client:
         max_message_bytes: int = MAX_MESSAGE_BYTES,
         token: str | None = None,
         tls: Tls | None = None,
+        allow_insecure_token: bool = False,
     ) -> None:
-        """`token`: the bearer token (`auth.tokens` on the server); `tls`: connect over TLS
-        (without: plaintext, and a token is then sent in the clear, so only to loopback)."""
+        """`token`: the bearer token (`auth.tokens` on the server); `tls`: connect over TLS.
+        Without TLS a token would go in the clear, so it goes only to loopback
+        (`InsecureTokenError`) unless `allow_insecure_token`."""
         self.timeout = timeout
-        self._channel = open_channel(target, max_message_bytes, token, tls, sync=True)
+        self._channel = open_channel(
+            target,
+            max_message_bytes,
+            token,
+            tls,
+            sync=True,
+            allow_insecure_token=allow_insecure_token,
+        )
         self._stub = spb_grpc.MemoryServiceStub(self._channel)
 
     def remember(self, namespace: str, text: str = "", **fields: Any) -> RememberResult:
@@ -147,11 +156,20 @@ class AsyncClient:
         max_message_bytes: int = MAX_MESSAGE_BYTES,
         token: str | None = None,
         tls: Tls | None = None,
+        allow_insecure_token: bool = False,
     ) -> None:
-        """`token`: the bearer token (`auth.tokens` on the server); `tls`: connect over TLS
-        (without: plaintext, and a token is then sent in the clear, so only to loopback)."""
+        """`token`: the bearer token (`auth.tokens` on the server); `tls`: connect over TLS.
+        Without TLS a token would go in the clear, so it goes only to loopback
+        (`InsecureTokenError`) unless `allow_insecure_token`."""
         self.timeout = timeout
-        self._channel = open_channel(target, max_message_bytes, token, tls, sync=False)
+        self._channel = open_channel(
+            target,
+            max_message_bytes,
+            token,
+            tls,
+            sync=False,
+            allow_insecure_token=allow_insecure_token,
+        )
         self._stub = spb_grpc.MemoryServiceStub(self._channel)
 
     def task(

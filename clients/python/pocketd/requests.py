@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -86,10 +87,40 @@ def _token_interceptors(token: str, sync: bool) -> list[Any]:
     return [AioBearer()]
 
 
+class InsecureTokenError(ValueError):
+    """A bearer token would go in the clear to a host beyond this machine."""
+
+
+def is_loopback(target: str) -> bool:
+    """Whether a gRPC target (`host:port`, `[v6]:port`, `dns:///host:port`, `unix:…`) stays on
+    this machine."""
+    if target.startswith(("unix:", "unix-abstract:")):
+        return True
+    host = target.split("///", 1)[-1].rsplit(":", 1)[0].strip("[]").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def open_channel(
-    target: str, max_message_bytes: int, token: str | None, tls: Tls | None, sync: bool
+    target: str,
+    max_message_bytes: int,
+    token: str | None,
+    tls: Tls | None,
+    sync: bool,
+    allow_insecure_token: bool = False,
 ) -> Any:
-    """A channel to pocketd: plaintext or TLS, carrying the bearer token if there is one."""
+    """A channel to pocketd: plaintext or TLS, carrying the bearer token if there is one. A
+    token over plaintext goes only to loopback (`InsecureTokenError` otherwise), unless
+    `allow_insecure_token` (a network the caller trusts, such as a pod's own sidecar)."""
+    if token and tls is None and not allow_insecure_token and not is_loopback(target):
+        raise InsecureTokenError(
+            f"a token would go in the clear to {target}: connect with tls=Tls(...), or pass"
+            " allow_insecure_token=True for a network you trust"
+        )
     options = channel_options(max_message_bytes)
     if tls is not None:
         creds = grpc.ssl_channel_credentials(
