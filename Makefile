@@ -25,7 +25,7 @@ GO_TOOLS  := .tools/bin/protoc-gen-go .tools/bin/protoc-gen-go-grpc
 TS_DIR    := clients/ts
 TS_STAMP  := $(TS_DIR)/node_modules/.package-lock.json
 
-.PHONY: help setup models models-minilm run test test-slow soak check fmt lint typecheck imports gen gen-check config-ref config-ref-check go-setup go-lint go-test ts-setup ts-test bench bench-env clean clean-export
+.PHONY: help setup models models-minilm run test test-slow soak check fmt lint typecheck imports gen gen-check config-ref config-ref-check go-setup go-lint go-test ts-setup ts-test lint-docker runtime-lock runtime-env image-size bench bench-env clean clean-export
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -112,7 +112,20 @@ config-ref: $(STAMP) ## Regenerate the configuration reference (docs/config.md) 
 config-ref-check: $(STAMP)
 	$(VPY) tools/config_reference.py --check
 
-check: lint typecheck imports gen-check config-ref-check go-lint ## Formatter, linter, mypy --strict, import layers, stub and config reference freshness
+lint-docker: $(STAMP) ## Lint the Dockerfile (hadolint: no findings at any level)
+	$(VENV)/bin/hadolint --failure-threshold style Dockerfile
+
+runtime-lock: $(STAMP) ## Write requirements/runtime.txt (the image's exact pins) from pyproject and .venv
+	$(VPY) tools/runtime_env.py lock
+
+runtime-env: setup ## Build the image's runtime venv and app without Docker (build/runtime-env; no torch)
+	$(VPY) tools/runtime_env.py build
+
+image-size: runtime-env ## The image's expected size from its layers' contents (builds grpc_health_probe with go)
+	$(VPY) tools/runtime_env.py probe
+	$(VPY) tools/runtime_env.py size --compressed --json build/image-size.json
+
+check: lint typecheck imports gen-check config-ref-check go-lint lint-docker ## Formatter, linter, mypy --strict, import layers, stub and config reference freshness, Go vet, Dockerfile lint
 
 bench: setup ## Run the memory benchmark (see bench/RESULTS.md); SIZE=100000 by default
 	$(VPY) -m bench memory --size $${SIZE:-100000}
@@ -128,4 +141,4 @@ clean-export: ## Remove the export-only venv (.venv-export, about 1.6 GB) once M
 	rm -rf $(EXPORT)
 
 clean: ## Remove the venvs, models, caches and local data
-	rm -rf $(VENV) $(EXPORT) .venv-bench models .numba_cache .mypy_cache .ruff_cache .pytest_cache data .tools
+	rm -rf $(VENV) $(EXPORT) .venv-bench models .numba_cache .mypy_cache .ruff_cache .pytest_cache data .tools build
