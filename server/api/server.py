@@ -14,10 +14,12 @@ from __future__ import annotations
 import errno
 import secrets
 import socket
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
+from grpc_reflection.v1alpha._async import ReflectionServicer
 
 from pocketd.v1 import agent_service_pb2 as apb
 from pocketd.v1 import agent_service_pb2_grpc as apb_grpc
@@ -75,6 +77,25 @@ def _probe(listen: str) -> None:
             raise ListenError(f"cannot listen on {listen}: {why}") from exc
 
 
+class MethodReflection(ReflectionServicer):  # type: ignore[misc]
+    """Server reflection that also finds the file of a method's name
+    (`pocketd.v1.MemoryService.Recall`), as grpcurl and ghz ask for it: protobuf's Python
+    descriptor pool knows services and messages but not their methods as symbols."""
+
+    def _file_containing_symbol(self, request: Any, fully_qualified_name: str) -> Any:
+        service, _, method = fully_qualified_name.rpartition(".")
+        try:
+            self._pool.FindFileContainingSymbol(fully_qualified_name)
+        except KeyError:
+            try:
+                found = self._pool.FindServiceByName(service)
+            except KeyError:
+                found = None
+            if found is not None and method in found.methods_by_name:
+                fully_qualified_name = service
+        return super()._file_containing_symbol(request, fully_qualified_name)
+
+
 class GrpcServer:
     """The transport around one engine."""
 
@@ -112,8 +133,8 @@ class GrpcServer:
         apb_grpc.add_AgentServiceServicer_to_server(self.agent, self.server)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
-        reflection.enable_server_reflection(
-            (SERVICE_NAME, LEDGER_NAME, AGENT_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME),
+        reflection_pb2_grpc.add_ServerReflectionServicer_to_server(
+            MethodReflection((*ALL_NAMES[1:], health.SERVICE_NAME, reflection.SERVICE_NAME)),
             self.server,
         )
         self.port = 0

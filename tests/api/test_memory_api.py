@@ -131,6 +131,20 @@ async def test_health_serving_and_reflection(server: RunningServer) -> None:
         names = {s.name for s in resp.list_services_response.service}
         assert {"pocketd.v1.MemoryService", "grpc.health.v1.Health"} <= names
         break
+    # A method's name finds its service's file, as grpcurl and ghz ask for it; a name that
+    # is no method of a service is still NOT_FOUND.
+    for symbol, found in (
+        ("pocketd.v1.MemoryService.Recall", True),
+        ("pocketd.v1.LedgerService.Reserve", True),
+        ("pocketd.v1.MemoryService", True),
+        ("pocketd.v1.MemoryService.NoSuchMethod", False),
+    ):
+        req = reflection_pb2.ServerReflectionRequest(file_containing_symbol=symbol)
+        async for resp in refl.ServerReflectionInfo(iter([req])):
+            files = resp.file_descriptor_response.file_descriptor_proto
+            assert bool(files) is found, symbol
+            assert found or resp.error_response.error_code == grpc.StatusCode.NOT_FOUND.value[0]
+            break
 
 
 BAD_REMEMBER = [
