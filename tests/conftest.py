@@ -11,9 +11,12 @@ os.environ.setdefault(
 )
 
 import contextlib
+import importlib.util
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import msgspec
@@ -43,6 +46,18 @@ DAY = 86_400.0
 # Kernels compile on first use: a timing deadline would measure the JIT, not the code.
 hsettings.register_profile("pocketd", deadline=None, max_examples=100)
 hsettings.load_profile("pocketd")
+
+
+def load_tool(name: str) -> ModuleType:
+    """A script of tools/ (`tools/<name>.py`, not a package) imported as a module."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
 
 
 def wait_for(cond: Callable[[], bool], timeout: float = 120.0) -> None:

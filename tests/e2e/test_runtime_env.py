@@ -16,7 +16,6 @@ grpc_health_probe (with `go`, else that test is skipped); later runs reuse build
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import re
@@ -29,7 +28,6 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import grpc
@@ -43,7 +41,7 @@ from pocketd.v1 import ledger_service_pb2 as lpb
 from pocketd.v1 import ledger_service_pb2_grpc as lpb_grpc
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_tool
 
 pytestmark = pytest.mark.e2e
 
@@ -65,16 +63,7 @@ ABSENT = (
 )
 
 
-def load_tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("runtime_env", TOOL)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["runtime_env"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-rt = load_tool()
+rt = load_tool("runtime_env")
 
 
 def clean_env(**extra: str) -> dict[str, str]:

@@ -3,6 +3,7 @@ server without tokens listens only on loopback unless told otherwise."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,9 +16,10 @@ from pocketd.requests import Tls, open_channel
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 from server.adapters.onnx_encoder import OnnxTextEncoder
+from server.api.server import AGENT_NAME, LEDGER_NAME, SERVICE_NAME
 from server.config import ConfigError, check
 from server.core.settings import ServerSettings, Settings, TlsSettings
-from tests.conftest import make_settings, start_server, stop_server
+from tests.conftest import load_tool, make_settings, start_server, stop_server
 from tests.security.conftest import VICTIM, with_tokens
 
 needs_openssl = pytest.mark.skipif(
@@ -110,3 +112,48 @@ def test_tls_files_are_checked(tmp_path: Path) -> None:
     ):
         with pytest.raises(ConfigError, match=key):
             check(msgspec.structs.replace(base, tls=tls))
+
+
+def _health_probe() -> Path:
+    """grpc_health_probe, built as the container's probe stage builds it (needs `go`)."""
+    path: Path = load_tool("runtime_env").build_probe()
+    return path
+
+
+async def _probe(probe: Path, *args: str) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        str(probe), "-connect-timeout=30s", "-rpc-timeout=30s", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    out, _ = await proc.communicate()
+    return proc.returncode or 0, out.decode()
+
+
+@needs_openssl
+@pytest.mark.skipif(shutil.which("go") is None, reason="grpc_health_probe is built with go")
+@pytest.mark.parametrize("mutual", [False, True])
+async def test_grpc_health_probe_checks_every_service_over_tls(
+    tmp_path: Path, encoder: OnnxTextEncoder, mutual: bool
+) -> None:
+    probe = await asyncio.to_thread(_health_probe)
+    p = make_pki(tmp_path)
+    tls = TlsSettings(
+        cert_file=str(p["srv.pem"]),
+        key_file=str(p["srv.key"]),
+        client_ca_file=str(p["ca.pem"]) if mutual else "",
+    )
+    settings = msgspec.structs.replace(with_tokens(make_settings(tmp_path / "srv")), tls=tls)
+    srv, executor = await start_server(tmp_path / "srv", encoder, settings)
+    try:
+        creds = ["-tls", f"-tls-ca-cert={p['ca.pem']}", "-tls-server-name=localhost"]
+        if mutual:
+            creds += [f"-tls-client-cert={p['cli.pem']}", f"-tls-client-key={p['cli.key']}"]
+        for service in ("", SERVICE_NAME, LEDGER_NAME, AGENT_NAME):
+            code, out = await _probe(probe, f"-addr={srv.target}", *creds, f"-service={service}")
+            assert (code, out.strip()) == (0, "status: SERVING"), (service, out)
+        code, out = await _probe(probe, f"-addr={srv.target}")  # plaintext to a TLS port
+        assert code != 0, out
+        code, out = await _probe(probe, f"-addr={srv.target}", *creds, "-service=nope.V1")
+        assert code != 0 and "NotFound" in out.replace(" ", ""), out
+    finally:
+        await stop_server(srv, executor)

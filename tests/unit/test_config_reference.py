@@ -3,9 +3,6 @@ on a key without one (so docs/config.md cannot fall behind the settings)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Annotated
 
@@ -13,18 +10,12 @@ import msgspec
 import pytest
 from msgspec import Meta
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.conftest import ROOT
+from tests.conftest import load_tool as load
 
 
 def load_tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "config_reference", ROOT / "tools" / "config_reference.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["config_reference"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load("config_reference")
 
 
 class Example(msgspec.Struct, frozen=True):
