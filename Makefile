@@ -25,7 +25,7 @@ GO_TOOLS  := .tools/bin/protoc-gen-go .tools/bin/protoc-gen-go-grpc
 TS_DIR    := clients/ts
 TS_STAMP  := $(TS_DIR)/node_modules/.package-lock.json
 
-.PHONY: help setup models models-minilm run test test-slow soak check fmt lint typecheck imports gen gen-check config-ref config-ref-check go-setup go-lint go-test ts-setup ts-test lint-docker runtime-lock runtime-env image-size bench bench-env clean clean-export
+.PHONY: help setup models models-minilm run test test-slow soak check fmt lint typecheck imports gen gen-check config-ref config-ref-check go-setup go-lint go-test ts-setup ts-test lint-docker runtime-lock runtime-env image-size loadtest bench bench-env clean clean-export
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -132,6 +132,10 @@ bench: setup ## Run the memory benchmark (see bench/RESULTS.md); SIZE=100000 by 
 
 soak: setup ## 30 minutes of mixed traffic from three tenants at 80 % of capacity (RSS, p99, errors: bench/RESULTS.md)
 	$(VPY) -m bench soak --minutes $${MINUTES:-30} --json bench/out/soak.json
+
+loadtest: setup ## Load tests with ghz (v0.120.0, in .tools) on 100k seeded memories: RPS, p50/p99, errors (docs/loadtest.md)
+	bash tools/install_ghz.sh
+	$(VPY) -m bench loadtest --json bench/out/loadtest.json
 
 bench-env: ## Create .venv-bench with chromadb, the second baseline of `bench memory` (never a server dependency)
 	@test -x .venv-bench/bin/python || $(PY) -m venv .venv-bench

@@ -12,7 +12,7 @@ import sys
 
 BENCHES = (
     "memory", "quality", "costs", "coarse", "router", "router_fit", "ledger", "agent", "bilingual",
-    "soak",
+    "soak", "loadtest",
 )  # fmt: skip
 
 
