@@ -272,6 +272,13 @@ def _say_access(settings: Settings) -> None:
         "transport: %s",
         "mTLS" if settings.tls.client_ca_file else "TLS" if settings.tls.cert_file else "plaintext",
     )
+    metrics = settings.server.metrics_listen
+    if metrics and not is_loopback(metrics):
+        log.warning(
+            "metrics on %s, beyond loopback and without a token: its labels name the tenants"
+            " and their call counts; let only your scraper reach it",
+            metrics,
+        )
 
 
 def agent_loop(
@@ -504,8 +511,13 @@ async def _catch_up(engine: MemoryEngine, settings: Settings, stop: asyncio.Even
     log.info("caught up in %.2fs", time.monotonic() - t0)
 
 
-def _gauges(metrics: Metrics, grpc_server: GrpcServer, encoder: OnnxTextEncoder | None) -> None:
-    """The transport's and the encoder's gauges, read when the metrics are scraped."""
+def _gauges(
+    metrics: Metrics,
+    grpc_server: GrpcServer,
+    encoder: OnnxTextEncoder | None,
+    write_encoder: OnnxTextEncoder | None,
+) -> None:
+    """The transport's and the encoders' gauges, read when the metrics are scraped."""
     for lane in Lane:
         metrics.gauge(
             f"pocketd_{lane.name.lower()}_calls_in_flight",
@@ -517,6 +529,12 @@ def _gauges(metrics: Metrics, grpc_server: GrpcServer, encoder: OnnxTextEncoder 
             "pocketd_encoder_queue",
             "Texts waiting for or running on the queries' encoder session",
             encoder.queued,
+        )
+    if write_encoder is not None and write_encoder is not encoder:
+        metrics.gauge(
+            "pocketd_write_encoder_queue",
+            "Texts waiting for or running on the writes' encoder session (Remember, Step)",
+            write_encoder.queued,
         )
 
 
@@ -587,7 +605,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
             exporter.close()
         lock.close()
         raise StartupError(str(exc)) from exc
-    _gauges(metrics, grpc_server, encoder)
+    _gauges(metrics, grpc_server, encoder, write_encoder)
     host = settings.server.listen.rsplit(":", 1)[0]
     log.info("listening on %s:%d (NOT_SERVING until loaded), pid %d", host, port, os.getpid())
     if exporter is not None:

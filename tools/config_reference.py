@@ -48,7 +48,7 @@ the key. `config/pocketd.example.yaml` is a commented example.
 """
 
 
-class ReferenceError(Exception):
+class MissingMeaningError(Exception):
     """A key has no meaning written above it."""
 
 
@@ -184,9 +184,12 @@ def walk(cls: type, prefix: str, defaults: Any) -> tuple[list[tuple[str, str]], 
 
 
 def item_keys(t: mi.Type, name: str) -> list[Key]:
-    """The fields of each entry of a list or map of structs (`auth.tokens[].tenant`,
+    """The fields of a struct written as one value (`agent.default_price.input_per_1k_micros`),
+    or of each entry of a list or map of structs (`auth.tokens[].tenant`,
     `agent.routes.<name>.model`), each with its own meaning."""
-    if isinstance(t, (mi.VarTupleType, mi.ListType)) and isinstance(t.item_type, mi.StructType):
+    if isinstance(t, mi.StructType):  # a section written as one value, with its own comment
+        cls, prefix = t.cls, name
+    elif isinstance(t, (mi.VarTupleType, mi.ListType)) and isinstance(t.item_type, mi.StructType):
         cls, prefix = t.item_type.cls, f"{name}[]"
     elif isinstance(t, mi.DictType) and isinstance(t.value_type, mi.StructType):
         cls, prefix = t.value_type.cls, f"{name}.<name>"
@@ -207,9 +210,9 @@ def item_keys(t: mi.Type, name: str) -> list[Key]:
 
 
 def require_meanings(keys: list[Key]) -> None:
-    """Raise `ReferenceError` naming every key without a meaning."""
+    """Raise `MissingMeaningError` naming every key without a meaning."""
     if missing := [k.name for k in keys if not k.meaning]:
-        raise ReferenceError(
+        raise MissingMeaningError(
             "no meaning written above " + ", ".join(missing) + " in server/core/settings.py"
         )
 
@@ -255,7 +258,7 @@ def main() -> int:
     ns = parser.parse_args()
     try:
         text = render()
-    except ReferenceError as exc:
+    except MissingMeaningError as exc:
         print(f"config reference: {exc}", file=sys.stderr)
         return 1
     if ns.check:

@@ -95,6 +95,8 @@ class Handler:
             rec.status = "DEADLINE_EXCEEDED" if passed else "CANCELLED"
             raise
         finally:
+            if info is not None:  # the metrics count the status the log line says
+                info.status = rec.status
             if not rec.deferred:
                 self._calls.log(rec)
 

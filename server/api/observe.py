@@ -4,8 +4,9 @@ The outermost interceptor. A call's request id is the client's `x-request-id` me
 is a plausible one (1-64 of `[A-Za-z0-9._:/-]`), else one made here; the handler puts it in the
 call's log line (`server.api.calls`), so a client that sends its own can find its calls in the
 server's logs. The status is the one the client sees: the handler's abort code, OK, or
-DEADLINE_EXCEEDED / CANCELLED when the client's deadline passed or it left. Health and
-reflection calls are counted too, under the tenant "-".
+DEADLINE_EXCEEDED / CANCELLED when the client's deadline passed or it left; for a pocketd call,
+the status its handler's log line says (`CallInfo.status`). Health and reflection calls are
+counted too, under the tenant "-".
 
 The call's facts travel on the context the inner interceptors and the handler are given
 (`ObservedContext.call`); `server.api.auth` fills in the tenant, explicitly rather than in a
@@ -34,13 +35,16 @@ _REQUEST_ID_RE = re.compile(r"[A-Za-z0-9._:/-]{1,64}")
 class CallInfo:
     """What the log and the metrics say of one call."""
 
-    __slots__ = ("method", "request_id", "service", "tenant")
+    __slots__ = ("method", "request_id", "service", "status", "tenant")
 
     def __init__(self, service: str, method: str, request_id: str) -> None:
         self.service = service
         self.method = method
         self.request_id = request_id
         self.tenant = ""
+        # Set by the handler (`server.api.handler`): the status its log line says, which knows
+        # the server's own cap on the deadline and work that finished after the client's.
+        self.status = ""
 
 
 class ObservedContext:
@@ -105,7 +109,7 @@ class CallObserver(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             metrics.call(
                 f"{info.service}/{info.method}",
                 info.tenant,
-                _code(context, exc),
+                info.status or _code(context, exc),
                 time.perf_counter() - t0,
             )
 

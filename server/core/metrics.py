@@ -1,8 +1,8 @@
 """The `Metrics` port: what the server counts for its operators (`server.adapters.metrics`
-exports it to Prometheus). The transport and the composition root report into it; the core
-never needs it. Every label is of a bounded set: method names, tenants (from the configured
-tokens), status codes, routing policies, the ledger's limits; never a namespace, an id or a
-text."""
+exports it to Prometheus). The transport, the composition root and the ledger (its
+reservations) report into it; nothing reads it back. Every label is of a bounded set: method
+names, tenants (from the configured tokens), status codes, routing policies, the ledger's
+limits; never a namespace, an id or a text."""
 
 from __future__ import annotations
 

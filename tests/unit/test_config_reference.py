@@ -58,8 +58,8 @@ def test_types_ranges_and_long_defaults_are_written_as_a_reader_would() -> None:
 
 def test_the_committed_reference_is_fresh_and_every_key_has_a_meaning() -> None:
     tool = load_tool()
-    text = tool.render()  # raises ReferenceError naming any key without a meaning
+    text = tool.render()  # raises MissingMeaningError naming any key without a meaning
     assert (ROOT / "docs" / "config.md").read_text(encoding="utf-8") == text
     assert "`metrics_listen`" in text and "`POCKETD__SERVER__METRICS_LISTEN`" in text
-    with pytest.raises(tool.ReferenceError, match=r"x\.unnamed, x\.cues"):
+    with pytest.raises(tool.MissingMeaningError, match=r"x\.unnamed, x\.cues"):
         tool.require_meanings(tool.walk(Example, "x", Example())[1])

@@ -123,8 +123,12 @@ class Ledger:
         now = self._clock.now()
         request = (task_id, round_, int(kind), estimate, tool, final, ttl)
 
+        replayed = False
+
         def work(tx: LedgerTx) -> Reservation | ResourceExhaustedError:
+            nonlocal replayed
             done = self._replayed(tx, task_id, key, request, Reservation)
+            replayed = done is not None
             if done is not None:
                 return done
             task = self._open(tx, task_id, now)
@@ -176,8 +180,9 @@ class Ledger:
             return refused
 
         out = self._store.run(work)
-        refused = out.limit if isinstance(out, ResourceExhaustedError) else ""
-        self._metrics.reservation(tenant_of(task_id), refused)
+        if not replayed:  # a retry answered from the stored reply is no new reservation
+            refused = out.limit if isinstance(out, ResourceExhaustedError) else ""
+            self._metrics.reservation(tenant_of(task_id), refused)
         if isinstance(out, ResourceExhaustedError):
             raise out
         return out
