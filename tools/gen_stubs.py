@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "proto"
 OUT = ROOT / "clients" / "python"
 LANGS = ("python", "go", "ts")
+# Files of a generated directory that no generator writes.
+KEPT = frozenset({"__init__.py", ".gitignore"})
 
 
 def protos() -> list[Path]:
@@ -69,7 +71,8 @@ def language(name: str) -> ModuleType | type[Python]:
 
 
 def stale(lang: ModuleType | type[Python]) -> list[str]:
-    """The committed files that differ from freshly generated ones (or are missing)."""
+    """The committed files that differ from freshly generated ones (or are missing), and those
+    left over in the generated directories (a proto since removed)."""
     committed = ROOT / lang.OUT
     with tempfile.TemporaryDirectory() as tmp:
         fresh_root = Path(tmp) / lang.OUT
@@ -79,6 +82,11 @@ def stale(lang: ModuleType | type[Python]) -> list[str]:
             mine = committed / p.relative_to(fresh_root)
             if not mine.exists() or not filecmp.cmp(p, mine, shallow=False):
                 out.append(str(mine.relative_to(ROOT)))
+        made = {committed / p.relative_to(fresh_root) for p in fresh}
+        for folder in {m.parent for m in made}:
+            for mine in folder.iterdir():
+                if mine.is_file() and mine not in made and mine.name not in KEPT:
+                    out.append(f"{mine.relative_to(ROOT)} (no longer generated)")
         return out
 
 
