@@ -49,6 +49,16 @@ def make_pki(d: Path) -> dict[str, Path]:
     return p
 
 
+def tls_settings(data: Path, p: dict[str, Path], mutual: bool) -> Settings:
+    """A server with the test's tokens over TLS (mTLS: clients need a certificate of the CA)."""
+    tls = TlsSettings(
+        cert_file=str(p["srv.pem"]),
+        key_file=str(p["srv.key"]),
+        client_ca_file=str(p["ca.pem"]) if mutual else "",
+    )
+    return msgspec.structs.replace(with_tokens(make_settings(data)), tls=tls)
+
+
 async def _stats(target: str, tls: Tls | None, token: str | None = VICTIM) -> spb.StatsResponse:
     ch = open_channel(target, 1 << 20, token, tls, sync=False)
     try:
@@ -62,12 +72,7 @@ async def _stats(target: str, tls: Tls | None, token: str | None = VICTIM) -> sp
 @pytest.mark.parametrize("mutual", [False, True])
 async def test_tls_and_mtls(tmp_path: Path, encoder: OnnxTextEncoder, mutual: bool) -> None:
     p = make_pki(tmp_path)
-    tls = TlsSettings(
-        cert_file=str(p["srv.pem"]),
-        key_file=str(p["srv.key"]),
-        client_ca_file=str(p["ca.pem"]) if mutual else "",
-    )
-    settings = msgspec.structs.replace(with_tokens(make_settings(tmp_path / "srv")), tls=tls)
+    settings = tls_settings(tmp_path / "srv", p, mutual)
     check(settings)
     srv, executor = await start_server(tmp_path / "srv", encoder, settings)
     try:
@@ -137,12 +142,7 @@ async def test_grpc_health_probe_checks_every_service_over_tls(
 ) -> None:
     probe = await asyncio.to_thread(_health_probe)
     p = make_pki(tmp_path)
-    tls = TlsSettings(
-        cert_file=str(p["srv.pem"]),
-        key_file=str(p["srv.key"]),
-        client_ca_file=str(p["ca.pem"]) if mutual else "",
-    )
-    settings = msgspec.structs.replace(with_tokens(make_settings(tmp_path / "srv")), tls=tls)
+    settings = tls_settings(tmp_path / "srv", p, mutual)
     srv, executor = await start_server(tmp_path / "srv", encoder, settings)
     try:
         creds = ["-tls", f"-tls-ca-cert={p['ca.pem']}", "-tls-server-name=localhost"]
