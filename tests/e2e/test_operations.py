@@ -116,7 +116,19 @@ def test_metrics_count_a_known_sequence_of_calls(server: ServerProcess) -> None:
             led.Reserve(too_much, metadata=auth(ACME), timeout=30)
         assert refused.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
 
-    after = scrape(server)
+    # An aborted call's status reaches the client before the interceptor counts it (the abort
+    # sends it, then unwinds): the last call, refused, is counted a moment later.
+    last = {"method": "LedgerService/Reserve", "tenant": "acme", "code": "RESOURCE_EXHAUSTED"}
+    after: Samples = {}
+
+    def counted() -> bool:
+        after.clear()
+        after.update(scrape(server))
+        return value(after, "pocketd_calls_total", **last) > value(
+            before, "pocketd_calls_total", **last
+        )
+
+    wait_for(counted)
 
     def grew(name: str, **labels: str) -> float:
         return value(after, name, **labels) - value(before, name, **labels)
