@@ -131,7 +131,7 @@ bench: setup ## Run the memory benchmark (see bench/RESULTS.md); SIZE=100000 by 
 	$(VPY) -m bench memory --size $${SIZE:-100000}
 
 soak: setup ## 30 minutes of mixed traffic from three tenants at 80 % of capacity (RSS, p99, errors: bench/RESULTS.md)
-	$(VPY) -m bench soak --minutes $${MINUTES:-30} --json bench/out/soak.json
+	$(VPY) -m bench soak --minutes $${MINUTES:-30} --json bench/out/soak.json --server-log bench/out/soak-server.log
 
 loadtest: setup ## Load tests with ghz (v0.120.0, in .tools) on 100k seeded memories: RPS, p50/p99, errors (docs/loadtest.md)
 	bash tools/install_ghz.sh

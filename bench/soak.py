@@ -571,6 +571,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             code = proc.stop()
             warnings = [line.rstrip() for line in proc.log if " WARNING " in line]
+            if args.server_log:
+                args.server_log.parent.mkdir(parents=True, exist_ok=True)
+                args.server_log.write_text("".join(proc.log))
         return {
             "capacity_calls_per_s": round(capacity, 1),
             "capacity_end_calls_per_s": round(capacity_end, 1),
@@ -614,6 +617,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--every", type=float, default=60.0, help="seconds per reported row")
     ap.add_argument("--warmup", type=float, default=0.2, help="share of the rows that warm up")
     ap.add_argument("--json", type=Path, help="write the result here")
+    ap.add_argument("--server-log", type=Path, help="write the server's whole log here")
     args = ap.parse_args(argv)
     out = asyncio.run(run(args))
     out["verdict"] = verdict(out)

@@ -19,7 +19,7 @@ from pocketd.v1 import agent_service_pb2 as apb
 from pocketd.v1 import agent_service_pb2_grpc as apb_grpc
 from server.api import fields as f
 from server.api.auth import call_tenant
-from server.api.calls import CallRecord, CallRunner, code_name
+from server.api.calls import CallRecord, CallRunner, Lane, code_name
 from server.api.convert_agent import step_pb
 from server.api.errors import to_status
 from server.api.handler import Ctx, Handler, visible_task
@@ -119,7 +119,7 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
             lambda v: self._check_step(v, request, tools, params),
             lambda d: self._run_step(request, tools, params, d, t),
             batch=False,
-            agent=True,
+            lane=Lane.AGENT,
         )
 
     async def StepBatch(self, request: apb.StepBatchRequest, context: Ctx) -> apb.StepBatchResponse:
@@ -176,7 +176,7 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
             CallRecord("StepBatch", "", len(request.steps)),
             validate,
             work,
-            agent=True,
+            lane=Lane.AGENT,
             weight=max(1, min(len(request.steps), MAX_BATCH)),
         )
 
@@ -319,5 +319,5 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
             CallRecord("CompressTools", "", len(request.tools_json)),
             validate,
             work,
-            agent=True,
+            lane=Lane.AGENT,
         )

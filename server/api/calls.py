@@ -1,9 +1,10 @@
 """How one MemoryService call is run: admission, its deadline, the worker pool, and its log line.
 
-- **Admission**: at most `server.max_concurrent_calls` reads, as many writes and as many
-  agent calls (LedgerService, AgentService) are in flight (validating, queued for a worker, or
-  running), counted apart and across every service, so that writers held back by backpressure
-  never crowd out reads, and Steps never crowd out either. With more than one tenant, a tenant
+- **Admission**: at most `server.max_concurrent_calls` reads, as many single writes (Remember),
+  as many bulk writes (RememberBatch) and as many agent calls (LedgerService, AgentService) are
+  in flight (validating, queued for a worker, or running), counted apart and across every
+  service, so that writers held back by backpressure never crowd out reads, an import never
+  crowds out a Remember, and Steps never crowd out either. With more than one tenant, a tenant
   has at most `server.max_calls_per_tenant` of each in flight, a StepBatch counting as its
   Steps. One more
   gets RESOURCE_EXHAUSTED at once, with a QuotaFailure naming the setting, instead of queueing
@@ -64,14 +65,25 @@ class Lane(enum.Enum):
 
     READ = "reads"
     WRITE = "writes"
+    BULK = "bulk writes"
     AGENT = "agent calls"
+
+    @property
+    def writes(self) -> bool:
+        return self in (Lane.WRITE, Lane.BULK)
 
 
 class WorkerPools:
-    """Three bounded pools that serve tenants in turn (`FairPool`): MemoryService's reads,
-    its writes (a writer waiting on backpressure, or a long batch being encoded, holds a write
-    worker, never a read's), and LedgerService and AgentService calls (a ledger transaction, a
-    Step and the memory write it may fall back to never hold a Recall's worker)."""
+    """Four bounded pools that serve tenants in turn (`FairPool`): MemoryService's reads, its
+    single writes (a writer waiting on backpressure holds a write worker, never a read's), its
+    bulk writes, and LedgerService and AgentService calls (a ledger transaction, a Step and the
+    memory write it may fall back to never hold a Recall's worker).
+
+    Only the bulk pool runs niced (`write_nice`, `server.background_nice`): an import's
+    batches yield the cores to everything else. A single Remember is as interactive as a
+    Recall, and runs at its priority: niced, the writes of a steady mixed load starved whenever
+    the reads and Steps filled both cores (in `make soak`, at 80 % of capacity, Remember's p99
+    was 195 ms against Recall's 44 ms, and a burst filled the write lane's 64 slots)."""
 
     def __init__(
         self,
@@ -82,9 +94,10 @@ class WorkerPools:
         spare_one: bool = False,
     ) -> None:
         self.read = FairPool(read_threads, "pocketd-read", spare_one=spare_one)
-        self.write = FairPool(
+        self.write = FairPool(write_threads, "pocketd-write", spare_one=spare_one)
+        self.bulk = FairPool(
             write_threads,
-            "pocketd-write",
+            "pocketd-bulk",
             initializer=run_below_readers,
             initargs=(write_nice,),
             spare_one=spare_one,
@@ -99,12 +112,18 @@ class WorkerPools:
         )
 
     def lane(self, lane: Lane) -> FairPool:
-        return {Lane.READ: self.read, Lane.WRITE: self.write, Lane.AGENT: self.agent}[lane]
+        pools = {
+            Lane.READ: self.read,
+            Lane.WRITE: self.write,
+            Lane.BULK: self.bulk,
+            Lane.AGENT: self.agent,
+        }
+        return pools[lane]
 
     def shutdown(self) -> None:
         """Drop queued work and wait for the work that is running (it stops at its next
         deadline check once its call was cancelled)."""
-        for pool in (self.read, self.write, self.agent):
+        for pool in (self.read, self.write, self.bulk, self.agent):
             pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -195,7 +214,7 @@ class CallRunner:
         never started, at once). A write's `check` runs in the read pool first, so a bad
         request is refused at once, never queued behind writers held back by backpressure. If
         the client leaves while the work runs, `rec`'s line is logged when the work stops."""
-        write = lane is Lane.WRITE
+        write = lane.writes
 
         def guarded(validate: bool) -> T:
             try:

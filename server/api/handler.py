@@ -41,26 +41,23 @@ class Handler:
         rec: CallRecord,
         validate: Callable[[Violations], None],
         work: Callable[[Deadline], T],
-        write: bool = False,
+        lane: Lane = Lane.READ,
         batch: bool = True,
         namespaces: Sequence[tuple[str, str]] | None = None,
-        agent: bool = False,
         weight: int = 1,
     ) -> T:
         """Admit, validate off the event loop (so a large batch being checked never delays
         another call), check that the caller's token grants the request's namespaces
         (`namespaces`: (field, namespace) pairs; None: `rec.namespace`, as `namespace`), then run
-        `work` under the call's deadline: in the write pool (`write`), the agent pool (`agent`:
-        LedgerService and AgentService) or the read pool. `weight`: the work it counts as
-        against the tenant's share (a StepBatch: its Steps). `batch` False: the request is not
-        a batch, whose field paths have no `items[i].`."""
+        `work` under the call's deadline in `lane`'s pool (`calls.WorkerPools`). `weight`: the
+        work it counts as against the tenant's share (a StepBatch: its Steps). `batch` False:
+        the request is not a batch, whose field paths have no `items[i].`."""
         log.debug("%s ns=%s started", rec.method, rec.namespace or "-")
         tenant = call_tenant(context)
         rec.tenant = tenant.name
         info = call_info(context)
         rec.request_id = "" if info is None else info.request_id
         names = namespaces if namespaces is not None else [("namespace", rec.namespace)]
-        lane = Lane.WRITE if write else Lane.AGENT if agent else Lane.READ
 
         def check() -> None:
             v = Violations()

@@ -15,7 +15,7 @@ from pocketd.v1 import ledger_service_pb2 as lpb
 from pocketd.v1 import ledger_service_pb2_grpc as lpb_grpc
 from server.api import convert_ledger as cv
 from server.api.auth import call_tenant
-from server.api.calls import CallRecord, CallRunner
+from server.api.calls import CallRecord, CallRunner, Lane
 from server.api.handler import Ctx, Handler, visible_task
 from server.api.ledger_validation import LedgerValidator
 from server.api.validation import Violations
@@ -75,7 +75,7 @@ class LedgerServicer(Handler, lpb_grpc.LedgerServiceServicer):  # type: ignore[m
                 t,
             ),
             batch=False,
-            agent=True,
+            lane=Lane.AGENT,
         )
 
     async def Reserve(self, request: lpb.ReserveRequest, context: Ctx) -> lpb.Reservation:
@@ -174,5 +174,5 @@ class LedgerServicer(Handler, lpb_grpc.LedgerServiceServicer):  # type: ignore[m
             return work(self._led(), self.task_id(t, task_id), t)
 
         return await self._call(
-            context, CallRecord(method, "", 1), validate, run, batch=False, agent=True
+            context, CallRecord(method, "", 1), validate, run, batch=False, lane=Lane.AGENT
         )

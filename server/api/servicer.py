@@ -16,7 +16,7 @@ from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 from server.api import convert
 from server.api.auth import call_tenant
-from server.api.calls import CallRecord, CallRunner
+from server.api.calls import CallRecord, CallRunner, Lane
 from server.api.convert_routing import explain_response
 from server.api.handler import Ctx, Handler
 from server.api.page_tokens import PageTokens
@@ -71,7 +71,7 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
         rec: CallRecord,
         validate: Callable[[Violations], None],
         work: Callable[[MemoryEngine, Deadline], T],
-        write: bool = False,
+        lane: Lane = Lane.READ,
         batch: bool = True,
         namespaces: Sequence[tuple[str, str]] | None = None,
         settle: Sequence[str] = (),
@@ -83,7 +83,7 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
             rec,
             validate,
             lambda d: work(self._settled(d, *settle), d),
-            write,
+            lane,
             batch,
             namespaces,
         )
@@ -97,7 +97,7 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
             lambda eng, d: convert.write_result(
                 eng.remember([convert.new_memory(request, t)], d)[0]
             ),
-            write=True,
+            lane=Lane.WRITE,
             batch=False,
             namespaces=[("record.namespace", request.record.namespace)],
             settle=[t.scope(request.record.namespace)],
@@ -118,7 +118,7 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
             CallRecord("RememberBatch", first, len(request.items)),
             lambda v: self._validator.remember_batch(v, request, time.time()),
             work,
-            write=True,
+            lane=Lane.BULK,
             namespaces=[
                 (f"items[{i}].record.namespace", it.record.namespace)
                 for i, it in enumerate(request.items)

@@ -58,8 +58,9 @@ class ServerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # Threads for reads (Recall, Get, Stats): blocking native calls into usearch, tantivy,
     # onnxruntime and SQLite.
     worker_threads: Threads = 4
-    # Threads for writes (Remember, RememberBatch, Forget), apart from the reads' threads, so
-    # that writers held back by backpressure never keep a Recall waiting.
+    # Threads for single writes (Remember), and as many again for bulk writes (RememberBatch),
+    # apart from the reads' threads, so that writers held back by backpressure never keep a
+    # Recall waiting, and an import never keeps a Remember waiting.
     write_threads: Threads = 2
     # MemoryService calls in flight (running or queued for a worker) beyond this get
     # RESOURCE_EXHAUSTED at once instead of queueing without end.
@@ -72,8 +73,9 @@ class ServerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # The interpreter's thread switch interval (Python's default is 5 ms): a thread doing
     # Python work holds the GIL this long before a Recall's thread may run.
     gil_switch_ms: Annotated[float, Meta(gt=0.0, le=100.0)] = 1.0
-    # The niceness of the threads that write and index (0: as the process), so that a Recall
-    # gets the cores and the GIL first while a bulk import runs (server/core/priority.py).
+    # The niceness of the threads that write in bulk (RememberBatch) and index (0: as the
+    # process), so that a Recall, a Remember and a Step get the cores and the GIL first while an
+    # import runs (server/core/priority.py).
     background_nice: Annotated[int, between(0, 19)] = 10
     # Without `auth.tokens`, the server may listen only on loopback, unless this is true (it
     # then says at start that anyone who reaches the port acts as the default tenant).
@@ -582,9 +584,9 @@ class EncoderSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     batch_size: Annotated[int, between(1, 4096)] = 32
     # Intra-op threads of the queries' session.
     threads: Threads = 2
-    # Writes (Remember, the agent loop's memories) encode on a session of their own, on their
-    # caller's thread (niced by server.background_nice), so a Recall's query never waits for a
-    # write's batch to finish. Off: one session for both (about 90 MB less memory).
+    # Writes (Remember, RememberBatch, the agent loop's memories) encode on a session of their
+    # own, on their caller's thread, so a Recall's query never waits for a write's batch to
+    # finish. Off: one session for both (about 90 MB less memory).
     write_session: bool = True
     # Intra-op threads of the writes' session (`write_session`).
     write_threads: Threads = 1

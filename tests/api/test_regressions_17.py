@@ -210,6 +210,27 @@ def test_a_step_batch_counts_as_its_steps_and_pools_are_apart() -> None:
         pools.shutdown()
 
 
+def test_an_import_never_holds_a_remembers_slot_or_worker() -> None:
+    """The soak's finding: single Remembers shared the niced write lane with imports, and
+    starved. Bulk writes have a lane, a bound and a pool of their own."""
+    pools = WorkerPools(2, 1)
+    runner = CallRunner(ServerSettings(max_concurrent_calls=2), pools)
+    try:
+        runner.admit(Lane.BULK, "a")
+        runner.admit(Lane.BULK, "a")
+        with pytest.raises(ResourceExhaustedError):
+            runner.admit(Lane.BULK, "a")  # the bulk lane is full
+        runner.admit(Lane.WRITE, "a")  # a Remember still gets in
+        gate = threading.Event()
+        busy = pools.bulk.submit_for("a", gate.wait, 60)
+        done = pools.write.submit_for("a", lambda: "remembered")
+        assert done.result(timeout=60) == "remembered"  # not queued behind the import
+        gate.set()
+        busy.result(timeout=60)
+    finally:
+        pools.shutdown()
+
+
 def test_routes_must_name_every_tier(tmp_path: Path) -> None:
     base = make_settings(tmp_path)
     routes = dict(base.agent.routes)

@@ -170,6 +170,7 @@ def test_metrics_count_a_known_sequence_of_calls(server: ServerProcess) -> None:
         "pocketd_encoder_queue",
         "pocketd_read_calls_in_flight",
         "pocketd_write_calls_in_flight",
+        "pocketd_bulk_calls_in_flight",
         "pocketd_agent_calls_in_flight",
     ):
         assert (gauge, frozenset()) in after, gauge

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from server.api.calls import WorkerPools
+from server.api.calls import Lane, WorkerPools
 from server.core.priority import run_below_readers
 from tests.conftest import FakeClock, open_engine, wait_for
 
@@ -58,7 +58,9 @@ def test_the_indexer_and_maintenance_threads_run_niced(tmp_path: Path, clock: Fa
         eng.close()
 
 
-def test_the_write_pool_runs_niced_and_the_read_pool_does_not() -> None:
+def test_only_the_bulk_write_pool_runs_niced() -> None:
+    """An import's batches yield the cores; a single Remember runs at a Recall's priority (a
+    niced write lane starved under a steady mixed load), and so do the agent calls."""
     base = os.getpriority(os.PRIO_PROCESS, 0)
     pools = WorkerPools(1, 1, write_nice=base + 4)
 
@@ -66,7 +68,8 @@ def test_the_write_pool_runs_niced_and_the_read_pool_does_not() -> None:
         return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
 
     try:
-        assert pools.write.submit(mine).result() == base + 4
-        assert pools.read.submit(mine).result() == base
+        assert pools.lane(Lane.BULK).submit(mine).result() == base + 4
+        for lane in (Lane.READ, Lane.WRITE, Lane.AGENT):
+            assert pools.lane(lane).submit(mine).result() == base, lane
     finally:
         pools.shutdown()
