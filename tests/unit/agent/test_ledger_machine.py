@@ -5,6 +5,7 @@ exactly as the model says."""
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,6 +186,7 @@ class LedgerMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         self.store.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 LedgerMachine.TestCase.settings = settings(max_examples=100, stateful_step_count=40)
