@@ -133,8 +133,7 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
         def work(eng: MemoryEngine, d: Deadline) -> spb.RecallResponse:
             res = eng.recall(convert.recall_query(request, t), d)
             rec.items = len(res.hits)
-            searched = sum(1 for s in res.plan if s.method != "skipped")
-            self._calls.metrics.recall(t.name, searched, res.cost_units)
+            self._calls.metrics.recall(t.name, res.pockets_searched, res.cost_units)
             return convert.recall_response(res, t)
 
         return await self._run(

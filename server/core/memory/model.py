@@ -257,6 +257,11 @@ class RecallResult(msgspec.Struct, frozen=True):
     cost_units: float = 0.0
     keyword_cost_units: float = 0.0
 
+    @property
+    def pockets_searched(self) -> int:
+        """The plan's steps that searched (not skipped by the early stop)."""
+        return sum(1 for s in self.plan if s.method != "skipped")
+
 
 class TierCount(msgspec.Struct, frozen=True):
     tier: Tier

@@ -52,6 +52,6 @@ class Explainer:
                     early_stop=d.policy != "full",
                 )
                 result = self._engine.recall(asked, deadline, shadow=True)
-                searched = sum(1 for s in result.plan if s.method != "skipped")
+                searched = result.pockets_searched
             out.append(Explained(d, result, searched))
         return ctx, out
