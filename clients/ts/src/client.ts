@@ -155,12 +155,12 @@ export class PocketdClient {
     options: ExplainOptions = {},
     call: CallOptions = {},
   ): Promise<ExplainResponse> {
-    return this.call(M.explain, explainRequest(namespace, text, options), call, NO_RETRY);
+    return this.call(M.explain, explainRequest(namespace, text, options), call, READ_RETRY);
   }
 
   /** One page of List; pass its `nextPageToken` as `pageToken` for the next. */
   async list(namespace: string, options: ListOptions = {}, call: CallOptions = {}): Promise<Page> {
-    return toPage(await this.call(M.list, listRequest(namespace, options), call, NO_RETRY));
+    return toPage(await this.call(M.list, listRequest(namespace, options), call, READ_RETRY));
   }
 
   /** One memory by id (retried on UNAVAILABLE). */
