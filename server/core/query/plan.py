@@ -6,7 +6,9 @@ every non-empty pocket the filter allows, each at depth `candidates_per_channel`
 the pockets searched by HNSW (whose cost grows with the depth) share it in proportion to their
 sizes, each at least `top_k`. The query's top k restricted to one pocket is a top k of that
 pocket, so the union still holds the channel's own top k. An exact scan (or a hot pocket's
-scan) costs the same at any depth, so a small pocket keeps the whole depth.
+scan) costs the same at any depth, so a small pocket keeps the whole depth; the channel then
+keeps only its best `candidates_per_channel` of the union (`Run.keep_best_vectors`), so the
+depth a small pocket keeps costs nothing downstream.
 """
 
 from __future__ import annotations

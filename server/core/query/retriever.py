@@ -11,7 +11,10 @@ over-fetching in proportion to the filter's selectivity (usearch cannot filter d
 Hot pockets and every memory not yet indexed are scanned exactly in the hot tier, restricted to
 the plan's pockets. The keyword
 channel is one tantivy BM25 query over the plan's pockets with the filter inside it; memories
-not yet in BM25 are matched in the hot tier.
+not yet in BM25 are matched in the hot tier. Each channel then keeps its own best
+`candidates_per_channel` (the vector channel across every pocket it searched), and only those
+are completed (each gets both channels' scores) and ranked: a plan of many small pockets, each
+searched at the whole depth, never completes pockets × depth candidates.
 
 Scales never depend on the other candidates, so a candidate's fused score is the same whichever
 pockets are searched (a router can stop early with a sound bound): the vector score is the cosine
@@ -141,6 +144,7 @@ class Retriever:
                 self._vector.run(run, q.vector, deadline)
         deadline.check("ranking")
         found = len(run.vec), len(run.kw)  # by each channel, before both are completed
+        run.keep_best_vectors(max(self._s.candidates_per_channel, top_k))
         self._scorer.complete(run, q.vector)
         hits = self._hits.rank(run, top_k)
         vector_cost = sum(r.cost_units for r in run.reports)

@@ -23,6 +23,7 @@ from server.core.memory.model import (
     RecallQuery,
     Record,
     Tier,
+    Vector,
 )
 from server.core.memory.pockets import (
     PocketCatalog,
@@ -31,6 +32,8 @@ from server.core.memory.pockets import (
     bucket_of,
     bucket_span,
 )
+from server.core.query.run import Run
+from server.core.query.scoring import Scorer
 from server.core.settings import MemorySettings, PocketSettings
 from tests.conftest import DAY, FakeClock, near, unit_vec
 from tests.unit.test_engine import NS, mem
@@ -311,6 +314,51 @@ def test_the_default_plan_shares_the_vector_budget_by_pocket_size(
     assert depths == {"fact/warm/text": 39, "preference/warm/text": 26, "skill/warm/text": 64}
     deep = engine.recall(RecallQuery(NS, vector=v, top_k=30)).plan
     assert {st.pocket: st.depth for st in deep}["preference/warm/text"] == 30
+
+
+def test_only_the_vector_channels_best_are_completed(
+    engine_factory: Callable[..., MemoryEngine], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Small pockets are scanned whole at the channel's depth, so a plan of many returns
+    pockets × depth candidates; only the channel's best `candidates_per_channel` across them go
+    on to be completed and ranked (the load test's 44 weekly pockets completed 2,800), and they
+    are the best the whole namespace holds."""
+    s = MemorySettings()
+    s = msgspec.structs.replace(
+        s, hybrid_search=msgspec.structs.replace(s.hybrid_search, candidates_per_channel=8)
+    )
+    engine = engine_factory(s)
+    rng = np.random.default_rng(11)
+    kinds = (Kind.FACT, Kind.PREFERENCE, Kind.SKILL, Kind.OBSERVATION)
+    v = unit_vec(rng)
+    items = [
+        mem(f"{k.name} {i}", k, near(v, rng, 0.08 + 0.003 * (4 * i + j)), importance=3)
+        for j, k in enumerate(kinds)
+        for i in range(20)
+    ]
+    engine.remember(items)
+    engine.indexer.catch_up()
+    completed: list[int] = []
+    complete = Scorer.complete
+
+    def spy(self: Scorer, run: Run, query: Vector | None) -> None:
+        completed.append(len(run.vec))
+        complete(self, run, query)
+
+    monkeypatch.setattr(Scorer, "complete", spy)
+    res = engine.recall(RecallQuery(NS, vector=v, top_k=5, min_score=0.0))
+    assert len(res.plan) == 4 and res.vector_candidates == 32  # four pockets, 8 each
+    assert completed == [8]
+    # The same hits, with the same scores, as completing every candidate.
+    monkeypatch.setattr(Run, "keep_best_vectors", lambda self, count: None)
+    whole = engine.recall(RecallQuery(NS, vector=v, top_k=5, min_score=0.0))
+    assert completed == [8, 32]
+    assert [h.record.memory_id for h in res.hits] == [h.record.memory_id for h in whole.hits]
+    for got, want in zip(res.hits, whole.hits, strict=True):  # float32 sums in another order
+        assert got.score.final == pytest.approx(want.score.final, abs=1e-6)
+    vectors = np.stack([it.vector for it in items])
+    best = {items[i].record.text for i in np.argsort(-(vectors @ v))[:5]}
+    assert {h.record.text for h in res.hits} == best
 
 
 def test_a_pocket_search_goes_deeper_when_the_mask_drops_its_candidates(
