@@ -86,8 +86,8 @@ class OnnxTextEncoder:
     ) -> None:
         """`serialize`: one batch at a time (the queries' session: batches from concurrent
         callers would only fight for the cores). The writes' session runs each caller's batch
-        on its own thread (`threads` 1), which its caller's niceness then ranks below the
-        queries'; the write pool bounds how many run at once."""
+        on its own thread (`threads` 1), at its caller's priority (a bulk write's niced thread
+        ranks below the queries'); the write pools bound how many run at once."""
         onnx = model_dir / "model.onnx"
         if not onnx.is_file():
             raise ModelMissingError(

@@ -1,10 +1,12 @@
-"""Thread priorities: the threads that write and index yield the cores to those that read.
+"""Thread priorities: the threads that write in bulk and index yield the cores to the others.
 
-While a bulk import runs, the writer, the indexer and its graph builders are always runnable. On
+While a bulk import (RememberBatch) runs, its writer, the indexer and its graph builders are
+always runnable. On
 two cores they starve a Recall of both the CPU and the GIL (which a thread can only take while it
 runs). Raising their niceness lets the scheduler pick the reader first whenever both are ready: in
 `bench memory --size 20000`, Recall during an import went from p50 18.0 / p99 68 ms to 8.5 /
-40 ms, and the import took 26 % longer.
+40 ms, and the import took 26 % longer. A single Remember is not niced (`server.api.calls`): it
+is as interactive as a Recall, and a niced one starved under a steady mixed load.
 """
 
 from __future__ import annotations

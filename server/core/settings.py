@@ -60,7 +60,8 @@ class ServerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     worker_threads: Threads = 4
     # Threads for single writes (Remember), and as many again for bulk writes (RememberBatch),
     # apart from the reads' threads, so that writers held back by backpressure never keep a
-    # Recall waiting, and an import never keeps a Remember waiting.
+    # Recall waiting, and an import never takes a Remember's worker (both still take the
+    # writer's lock in turn).
     write_threads: Threads = 2
     # MemoryService calls in flight (running or queued for a worker) beyond this get
     # RESOURCE_EXHAUSTED at once instead of queueing without end.

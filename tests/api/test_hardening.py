@@ -23,6 +23,7 @@ from grpc_status import rpc_status
 from pocketd import AsyncClient
 from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
+from server.api.calls import Lane
 from server.core.settings import Settings
 from tests.api.test_memory_api import expect, record, stub, violations
 from tests.conftest import DIM, RunningServer, make_settings, start_server, wait_for
@@ -404,8 +405,14 @@ async def test_beyond_the_bound_calls_are_refused_at_once(tmp_path: Path) -> Non
         quota = error_details_pb2.QuotaFailure()
         assert status is not None and status.details[0].Unpack(quota)
         assert quota.violations[0].subject == "server.max_concurrent_calls"
-        # Reads are counted apart from writes, and health is not a MemoryService call: both
-        # still answer.
+        # Reads are counted apart from writes, a single Remember apart from the imports (its
+        # own lane, bound and pool), and health is not a MemoryService call: all still answer.
+        assert srv.grpc.calls.in_lane(Lane.BULK) == 2
+        vec = list(np.random.default_rng(6).normal(size=DIM))
+        one = await s.Remember(
+            spb.RememberRequest(record=record(text="", vector=vec, kind=6)), timeout=30
+        )
+        assert one.memory_id
         assert (await s.Stats(spb.StatsRequest(), timeout=30)).pending_index >= 0
         h = await health_pb2_grpc.HealthStub(grpc.aio.insecure_channel(srv.target)).Check(
             health_pb2.HealthCheckRequest()

@@ -1,4 +1,5 @@
-"""Thread priorities (server/core/priority.py): the threads that write and index run niced."""
+"""Thread priorities (server/core/priority.py): the threads that write in bulk and index run
+niced."""
 
 from __future__ import annotations
 

@@ -9,6 +9,8 @@ import { after, before, beforeEach, describe, test } from "node:test";
 import { status, type ServerUnaryCall } from "@grpc/grpc-js";
 
 import {
+  ExplainResponse,
+  ListResponse,
   MemoryServiceService,
   RecallResponse,
   RememberResponse,
@@ -68,6 +70,14 @@ const fake: Partial<MemoryServiceServer> = {
   get(call) {
     note(call); // never answers: the client's deadline ends it
   },
+  list(call, callback) {
+    if (note(call)) return callback(failure(status.UNAVAILABLE, "warming up"));
+    callback(null, ListResponse.fromPartial({ nextPageToken: "p2" }));
+  },
+  explain(call, callback) {
+    if (note(call)) return callback(failure(status.UNAVAILABLE, "warming up"));
+    callback(null, ExplainResponse.fromPartial({}));
+  },
 };
 
 describe("the client against a fake MemoryService", () => {
@@ -111,6 +121,15 @@ describe("the client against a fake MemoryService", () => {
   test("Stats is retried too", async () => {
     seen.failFirst = 2;
     assert.equal((await client.stats()).pendingIndex, 2);
+    assert.equal(seen.calls, 3);
+  });
+
+  test("List and Explain (reads) are retried too", async () => {
+    seen.failFirst = 2;
+    assert.equal((await client.list("alice")).nextPageToken, "p2");
+    assert.equal(seen.calls, 3);
+    Object.assign(seen, { calls: 0, failFirst: 2, metadata: [] });
+    await client.explain("alice", "which phone?");
     assert.equal(seen.calls, 3);
   });
 

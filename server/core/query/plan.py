@@ -7,8 +7,8 @@ the pockets searched by HNSW (whose cost grows with the depth) share it in propo
 sizes, each at least `top_k`. The query's top k restricted to one pocket is a top k of that
 pocket, so the union still holds the channel's own top k. An exact scan (or a hot pocket's
 scan) costs the same at any depth, so a small pocket keeps the whole depth; the channel then
-keeps only its best `candidates_per_channel` of the union (`Run.keep_best_vectors`), so the
-depth a small pocket keeps costs nothing downstream.
+keeps only its best `candidates_per_channel` of the union, by the score ranking orders them by
+(`Scorer.keep_best_vectors`), so the depth a small pocket keeps costs nothing downstream.
 """
 
 from __future__ import annotations

@@ -12,9 +12,11 @@ Hot pockets and every memory not yet indexed are scanned exactly in the hot tier
 the plan's pockets. The keyword
 channel is one tantivy BM25 query over the plan's pockets with the filter inside it; memories
 not yet in BM25 are matched in the hot tier. Each channel then keeps its own best
-`candidates_per_channel` (the vector channel across every pocket it searched), and only those
-are completed (each gets both channels' scores) and ranked: a plan of many small pockets, each
-searched at the whole depth, never completes pockets × depth candidates.
+`candidates_per_channel` (the vector channel across every pocket it searched, by its search
+similarity fused with what the keyword channel listed, decayed, current first; an explicit
+plan's deepest step keeps as many), and only those are completed (each gets both channels'
+scores) and ranked: a plan of many small pockets, each searched at the whole depth, never
+completes pockets × depth candidates.
 
 Scales never depend on the other candidates, so a candidate's fused score is the same whichever
 pockets are searched (a router can stop early with a sound bound): the vector score is the cosine
@@ -144,7 +146,9 @@ class Retriever:
                 self._vector.run(run, q.vector, deadline)
         deadline.check("ranking")
         found = len(run.vec), len(run.kw)  # by each channel, before both are completed
-        run.keep_best_vectors(max(self._s.candidates_per_channel, top_k))
+        # An explicit plan's depths are the client's: a step as deep as it asks is kept.
+        deepest = max((s.depth for s in run.pockets.values()), default=0)
+        self._scorer.keep_best_vectors(run, max(self._s.candidates_per_channel, top_k, deepest))
         self._scorer.complete(run, q.vector)
         hits = self._hits.rank(run, top_k)
         vector_cost = sum(r.cost_units for r in run.reports)

@@ -86,18 +86,6 @@ class Run:
             if k not in self.hot:
                 self.vec[k] = sim
 
-    def keep_best_vectors(self, count: int) -> None:
-        """Keep the vector channel's own best `count` candidates across the plan's pockets, by
-        their search similarity (ties: the lower key), as the keyword channel keeps its best
-        `count`. Each pocket's step returned its own best, so the union holds the channel's
-        best; the rest would only be completed and ranked for nothing."""
-        if len(self.vec) <= count:
-            return
-        keys = np.fromiter(self.vec.keys(), np.int64, len(self.vec))
-        sims = np.fromiter(self.vec.values(), np.float64, len(self.vec))
-        best = np.lexsort((keys, -sims))[:count]
-        self.vec = dict(zip(keys[best].tolist(), sims[best].tolist(), strict=True))
-
     def mask(self, cols: MetadataColumns, keys: KeyArray) -> npt.NDArray[np.bool_]:
         q = self.q
         m = cols.mask(keys, self.ns_id, q.filter, self.now, q.include_obsolete, q.include_expired)

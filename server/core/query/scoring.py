@@ -130,6 +130,27 @@ class Scorer(Reader):
                     norm = keyword_scale(run, np.array([got[k] for k in keys], np.float64))
                     run.kw.update(zip(keys, norm.tolist(), strict=True))
 
+    def keep_best_vectors(self, run: Run, count: int) -> None:
+        """Keep the vector channel's best `count` candidates across the plan's pockets (as
+        the keyword channel keeps its best), by what ranking will order them by: the fused
+        score from their search similarity and what the keyword channel listed, decayed,
+        current before obsolete (ties: the lower key). Cosine alone would cut a fresh memory
+        of one pocket for many decayed ones of another, or a time cue's boosted week. Every
+        exact-identifier holder stays. Each pocket's step returned its own best, so the union
+        holds the channel's best; the rest would only be completed and ranked for nothing
+        (a plan of 44 small pockets, each scanned at the whole depth, completed 2,800)."""
+        if len(run.vec) <= count:
+            return
+        sc = self.score(run)
+        mine = np.fromiter(run.vec.keys(), np.int64, len(run.vec))
+        found = np.isin(sc.keys, mine)
+        keys = sc.keys[found]
+        final = sc.fused[found] * self.decay(run, keys)
+        obsolete = self._cols.obsolete[keys]
+        best = keys[np.lexsort((keys, -final, obsolete))[:count]].tolist()
+        best.extend(k for k in run.exact if k in run.vec)
+        run.vec = {k: run.vec[k] for k in best}
+
     def score(self, run: Run) -> Scores:
         """Every candidate's channels and fused score, by the one formula (`scoring`)."""
         vec, kw = run.vec, run.kw

@@ -185,8 +185,10 @@ class LedgerMachine(RuleBasedStateMachine):
         assert ordinary.held == held_ordinary
 
     def teardown(self) -> None:
-        self.store.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            self.store.close()
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 LedgerMachine.TestCase.settings = settings(max_examples=100, stateful_step_count=40)

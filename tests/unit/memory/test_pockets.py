@@ -323,18 +323,14 @@ def test_only_the_vector_channels_best_are_completed(
     pockets × depth candidates; only the channel's best `candidates_per_channel` across them go
     on to be completed and ranked (the load test's 44 weekly pockets completed 2,800), and they
     are the best the whole namespace holds."""
-    s = MemorySettings()
-    s = msgspec.structs.replace(
-        s, hybrid_search=msgspec.structs.replace(s.hybrid_search, candidates_per_channel=8)
-    )
-    engine = engine_factory(s)
+    engine = engine_factory(MemorySettings())  # candidates_per_channel: 64
     rng = np.random.default_rng(11)
     kinds = (Kind.FACT, Kind.PREFERENCE, Kind.SKILL, Kind.OBSERVATION)
     v = unit_vec(rng)
     items = [
-        mem(f"{k.name} {i}", k, near(v, rng, 0.08 + 0.003 * (4 * i + j)), importance=3)
+        mem(f"{k.name} {i}", k, near(v, rng, 0.08 + 0.001 * (4 * i + j)), importance=3)
         for j, k in enumerate(kinds)
-        for i in range(20)
+        for i in range(70)
     ]
     engine.remember(items)
     engine.indexer.catch_up()
@@ -347,18 +343,68 @@ def test_only_the_vector_channels_best_are_completed(
 
     monkeypatch.setattr(Scorer, "complete", spy)
     res = engine.recall(RecallQuery(NS, vector=v, top_k=5, min_score=0.0))
-    assert len(res.plan) == 4 and res.vector_candidates == 32  # four pockets, 8 each
-    assert completed == [8]
+    assert len(res.plan) == 4 and res.vector_candidates == 256  # four pockets, 64 each
+    assert completed == [64]
     # The same hits, with the same scores, as completing every candidate.
-    monkeypatch.setattr(Run, "keep_best_vectors", lambda self, count: None)
+    monkeypatch.setattr(Scorer, "keep_best_vectors", lambda self, run, count: None)
     whole = engine.recall(RecallQuery(NS, vector=v, top_k=5, min_score=0.0))
-    assert completed == [8, 32]
+    assert completed == [64, 256]
     assert [h.record.memory_id for h in res.hits] == [h.record.memory_id for h in whole.hits]
     for got, want in zip(res.hits, whole.hits, strict=True):  # float32 sums in another order
         assert got.score.final == pytest.approx(want.score.final, abs=1e-6)
-    vectors = np.stack([it.vector for it in items])
+    vectors = np.stack([it.vector for it in items if it.vector is not None])
     best = {items[i].record.text for i in np.argsort(-(vectors @ v))[:5]}
     assert {h.record.text for h in res.hits} == best
+
+
+def test_the_cut_keeps_a_fresh_memory_below_many_decayed_ones(
+    engine_factory: Callable[..., MemoryEngine],
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """70 facts 40 days old (decayed) lie closer to the query than one fresh skill of another
+    pocket: by cosine alone the cut would keep 64 facts and drop the skill, which ranks first."""
+    engine = engine_factory(MemorySettings())
+    rng = np.random.default_rng(12)
+    v = unit_vec(rng)
+    engine.remember(
+        [mem(f"old fact {i}", Kind.FACT, near(v, rng, 0.05), importance=3) for i in range(70)]
+    )
+    clock.advance(40 * DAY)
+    engine.remember([mem("fresh skill", Kind.SKILL, near(v, rng, 0.08), importance=3)])
+    engine.indexer.catch_up()
+    q = RecallQuery(NS, vector=v, top_k=1, min_score=0.0)
+    res = engine.recall(q)
+    every = engine.recall(msgspec.structs.replace(q, top_k=71)).hits
+    skill = next(h.score.vector for h in every if h.record.text == "fresh skill")
+    assert sum(h.score.vector > skill for h in every) >= 64  # cut last by cosine
+    monkeypatch.setattr(Scorer, "keep_best_vectors", lambda self, run, count: None)
+    whole = engine.recall(q)
+    assert whole.hits[0].record.text == "fresh skill"
+    assert res.hits[0].record.text == "fresh skill"
+
+
+def test_an_explicit_plans_depth_is_kept(
+    engine_factory: Callable[..., MemoryEngine], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client's plan step asks for 100 candidates of its pocket: the cut keeps 100."""
+    engine = engine_factory(MemorySettings())
+    rng = np.random.default_rng(13)
+    v = unit_vec(rng)
+    engine.remember(
+        [mem(f"fact {i}", Kind.FACT, near(v, rng, 0.1), importance=3) for i in range(120)]
+    )
+    engine.indexer.catch_up()
+    completed: list[int] = []
+    complete = Scorer.complete
+
+    def spy(self: Scorer, run: Run, query: Vector | None) -> None:
+        completed.append(len(run.vec))
+        complete(self, run, query)
+
+    monkeypatch.setattr(Scorer, "complete", spy)
+    engine.recall(RecallQuery(NS, vector=v, plan=[PlanStep("fact/warm/text", 100)]))
+    assert completed == [100]
 
 
 def test_a_pocket_search_goes_deeper_when_the_mask_drops_its_candidates(
