@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -108,3 +109,41 @@ def test_the_package_pins_exact_versions() -> None:
         for name, version in deps.items():
             assert re.fullmatch(r"\d+\.\d+\.\d+", version), f"{name} {version} is not exact"
             assert lock["packages"][f"node_modules/{name}"]["version"] == version, name
+
+
+def test_the_readmes_typescript_snippet_type_checks(tmp_path: Path) -> None:
+    """The README's ten lines of TypeScript compile against the client as it is (tsc, strict),
+    with the names it leaves to the reader (`budget`, `SEARCH`, `model`, `search`) declared."""
+    tsc = PACKAGE / "node_modules" / ".bin" / "tsc"
+    if shutil.which("node") is None or not tsc.exists():
+        pytest.fail("node and clients/ts/node_modules are needed: `" + SETUP + "`")
+    m = re.search(r"```ts\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert m, "README lost its TypeScript snippet"
+    index = (PACKAGE / "src" / "index.js").as_posix()
+    assert '"@pocketd/client"' in m.group(1)
+    client = f'import("{index}")'
+    (tmp_path / "readme.mts").write_text(
+        f'declare const budget: Parameters<{client}.PocketdClient["task"]>[1];\n'
+        f'declare const SEARCH: NonNullable<{client}.StepFields["tools"]>[number];\n'
+        "declare function model(context: unknown): [string, number, number];\n"
+        "declare function search(params: unknown): string;\n"
+        + m.group(1).replace('"@pocketd/client"', f'"{index}"')
+    )
+    config = {
+        "extends": (PACKAGE / "tsconfig.json").as_posix(),
+        "compilerOptions": {
+            "noEmit": True,
+            "rootDir": "/",
+            "typeRoots": [(PACKAGE / "node_modules" / "@types").as_posix()],
+        },
+        "include": [(tmp_path / "readme.mts").as_posix()],
+    }
+    (tmp_path / "tsconfig.json").write_text(json.dumps(config))
+    out = subprocess.run(
+        [str(tsc), "-p", str(tmp_path / "tsconfig.json")],
+        cwd=PACKAGE,
+        capture_output=True,
+        text=True,
+        timeout=NPM_TIMEOUT,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
