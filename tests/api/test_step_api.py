@@ -468,3 +468,33 @@ async def test_closing_a_task_drops_its_loop_state_and_later_steps_are_refused(
         await agent.Step(apb.StepRequest(task_id="c1", round=2, goal="Where is 88123?"))
     assert closed.value.code() is grpc.StatusCode.FAILED_PRECONDITION
     assert len(loop._sessions) == 2
+
+
+async def test_a_first_step_racing_closetask_keeps_no_loop_state(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The task is closed (and its state dropped) after a first Step read it from the ledger
+    and before that Step kept its state: the Step is refused, and nothing of the closed task
+    stays in memory until `agent.sessions` newer tasks push it out."""
+    agent, led = stubs(server)
+    loop = server.loop
+    ledger = loop._ledger
+    real = ledger.charge
+    raced: list[str] = []
+
+    def racing(task_id: str, *args: object, **kwargs: object) -> object:
+        out = real(task_id, *args, **kwargs)  # type: ignore[arg-type]
+        if not raced:  # CloseTask, whole, between the Step's read and its keeping the state
+            raced.append(task_id)
+            ledger.close_task(task_id, "close")
+            loop.closed(task_id)
+        return out
+
+    await open_task(led, "racer")
+    monkeypatch.setattr(ledger, "charge", racing)
+    before = len(loop._sessions)
+    with pytest.raises(grpc.aio.AioRpcError) as closed:
+        await agent.Step(apb.StepRequest(task_id="racer", round=1, goal="Where is 88123?"))
+    assert raced
+    assert closed.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+    assert len(loop._sessions) == before

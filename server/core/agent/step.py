@@ -244,6 +244,7 @@ class AgentLoop:
         # Per tenant, so one tenant's tasks never evict another's sessions.
         self._sessions: PartitionedLRU[str, _Session] = PartitionedLRU(max(settings.sessions, 1))
         self._lock = threading.Lock()
+        self._closes = 0  # tasks closed so far (`closed`): a first Step checks none slipped by
         self._writer = MemoryWriter(
             engine, background_nice, MAX_PENDING_WRITES, None if pending is None else pending.done
         )
@@ -487,20 +488,30 @@ class AgentLoop:
         part = tenant_of(r.task_id)
         with self._lock:
             s = self._sessions.get(part, r.task_id)
-        if s is None:
-            task = self._ledger.charge(r.task_id, r.round, ())
-            if not r.goal:
-                raise FailedPreconditionError(
-                    f"the first Step of task {r.task_id!r} needs its goal",
-                    "GOAL_REQUIRED",
-                    Location("goal"),
-                )
-            s = _Session(r.goal, task.namespace, task.session_id, task.budget.tools)
-        with self._lock:  # (another first Step of the task may have made one meanwhile)
-            held = self._sessions.get(part, r.task_id)
-            if held is None:
-                self._sessions.put(part, r.task_id, s)
-            return held or s
+            closes = self._closes
+        if s is not None:
+            return s
+        task = self._ledger.charge(r.task_id, r.round, ())  # NOT_FOUND, or closed: refused
+        if not r.goal:
+            raise FailedPreconditionError(
+                f"the first Step of task {r.task_id!r} needs its goal",
+                "GOAL_REQUIRED",
+                Location("goal"),
+            )
+        s = _Session(r.goal, task.namespace, task.session_id, task.budget.tools)
+        while True:
+            with self._lock:  # (another first Step of the task may have made one meanwhile)
+                held = self._sessions.get(part, r.task_id)
+                if held is not None:
+                    return held
+                if self._closes == closes:
+                    self._sessions.put(part, r.task_id, s)
+                    return s
+                closes = self._closes
+            # A task was closed since the ledger was read, perhaps this one, and its
+            # `closed` ran before this state was kept: read the ledger again, or the closed
+            # task's state would stay until `agent.sessions` newer tasks push it out.
+            self._ledger.charge(r.task_id, r.round, ())
 
     def _charge_memory(self, r: StepIn, amount: int, writes: Sequence[Pending] = ()) -> Status:
         """pocketd's own work (new work each time it runs, so a fresh key), with the Step's
@@ -560,6 +571,7 @@ class AgentLoop:
         of the last `agent.sessions`."""
         with self._lock:
             self._sessions.pop(tenant_of(task_id), task_id)
+            self._closes += 1
 
     def settle(self, namespace: str, deadline: Deadline) -> None:
         """Every memory a Step acknowledged in `namespace` is in the store once this returns
