@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -73,3 +75,42 @@ def test_go_example_refuses_a_wrong_token(server: Proc) -> None:
     out = go(server, "run", "./examples/agent_loop", token="not-the-token")
     assert out.returncode != 0
     assert "Unauthenticated" in out.stderr, out.stderr
+
+
+def test_the_readmes_go_snippet_type_checks(tmp_path: Path) -> None:
+    """The README's Go lines compile against the client as it is, in a `main` that declares the
+    names they leave to the reader (`ctx`, `budget`, `searchTool`, `model`, `search`). The
+    snippet leaves its error checks out, so the only errors allowed are Go's "declared and not
+    used"; a renamed method, a field of another type or a wrong signature fails."""
+    m = re.search(r"```go\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert m, "README lost its Go snippet"
+    body = "\n".join("\t" + line for line in m.group(1).splitlines())
+    (tmp_path / "go.mod").write_text("module readme\n\ngo 1.26.0\n")
+    (tmp_path / "go.work").write_text(f"go 1.26.0\n\nuse (\n\t.\n\t{GO_DIR.as_posix()}\n)\n")
+    (tmp_path / "main.go").write_text(
+        "package main\n\n"
+        'import (\n\t"context"\n\t"os"\n\n'
+        '\tpocketd "github.com/pocketd/pocketd/clients/go"\n'
+        '\tpb "github.com/pocketd/pocketd/clients/go/pocketd/v1"\n)\n\n'
+        "var (\n\tctx        = context.Background()\n\tbudget     *pb.TaskBudget\n"
+        "\tsearchTool string\n)\n\n"
+        "func model(prompt string) (string, uint64, uint64) { return prompt, 0, 0 }\n\n"
+        "func search(params string) (string, error) { return params, nil }\n\n"
+        "func main() {\n" + body + "\n}\n"
+    )
+    env = dict(os.environ, GOWORK=str(tmp_path / "go.work"), GOFLAGS="")
+    out = subprocess.run(
+        ["go", "build", "-gcflags=-e", "-o", os.devnull, "."],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    errors = [
+        line
+        for line in (out.stdout + out.stderr).splitlines()
+        if line.startswith("./main.go:") and ": declared and not used: " not in line
+    ]
+    assert not errors, out.stdout + out.stderr
+    assert out.returncode == 0 or "declared and not used" in out.stderr, out.stderr
