@@ -60,6 +60,7 @@ def fused(
 @dataclass(frozen=True)
 class Scores:
     keys: KeyArray
+    found: npt.NDArray[np.bool_]  # by the vector channel
     cos: npt.NDArray[np.float32]
     b: npt.NDArray[np.float32]
     vh: npt.NDArray[np.bool_]
@@ -73,6 +74,12 @@ def keyword_scale(run: Run, raw: npt.NDArray[np.float64]) -> npt.NDArray[np.floa
         return np.zeros(len(raw), np.float32)
     out: npt.NDArray[np.float32] = np.clip(raw / run.reference, 0.0, 1.0).astype(np.float32)
     return out
+
+
+def _arrays(channel: dict[int, float]) -> tuple[KeyArray, npt.NDArray[np.float32]]:
+    """A channel's keys and scores as arrays, in the dict's order."""
+    n = len(channel)
+    return np.fromiter(channel.keys(), np.int64, n), np.fromiter(channel.values(), np.float32, n)
 
 
 class Scorer(Reader):
@@ -142,10 +149,8 @@ class Scorer(Reader):
         if len(run.vec) <= count:
             return
         sc = self.score(run)
-        mine = np.fromiter(run.vec.keys(), np.int64, len(run.vec))
-        found = np.isin(sc.keys, mine)
-        keys = sc.keys[found]
-        final = sc.fused[found] * self.decay(run, keys)
+        keys = sc.keys[sc.found]
+        final = sc.fused[sc.found] * self.decay(run, keys)
         obsolete = self._cols.obsolete[keys]
         best = keys[np.lexsort((keys, -final, obsolete))[:count]].tolist()
         best.extend(k for k in run.exact if k in run.vec)
@@ -153,10 +158,16 @@ class Scorer(Reader):
 
     def score(self, run: Run) -> Scores:
         """Every candidate's channels and fused score, by the one formula (`scoring`)."""
-        vec, kw = run.vec, run.kw
-        keys = np.array(sorted(vec.keys() | kw.keys()), dtype=np.int64)
-        cos = np.array([vec.get(k, -1.0) for k in keys.tolist()], dtype=np.float32)
-        b = np.array([kw.get(k, 0.0) for k in keys.tolist()], dtype=np.float32)
+        vk, vv = _arrays(run.vec)
+        kk, kv = _arrays(run.kw)
+        keys: KeyArray = np.union1d(vk, kk)  # sorted, each once
+        at = np.searchsorted(keys, vk)
+        found = np.zeros(len(keys), np.bool_)
+        found[at] = True
+        cos = np.full(len(keys), -1.0, np.float32)  # none: below any floor
+        cos[at] = vv
+        b = np.zeros(len(keys), np.float32)
+        b[np.searchsorted(keys, kk)] = kv
         c = self._cols
         exact = np.isin(keys, list(run.exact)) if run.exact else np.zeros(len(keys), np.bool_)
         if (span := run.window) is not None:
@@ -168,7 +179,7 @@ class Scorer(Reader):
         score = fused(self._s, run.weights, cos, b, exact, inside, when)
         vh = cos > self._s.floor  # a vector hit clears the floor
         kh = b > 0
-        return Scores(keys, cos, b, vh, kh, score)
+        return Scores(keys, found, cos, b, vh, kh, score)
 
     def decay(self, run: Run, keys: KeyArray) -> npt.NDArray[np.float32]:
         c = self._cols
