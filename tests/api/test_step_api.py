@@ -12,6 +12,8 @@ from pathlib import Path
 import grpc
 import msgspec
 import pytest
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 
 from pocketd.v1 import agent_service_pb2 as apb
 from pocketd.v1 import agent_service_pb2_grpc as apb_grpc
@@ -470,31 +472,66 @@ async def test_closing_a_task_drops_its_loop_state_and_later_steps_are_refused(
     assert len(loop._sessions) == 2
 
 
+def _closing_during_first_read(
+    loop: object, closes: str, monkeypatch: pytest.MonkeyPatch
+) -> list[str]:
+    """Make the ledger close task `closes` (as CloseTask does: the ledger, then the loop)
+    right after a first Step's first read of the ledger (`charge` is only called there); the
+    ids read, in order."""
+    ledger = loop._ledger  # type: ignore[attr-defined]
+    real = ledger.charge
+    reads: list[str] = []
+
+    def racing(task_id: str, *args: object, **kwargs: object) -> object:
+        reads.append(task_id)
+        out = real(task_id, *args, **kwargs)
+        if len(reads) == 1:
+            target = task_id.replace(task_id.rsplit("~", 1)[-1], closes)
+            ledger.close_task(target, "close")
+            loop.closed(target)  # type: ignore[attr-defined]
+        return out
+
+    monkeypatch.setattr(ledger, "charge", racing)
+    return reads
+
+
 async def test_a_first_step_racing_closetask_keeps_no_loop_state(
     server: RunningServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The task is closed (and its state dropped) after a first Step read it from the ledger
-    and before that Step kept its state: the Step is refused, and nothing of the closed task
-    stays in memory until `agent.sessions` newer tasks push it out."""
+    and before that Step kept its state: the Step is refused as closed, and nothing of the
+    closed task stays in memory until `agent.sessions` newer tasks push it out."""
     agent, led = stubs(server)
     loop = server.loop
-    ledger = loop._ledger
-    real = ledger.charge
-    raced: list[str] = []
-
-    def racing(task_id: str, *args: object, **kwargs: object) -> object:
-        out = real(task_id, *args, **kwargs)  # type: ignore[arg-type]
-        if not raced:  # CloseTask, whole, between the Step's read and its keeping the state
-            raced.append(task_id)
-            ledger.close_task(task_id, "close")
-            loop.closed(task_id)
-        return out
-
     await open_task(led, "racer")
-    monkeypatch.setattr(ledger, "charge", racing)
     before = len(loop._sessions)
-    with pytest.raises(grpc.aio.AioRpcError) as closed:
-        await agent.Step(apb.StepRequest(task_id="racer", round=1, goal="Where is 88123?"))
-    assert raced
-    assert closed.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+    reads = _closing_during_first_read(loop, "racer", monkeypatch)
+    err = await expect(
+        agent.Step(apb.StepRequest(task_id="racer", round=1, goal="Where is 88123?")),
+        grpc.StatusCode.FAILED_PRECONDITION,
+    )
+    status = rpc_status.from_call(err)  # type: ignore[arg-type]
+    pre = error_details_pb2.PreconditionFailure()
+    assert status is not None and any(d.Unpack(pre) for d in status.details)
+    assert pre.violations[0].type == "TASK_CLOSED"
+    assert len(reads) == 2  # read again after the close, and refused
     assert len(loop._sessions) == before
+
+
+async def test_another_tasks_close_during_a_first_step_keeps_its_state(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a close of the Step's own task makes it read the ledger again."""
+    agent, led = stubs(server)
+    loop = server.loop
+    await open_task(led, "stays")
+    await open_task(led, "goes")
+    before = len(loop._sessions)
+    reads = _closing_during_first_read(loop, "goes", monkeypatch)
+    out = await agent.Step(apb.StepRequest(task_id="stays", round=1, goal="Where is 88123?"))
+    assert out.model and out.context  # planned: a tier's model and the round's context
+    assert len(reads) == 1  # not read again: its own task was not closed
+    assert len(loop._sessions) == before + 1
+    with pytest.raises(grpc.aio.AioRpcError) as closed:
+        await agent.Step(apb.StepRequest(task_id="goes", round=1, goal="Where is 88123?"))
+    assert closed.value.code() is grpc.StatusCode.FAILED_PRECONDITION

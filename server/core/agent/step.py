@@ -144,6 +144,15 @@ class StepOut:
 
 
 @dataclass
+class _Opening:
+    """A task whose first Step is between its ledger read and keeping its state: how many
+    such Steps, and how many times the task was closed meanwhile."""
+
+    steps: int = 0
+    closes: int = 0
+
+
+@dataclass
 class _Session:
     goal: str
     namespace: str
@@ -244,7 +253,8 @@ class AgentLoop:
         # Per tenant, so one tenant's tasks never evict another's sessions.
         self._sessions: PartitionedLRU[str, _Session] = PartitionedLRU(max(settings.sessions, 1))
         self._lock = threading.Lock()
-        self._closes = 0  # tasks closed so far (`closed`): a first Step checks none slipped by
+        # Tasks whose first Step is reading the ledger: a close meanwhile is counted there.
+        self._opening: dict[str, _Opening] = {}
         self._writer = MemoryWriter(
             engine, background_nice, MAX_PENDING_WRITES, None if pending is None else pending.done
         )
@@ -484,34 +494,42 @@ class AgentLoop:
     def _session(self, r: StepIn) -> _Session:
         """The task's loop state; the first Step of a task (or the first after a restart) reads
         the task from the ledger: NOT_FOUND, closed, or where it lives and its tools' budgets
-        (which never change)."""
-        part = tenant_of(r.task_id)
+        (which never change). It keeps the state only if the task was not closed since that
+        read (`closed` ran before the state was kept, and a closed task's state would stay
+        until `agent.sessions` newer tasks push it out); otherwise it reads the ledger again,
+        which refuses the closed task."""
+        part, tid = tenant_of(r.task_id), r.task_id
         with self._lock:
-            s = self._sessions.get(part, r.task_id)
-            closes = self._closes
-        if s is not None:
-            return s
-        task = self._ledger.charge(r.task_id, r.round, ())  # NOT_FOUND, or closed: refused
-        if not r.goal:
-            raise FailedPreconditionError(
-                f"the first Step of task {r.task_id!r} needs its goal",
-                "GOAL_REQUIRED",
-                Location("goal"),
-            )
-        s = _Session(r.goal, task.namespace, task.session_id, task.budget.tools)
-        while True:
-            with self._lock:  # (another first Step of the task may have made one meanwhile)
-                held = self._sessions.get(part, r.task_id)
-                if held is not None:
-                    return held
-                if self._closes == closes:
-                    self._sessions.put(part, r.task_id, s)
-                    return s
-                closes = self._closes
-            # A task was closed since the ledger was read, perhaps this one, and its
-            # `closed` ran before this state was kept: read the ledger again, or the closed
-            # task's state would stay until `agent.sessions` newer tasks push it out.
-            self._ledger.charge(r.task_id, r.round, ())
+            s = self._sessions.get(part, tid)
+            if s is not None:
+                return s
+            opening = self._opening.setdefault(tid, _Opening())
+            opening.steps += 1
+        try:
+            seen = 0
+            task = self._ledger.charge(tid, r.round, ())  # NOT_FOUND, or closed: refused
+            if not r.goal:
+                raise FailedPreconditionError(
+                    f"the first Step of task {tid!r} needs its goal",
+                    "GOAL_REQUIRED",
+                    Location("goal"),
+                )
+            s = _Session(r.goal, task.namespace, task.session_id, task.budget.tools)
+            while True:
+                with self._lock:  # (another first Step of the task may have made one meanwhile)
+                    held = self._sessions.get(part, tid)
+                    if held is not None:
+                        return held
+                    if opening.closes == seen:
+                        self._sessions.put(part, tid, s)
+                        return s
+                    seen = opening.closes
+                self._ledger.charge(tid, r.round, ())
+        finally:
+            with self._lock:
+                opening.steps -= 1
+                if opening.steps == 0:
+                    del self._opening[tid]
 
     def _charge_memory(self, r: StepIn, amount: int, writes: Sequence[Pending] = ()) -> Status:
         """pocketd's own work (new work each time it runs, so a fresh key), with the Step's
@@ -571,7 +589,9 @@ class AgentLoop:
         of the last `agent.sessions`."""
         with self._lock:
             self._sessions.pop(tenant_of(task_id), task_id)
-            self._closes += 1
+            opening = self._opening.get(task_id)
+            if opening is not None:
+                opening.closes += 1
 
     def settle(self, namespace: str, deadline: Deadline) -> None:
         """Every memory a Step acknowledged in `namespace` is in the store once this returns
