@@ -98,7 +98,7 @@ def test_the_readmes_go_snippet_type_checks(tmp_path: Path) -> None:
         "func search(params string) (string, error) { return params, nil }\n\n"
         "func main() {\n" + body + "\n}\n"
     )
-    env = dict(os.environ, GOWORK=str(tmp_path / "go.work"), GOFLAGS="")
+    env = dict(os.environ, GOWORK=str(tmp_path / "go.work"), GOFLAGS="-mod=readonly")
     out = subprocess.run(
         ["go", "build", "-gcflags=-e", "-o", os.devnull, "."],
         cwd=tmp_path,
