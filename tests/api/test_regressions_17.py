@@ -21,6 +21,7 @@ from pocketd.v1 import ledger_service_pb2 as lpb
 from server.adapters.onnx_encoder import OnnxTextEncoder
 from server.api.calls import CallRunner, Lane, WorkerPools
 from server.config import ConfigError, check
+from server.core.deadline import Deadline
 from server.core.errors import ResourceExhaustedError
 from server.core.settings import AgentSettings, ServerSettings
 from tests.api.test_memory_api import expect, violations
@@ -147,9 +148,14 @@ async def test_the_call_log_says_deadline_exceeded_once_the_work_stopped(
     gate = threading.Event()
     real = server.loop.step
 
-    def held(*args: Any) -> Any:
+    def held(r: Any, deadline: Deadline) -> Any:
         gate.wait(60)
-        return real(*args)
+        # The server's deadline began a little after the client's: the work goes on only once
+        # its own has passed too, or it could finish inside it (it did, on a loaded machine).
+        stop = time.monotonic() + 60
+        while deadline.remaining() > 0 and time.monotonic() < stop:
+            time.sleep(0.01)
+        return real(r, deadline)
 
     server.loop.step = held
     caplog.set_level(logging.INFO, logger="pocketd.calls")
