@@ -486,7 +486,8 @@ def _closing_during_first_read(
         reads.append(task_id)
         out = real(task_id, *args, **kwargs)
         if len(reads) == 1:
-            target = task_id.replace(task_id.rsplit("~", 1)[-1], closes)
+            tenant, sep, _ = task_id.rpartition("~")  # the same tenant's task `closes`
+            target = tenant + sep + closes
             ledger.close_task(target, "close")
             loop.closed(target)  # type: ignore[attr-defined]
         return out
