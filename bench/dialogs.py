@@ -27,25 +27,24 @@ Questions have one of five types, and each names its evidence turns:
 Held-out templates: each type has at least four question templates (`TEMPLATES`), grouped by the
 fact they ask about, and each template has at least two paraphrases in each language. The
 templates of a fact are split by index parity: even → the `tune` half, odd → the `report` half.
-Every fact is asked once with a template of each half, so the halves cover the same facts in
-different words; tune defaults on the `tune` half only, and read the `report` half as held out.
+`generate(seed, half=...)` asks every fact once in that half's templates only, in a corpus of its
+own (its namespaces and identifiers are the half's); `bench quality` tunes on seed 1's tune half
+and reports on seed 2's report half, so that the facts, the evidence and the corpus differ, not
+only the question wording. `generate(seed)` without a half asks every fact in both halves over
+one corpus (the halves then share every fact and evidence turn: for development only).
 
-`generate(seed)` is deterministic. Keep one seed for development and report another (`bench
-quality` uses 1 and 2), so that nothing is tuned to one draw of the generator either.
+`generate` is deterministic.
 """
 
 from __future__ import annotations
 
 import random
-import re
-import time
 from dataclasses import dataclass, field
 
 DAY = 86_400.0
 START = 1_735_689_600.0  # 2025-01-01T00:00:00Z
 TYPES = ("single_hop", "multi_hop", "temporal", "exact_id", "adversarial")
 HALVES = ("tune", "report")
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
 
 @dataclass(frozen=True)
@@ -57,15 +56,6 @@ class Turn:
     text: str  # the words, without the speaker
     time: float  # the event time
     index: int  # the position in its session, from 0
-
-
-def transcript(t: Turn) -> str:
-    """The turn as a dated transcript reads, "2 May 2023, Speaker: words" (in Chinese "2023年5月2日
-    Speaker: words"): what a text-only retriever gets, the same fields pocketd gets."""
-    d = time.gmtime(t.time)
-    if _CJK.search(t.text):
-        return f"{d.tm_year}年{d.tm_mon}月{d.tm_mday}日 {t.speaker}: {t.text}"
-    return f"{d.tm_mday} {time.strftime('%B', d)} {d.tm_year}, {t.speaker}: {t.text}"
 
 
 @dataclass(frozen=True)
@@ -467,8 +457,15 @@ _Slot = tuple[str, str, str]  # (speaker, words, plan id)
 class _Conversation:
     """Builds one namespace's sessions and questions."""
 
-    def __init__(self, rng: random.Random, lang: Lang, ns: str, sessions: int) -> None:
-        self.rng, self.lang, self.ns = rng, lang, ns
+    def __init__(
+        self,
+        rng: random.Random,
+        lang: Lang,
+        ns: str,
+        sessions: int,
+        halves: tuple[str, ...] = HALVES,
+    ) -> None:
+        self.rng, self.lang, self.ns, self.halves = rng, lang, ns, halves
         self.a, self.b = rng.sample(lang.names, 2)
         self.sessions = sessions
         self.plan: list[list[_Slot]] = [[] for _ in range(sessions)]
@@ -477,8 +474,16 @@ class _Conversation:
         self.events_left = list(lang.events)  # each event is told of by one pair of turns
 
     def _code(self, prefix: str, digits: int) -> str:
+        """A fresh code of `digits` digits. A conversation asked in one half only draws from
+        that half's share of the range (tune: leading digits 1-4, report: 5-9), so no
+        identifier is in both halves; its near-miss sibling (+1) stays in the same share."""
+        lo, hi = 10 ** (digits - 1), 10**digits
+        if self.halves == ("tune",):
+            hi = 5 * lo - 1
+        elif self.halves == ("report",):
+            lo, hi = 5 * lo, hi - 1
         while True:
-            code = f"{prefix}{self.rng.randrange(10 ** (digits - 1), 10**digits)}"
+            code = f"{prefix}{self.rng.randrange(lo, hi)}"
             if code not in self.codes:
                 self.codes.add(code)
                 return code
@@ -494,8 +499,9 @@ class _Conversation:
         return self.say(session, speaker, self.rng.choice(phrasings).format(**kw))
 
     def ask(self, kind: str, fact: str, slots: tuple[_Slot, ...], **kw: str) -> None:
-        """Ask about `slots` once per half: a template of that half, one of its paraphrases."""
-        for half in HALVES:
+        """Ask about `slots` once per half asked: a template of that half, one of its
+        paraphrases."""
+        for half in self.halves:
             t = self.rng.choice(templates(kind, fact, half))
             text = self.rng.choice(t.forms(self.lang.code)).format(**kw)
             evidence = tuple(s[2] for s in slots)
@@ -585,13 +591,23 @@ class _Conversation:
         ]
 
 
-def generate(seed: int, conversations: int = 24, sessions: int = 10) -> DialogSet:
-    """`conversations` namespaces, half English and half Chinese, of `sessions` sessions each."""
+def generate(
+    seed: int, conversations: int = 24, sessions: int = 10, half: str | None = None
+) -> DialogSet:
+    """`conversations` namespaces, half English and half Chinese, of `sessions` sessions each.
+    Every fact is asked once per half; with `half` ("tune" or "report") only in that half's
+    templates, in namespaces named for it (`dlg<seed><half's initial>-<n>`), with identifiers
+    from that half's own range: a corpus of its own, to report on other facts than one tunes on
+    (`bench quality`: tune at seed 1, report at seed 2)."""
+    if half is not None and half not in HALVES:
+        raise ValueError(f"half: one of {HALVES}, not {half!r}")
+    halves = HALVES if half is None else (half,)
     rng = random.Random(seed)
     out = DialogSet()
     for c in range(conversations):
         lang = EN if c % 2 == 0 else ZH
-        conv = _Conversation(rng, lang, f"dlg{seed}-{c:02d}", sessions)
+        ns = f"dlg{seed}-{c:02d}" if half is None else f"dlg{seed}{half[0]}-{c:02d}"
+        conv = _Conversation(rng, lang, ns, sessions, halves)
         for me, other in ((conv.a, conv.b), (conv.b, conv.a)):
             conv.persona(me)
             conv.events(me, other)

@@ -67,13 +67,28 @@ def from_dialogs(data: DialogSet) -> Corpus:
 Figures = dict[str, dict[str, float]]  # kind → {"r5", "r10", "questions"}
 
 
-def score(probes: Iterable[Probe], rank: Ranker, by: Callable[[Probe], str]) -> Figures:
+def memo(rank: Ranker) -> Ranker:
+    """`rank`, asked once per probe: scoring the same probes by several groupings ranks once."""
+    seen: dict[Probe, list[str]] = {}
+
+    def ranked(p: Probe) -> list[str]:
+        if p not in seen:
+            seen[p] = rank(p)
+        return seen[p]
+
+    return ranked
+
+
+def score(probes: Iterable[Probe], rank: Ranker, by: Callable[[Probe], str | None]) -> Figures:
     """R@5 and R@10 per group `by(probe)`: the share of a probe's evidence groups found in its
-    top 5 (10), averaged over the group's probes."""
+    top 5 (10), averaged over the group's probes. A probe whose group is None is left out."""
     sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
     for p in probes:
+        group = by(p)
+        if group is None:
+            continue
         got = rank(p)
-        s = sums[by(p)]
+        s = sums[group]
         for i, k in enumerate(K):
             top = set(got[:k])
             s[i] += sum(any(t in top for t in g) for g in p.evidence) / len(p.evidence)

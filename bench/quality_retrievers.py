@@ -1,9 +1,12 @@
 """The retrievers `bench quality` compares, each over the same turns and the same questions.
 
-Every retriever gets, per turn: its words, its speaker, its session id and its event time (and
-so the turns' order). The in-process baselines read a turn as the transcript line
-"speaker: words" (`bench.dialogs.transcript`); pocketd gets the words as the memory's text and the
-speaker, session, event time and position in the session as fields of their own.
+Every retriever gets the same inputs per turn: its words as text, and its speaker and event time
+as fields (pocketd gets the session id and the position in the session too, which no baseline
+here reads). The in-process baselines index a `Document` per turn: the words alone (no speaker
+or date glued into the text), with `speaker` and `time` beside them. `HybridFields` is the
+baseline that reads those fields, as an afternoon's build would (`bench.quality_fields`); the
+others read the text only. pocketd gets the words as the memory's text and the fields as fields
+of its own.
 """
 
 from __future__ import annotations
@@ -13,21 +16,26 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import bm25s
 import numpy as np
 import numpy.typing as npt
 
-from bench.dialogs import Turn, transcript
+from bench.dialogs import Turn
 from bench.encoder import bench_encoder
 from bench.quality_data import Corpus, K, Probe, by_namespace
+from bench.quality_fields import named_dates, named_speakers, utc_date
 from bench.server_proc import ServerProcess
 from bench.textproc import add_words, tokenize
 from pocketd import Client, MemoryInput
+from server.core.memory.ports import TextEncoder
 
 DEPTH = max(K)
 FUSION_DEPTH = 100  # each channel's candidates for the hybrid
+SPEAKER_BOOST = 0.5  # added to the fused score of a named speaker's turns (not tuned)
+DATE_BOOST = 0.5  # added to the fused score of the turns on a named day or month (not tuned)
 Scored = list[tuple[str, float]]  # turn ids with their scores, best first
 
 
@@ -35,27 +43,49 @@ def log(msg: str) -> None:
     print(f"[quality] {msg}", file=sys.stderr, flush=True)
 
 
+@dataclass(frozen=True)
+class Document:
+    """What the in-process baselines index per turn: the words as text, the speaker and the
+    event time as fields."""
+
+    turn_id: str
+    text: str
+    speaker: str
+    time: float
+
+
+def documents(corpus: Corpus) -> dict[str, list[Document]]:
+    """Per namespace, its turns as documents, in the corpus's order."""
+    return {
+        ns: [Document(t.turn_id, t.text, t.speaker, t.time) for t in turns]
+        for ns, turns in by_namespace(corpus.turns).items()
+    }
+
+
 class BM25:
-    """bm25s (k1 1.5, b 0.75, its defaults) per namespace over `bench.textproc.tokenize` of
-    "speaker: words": stemmed, stopwords removed, Chinese segmented by jieba (which is taught
-    the speakers' names first)."""
+    """bm25s (k1 1.5, b 0.75, its defaults) per namespace over `bench.textproc.tokenize` of the
+    words: stemmed, stopwords removed, Chinese segmented by jieba (which is taught the speakers'
+    names first, so that a question naming one is segmented well)."""
 
     def __init__(self, corpus: Corpus) -> None:
-        self.indexes: dict[str, tuple[bm25s.BM25, list[str]]] = {}
+        self.docs = documents(corpus)
+        self.indexes: dict[str, bm25s.BM25] = {}
         add_words({t.speaker for t in corpus.turns})
-        for ns, turns in by_namespace(corpus.turns).items():
+        for ns, docs in self.docs.items():
             index = bm25s.BM25(k1=1.5, b=0.75)
-            index.index([tokenize(transcript(t)) for t in turns], show_progress=False)
-            self.indexes[ns] = (index, [t.turn_id for t in turns])
+            index.index([tokenize(d.text) for d in docs], show_progress=False)
+            self.indexes[ns] = index
 
     def scored(self, p: Probe, depth: int) -> Scored:
-        index, ids = self.indexes[p.namespace]
+        index, docs = self.indexes[p.namespace], self.docs[p.namespace]
         query = tokenize(p.text)
         if not query:
             return []
-        docs, scores = index.retrieve([query], k=min(depth, len(ids)), show_progress=False)
+        ids, scores = index.retrieve([query], k=min(depth, len(docs)), show_progress=False)
         return [
-            (ids[d], s) for d, s in zip(docs[0].tolist(), scores[0].tolist(), strict=True) if s > 0
+            (docs[d].turn_id, s)
+            for d, s in zip(ids[0].tolist(), scores[0].tolist(), strict=True)
+            if s > 0
         ]
 
     def __call__(self, p: Probe) -> list[str]:
@@ -63,17 +93,18 @@ class BM25:
 
 
 class Dense:
-    """Exact cosine over `bench.encoder.bench_encoder()`'s vectors of "speaker: words"."""
+    """Exact cosine over an encoder's vectors of the words (`bench.encoder.bench_encoder()`,
+    the server's default, unless one is given)."""
 
-    def __init__(self, corpus: Corpus) -> None:
-        self.enc = bench_encoder()
+    def __init__(self, corpus: Corpus, encoder: TextEncoder | None = None) -> None:
+        self.enc = bench_encoder() if encoder is None else encoder
         manifest = getattr(self.enc, "manifest", None)
         self.model = str(getattr(manifest, "name", type(self.enc).__name__))
-        self.ids: dict[str, list[str]] = {}
-        self.mats: dict[str, npt.NDArray[np.float32]] = {}
-        for ns, turns in by_namespace(corpus.turns).items():
-            self.ids[ns] = [t.turn_id for t in turns]
-            self.mats[ns] = np.asarray(self.enc.encode([transcript(t) for t in turns]))
+        self.docs = documents(corpus)
+        self.mats: dict[str, npt.NDArray[np.float32]] = {
+            ns: np.asarray(self.enc.encode([d.text for d in docs]))
+            for ns, docs in self.docs.items()
+        }
         self._queries: dict[str, npt.NDArray[np.float32]] = {}
         texts = sorted({p.text for p in corpus.probes})
         if texts:
@@ -85,8 +116,8 @@ class Dense:
             q = self._queries[p.text] = np.asarray(self.enc.encode([p.text]))[0]
         sims = self.mats[p.namespace] @ q
         order = np.argsort(-sims, kind="stable")[:depth]
-        ids = self.ids[p.namespace]
-        return [(ids[i], float(sims[i])) for i in order.tolist()]
+        docs = self.docs[p.namespace]
+        return [(docs[i].turn_id, float(sims[i])) for i in order.tolist()]
 
     def __call__(self, p: Probe) -> list[str]:
         return [t for t, _ in self.scored(p, DEPTH)]
@@ -106,13 +137,65 @@ class Hybrid:
     def __init__(self, bm25: BM25, dense: Dense) -> None:
         self.bm25, self.dense = bm25, dense
 
-    def __call__(self, p: Probe) -> list[str]:
+    def fused(self, p: Probe) -> tuple[dict[str, float], dict[str, int]]:
+        """The fused scores of the channels' candidates, and the dense order (for ties)."""
         dense = self.dense.scored(p, FUSION_DEPTH)
         b, d = _min_max(self.bm25.scored(p, FUSION_DEPTH)), _min_max(dense)
-        order = {t: i for i, (t, _) in enumerate(dense)}  # ties: the dense order
-        fused = {t: 0.5 * b.get(t, 0.0) + 0.5 * d.get(t, 0.0) for t in b.keys() | d.keys()}
-        ranked = sorted(fused, key=lambda t: (-fused[t], order.get(t, len(order)), t))
-        return ranked[:DEPTH]
+        order = {t: i for i, (t, _) in enumerate(dense)}
+        return {t: 0.5 * b.get(t, 0.0) + 0.5 * d.get(t, 0.0) for t in b.keys() | d.keys()}, order
+
+    @staticmethod
+    def ranked(fused: dict[str, float], order: dict[str, int]) -> list[str]:
+        return sorted(fused, key=lambda t: (-fused[t], order.get(t, len(order)), t))[:DEPTH]
+
+    def __call__(self, p: Probe) -> list[str]:
+        return self.ranked(*self.fused(p))
+
+
+class HybridFields:
+    """The hybrid plus the two fields, as an afternoon's build reads them
+    (`bench.quality_fields`): when the question names a speaker of the namespace, +0.5 to
+    that speaker's turns; when it names a day or a month (or "yesterday", "last week" against
+    its `as_of`), +0.5 to the turns whose event time falls in it. A boosted turn joins the
+    candidates even when neither channel found it. Fixed boosts, not tuned."""
+
+    def __init__(self, hybrid: Hybrid) -> None:
+        self.hybrid = hybrid
+        self.docs = hybrid.dense.docs
+        self.speakers = {ns: {d.speaker for d in docs} for ns, docs in self.docs.items()}
+
+    def __call__(self, p: Probe) -> list[str]:
+        fused, order = self.hybrid.fused(p)
+        speakers = named_speakers(p.text, self.speakers[p.namespace])
+        dates = named_dates(p.text, p.as_of)
+        if speakers or dates:
+            for d in self.docs[p.namespace]:
+                boost = SPEAKER_BOOST if d.speaker in speakers else 0.0
+                if dates and any(w.matches(utc_date(d.time)) for w in dates):
+                    boost += DATE_BOOST
+                if boost:
+                    fused[d.turn_id] = fused.get(d.turn_id, 0.0) + boost
+        return Hybrid.ranked(fused, order)
+
+
+class Oracle:
+    """The evidence itself, first: one turn of each evidence group (the best R@k can be)."""
+
+    def __call__(self, p: Probe) -> list[str]:
+        return [g[0] for g in p.evidence][:DEPTH]
+
+
+class Ceiling:
+    """The evidence pocketd still holds, first: one held turn of each evidence group whose
+    turn some stored memory maps to (`Pocketd.held`). The best R@k pocketd could reach after
+    its write gate and merging."""
+
+    def __init__(self, held: set[str]) -> None:
+        self.held = held
+
+    def __call__(self, p: Probe) -> list[str]:
+        kept = [next((t for t in g if t in self.held), None) for g in p.evidence]
+        return [t for t in kept if t is not None][:DEPTH]
 
 
 class Trivial:
@@ -162,6 +245,11 @@ class Pocketd:
         self.turn_of: dict[str, str] = {}  # memory id → the turn whose words it holds
         self.imports: dict[str, dict[str, float]] = {}
         self.short_lists: dict[str, int] = defaultdict(int)  # recalls under 10 hits, per label
+
+    @property
+    def held(self) -> set[str]:
+        """The turns some stored memory maps to (a merged memory: its newest turn only)."""
+        return set(self.turn_of.values())
 
     def add(self, corpus: Corpus, label: str) -> None:
         sessions: dict[str, list[Turn]] = defaultdict(list)

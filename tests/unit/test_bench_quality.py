@@ -4,11 +4,10 @@ figures rest on. Fast: no server, no encoder."""
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from pathlib import Path
 
-from bench.dialogs import HALVES, TEMPLATES, TYPES, generate, transcript
+from bench.dialogs import HALVES, TEMPLATES, TYPES, generate
 from bench.memorybank import load, load_language, turn_id
 from bench.quality_data import Probe, from_dialogs, pooled, score
 from bench.textproc import add_words, tokenize
@@ -32,10 +31,7 @@ def test_the_generator_is_deterministic_and_its_evidence_exists() -> None:
     # A turn's index is its position in its session; its words carry no speaker prefix.
     for t in a.turns:
         assert t.turn_id.endswith(f"-t{t.index:02d}")
-        assert transcript(t).endswith(f"{t.speaker}: {t.text}")
-        # The baselines get the event date as words too (pocketd gets it as a field).
-        day = time.gmtime(t.time)
-        assert str(day.tm_year) in transcript(t) and str(day.tm_mday) in transcript(t)
+        assert not t.text.startswith(f"{t.speaker}:")
 
 
 def test_adversarial_evidence_has_a_look_alike_of_the_other_speaker() -> None:
