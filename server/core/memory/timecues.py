@@ -61,33 +61,56 @@ def _month_start(d: dt.datetime) -> dt.datetime:
     return d.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 
 
+# The calendar's last microsecond. Validation accepts timestamps up to
+# 9999-12-31T23:59:59.999999999Z; as a float they round up to 253402300800.0, the first second of
+# year 10000: read as this instant.
+_LAST = dt.datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=dt.UTC)
+_PAST_LAST = 253_402_300_800.0
+
+
+def utc(t: float) -> dt.datetime:
+    """`t` (seconds since the epoch, as validation accepts them) as a UTC datetime, exactly: the
+    float of a timestamp in the calendar's last microsecond is read as that microsecond."""
+    return _LAST if t >= _PAST_LAST else dt.datetime.fromtimestamp(t, dt.UTC)
+
+
 def window(text: str, reference: float) -> tuple[float, float] | None:
-    """The [start, end) event-time window the first cue of `text` names, or None."""
+    """The [start, end) event-time window the first cue of `text` names, or None (also when the
+    window would reach past the calendar's ends)."""
     low = text.lower()
-    ref = dt.datetime.fromtimestamp(reference, dt.UTC)
-    day = ref.replace(hour=0, minute=0, second=0, microsecond=0)
-    if m := _N_DAYS.search(low):
-        n = int(m.group(1) or m.group(2))
-        start = day - n * _DAY
-        return start.timestamp(), (start + _DAY).timestamp()
-    for pattern, name in _CUES:
-        if not pattern.search(low):
-            continue
-        week = day - day.weekday() * _DAY
-        month = _month_start(ref)
-        year = month.replace(month=1)
-        if not 1 < year.year < 9999:  # no window reaches past the calendar's ends
-            return None
-        spans = {
-            "today": (day, day + _DAY),
-            "yesterday": (day - _DAY, day),
-            "this_week": (week, week + 7 * _DAY),
-            "last_week": (week - 7 * _DAY, week),
-            "this_month": (month, _month_start(month + 32 * _DAY)),
-            "last_month": (_month_start(month - _DAY), month),
-            "this_year": (year, year.replace(year=year.year + 1)),
-            "last_year": (year.replace(year=year.year - 1), year),
-        }
-        start, end = spans[name]
-        return start.timestamp(), end.timestamp()
+    ref = utc(reference)
+    try:
+        if m := _N_DAYS.search(low):
+            start = ref.replace(hour=0, minute=0, second=0, microsecond=0)
+            start -= int(m.group(1) or m.group(2)) * _DAY
+            return start.timestamp(), (start + _DAY).timestamp()
+        for pattern, name in _CUES:
+            if pattern.search(low):
+                start, end = _span(name, ref)
+                return start.timestamp(), end.timestamp()
+    except (OverflowError, ValueError):  # past 9999-12-31 or before 0001-01-01
+        return None
     return None
+
+
+def _span(name: str, ref: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
+    """The window of the cue `name` around `ref` (weeks from Monday, months from the 1st)."""
+    day = ref.replace(hour=0, minute=0, second=0, microsecond=0)
+    week = day - day.weekday() * _DAY
+    month = _month_start(ref)
+    year = month.replace(month=1)
+    if name == "today":
+        return day, day + _DAY
+    if name == "yesterday":
+        return day - _DAY, day
+    if name == "this_week":
+        return week, week + 7 * _DAY
+    if name == "last_week":
+        return week - 7 * _DAY, week
+    if name == "this_month":
+        return month, _month_start(month + 32 * _DAY)
+    if name == "last_month":
+        return _month_start(month - _DAY), month
+    if name == "this_year":
+        return year, year.replace(year=year.year + 1)
+    return year.replace(year=year.year - 1), year  # last_year

@@ -12,7 +12,7 @@ import pytest
 
 from server.core.engine import MemoryEngine
 from server.core.memory.model import Kind, RecallQuery
-from server.core.memory.timecues import has_time_expression, window
+from server.core.memory.timecues import has_time_expression, utc, window
 from server.core.settings import MemorySettings
 from tests.conftest import unit_vec
 from tests.unit.test_engine import NS, mem
@@ -113,3 +113,21 @@ def test_a_question_that_mentions_the_past_without_asking_when_boosts_no_answer_
     hits = eng.recall(RecallQuery(namespace=NS, text="之前那次上线失败是怎么回事", vector=q)).hits
     by = {h.record.text[:2]: h.score for h in hits}
     assert by["上周"].fused <= by["上次"].fused
+
+
+LAST = 253_402_300_799 + 999_999_999 / 1e9  # as validation accepts it: rounds to year 10000
+
+
+def test_the_calendars_last_instant_is_read_exactly() -> None:
+    assert utc(LAST) == dt.datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=dt.UTC)
+    assert window("yesterday", LAST) == (day(9999, 12, 30), day(9999, 12, 31))
+    assert window("3天前", LAST) == (day(9999, 12, 28), day(9999, 12, 29))
+
+
+@pytest.mark.parametrize("text", ["today", "0 days ago", "this week", "this month", "this year"])
+def test_a_window_past_the_calendars_end_is_none(text: str) -> None:
+    assert window(text, LAST) is None
+
+
+def test_a_window_before_the_epoch_is_kept() -> None:
+    assert window("yesterday", 0.0) == (-86_400.0, 0.0)
