@@ -113,17 +113,19 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
         tools: list[dict[str, Any]] = []
         params: list[dict[str, Any]] = []
         t = call_tenant(context)
+        rec = CallRecord("Step", "", 1)
         return await self._call(
             context,
-            CallRecord("Step", "", 1),
+            rec,
             lambda v: self._check_step(v, request, tools, params),
-            lambda d: self._run_step(request, tools, params, d, t),
+            lambda d: self._run_step(request, tools, params, d, t, rec),
             batch=False,
             lane=Lane.AGENT,
         )
 
     async def StepBatch(self, request: apb.StepBatchRequest, context: Ctx) -> apb.StepBatchResponse:
         t = call_tenant(context)
+        rec = CallRecord("StepBatch", "", len(request.steps))
 
         def validate(v: Violations) -> None:
             if not 1 <= len(request.steps) <= MAX_BATCH:
@@ -153,7 +155,7 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
                     v = Violations()
                     self._check_step(v, step, tools, params)
                     v.raise_if_any()
-                    result.response.CopyFrom(self._run_step(step, tools, params, d, t))
+                    result.response.CopyFrom(self._run_step(step, tools, params, d, t, rec))
                 except CallCancelledError:
                     raise  # the whole call stops
                 except DeadlineExceededError as e:
@@ -173,7 +175,7 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
 
         return await self._call(
             context,
-            CallRecord("StepBatch", "", len(request.steps)),
+            rec,
             validate,
             work,
             lane=Lane.AGENT,
@@ -246,7 +248,9 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
         params: list[dict[str, Any]],
         d: Deadline,
         tenant: Tenant,
+        rec: CallRecord,
     ) -> apb.StepResponse:
+        """Run one Step; the call log names the task's namespace (a StepBatch's, each once)."""
         if self._loop is None:
             if self._count is None:
                 raise FailedPreconditionError(
@@ -278,6 +282,9 @@ class AgentServicer(Handler, apb_grpc.AgentServiceServicer):  # type: ignore[mis
             ),
             d,
         )
+        ns = tenant.unscope(out.namespace) or out.namespace
+        if ns and ns not in rec.namespace.split(","):
+            rec.namespace = f"{rec.namespace},{ns}" if rec.namespace else ns
         return step_pb(out, tenant)
 
     async def CompressTools(

@@ -27,6 +27,7 @@ from server.core.settings import Settings
 from server.core.tenancy import Tenant
 
 T = TypeVar("T")
+_REMEMBERED_TASKS = 4096  # tasks whose namespace the call log keeps at hand
 
 
 def _nothing(task_id: str) -> None:
@@ -42,6 +43,8 @@ class LedgerServicer(Handler, lpb_grpc.LedgerServiceServicer):  # type: ignore[m
         self._settings = settings.ledger
         self._ledger: Ledger | None = None
         self._closed: Callable[[str], None] = _nothing
+        # task → its namespace, for the call log (a task never changes namespace); bounded
+        self._namespaces: dict[str, str] = {}
 
     def ready(self, ledger: Ledger) -> None:
         self._ledger = ledger
@@ -169,10 +172,24 @@ class LedgerServicer(Handler, lpb_grpc.LedgerServiceServicer):  # type: ignore[m
     ) -> T:
         """A call on one task, which `work` gets as the ledger keys it."""
         t = call_tenant(context)
+        rec = CallRecord(method, "", 1)
 
         def run(d: Deadline) -> T:
-            return work(self._led(), self.task_id(t, task_id), t)
+            led, task = self._led(), self.task_id(t, task_id)
+            out = work(led, task, t)
+            rec.namespace = self._namespace(led, task, t)
+            return out
 
-        return await self._call(
-            context, CallRecord(method, "", 1), validate, run, batch=False, lane=Lane.AGENT
-        )
+        return await self._call(context, rec, validate, run, batch=False, lane=Lane.AGENT)
+
+    def _namespace(self, led: Ledger, task: str, t: Tenant) -> str:
+        """The namespace `task` was opened in, as `t` spells it, for the call log: read from
+        the ledger once per task (a task never changes namespace), then remembered."""
+        ns = self._namespaces.get(task)
+        if ns is None:
+            kept = led.namespace_of(task) or ""
+            ns = t.unscope(kept) or kept
+            if len(self._namespaces) >= _REMEMBERED_TASKS:
+                self._namespaces.clear()
+            self._namespaces[task] = ns
+        return ns

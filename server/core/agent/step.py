@@ -141,6 +141,7 @@ class StepOut:
     step_cost: int = 0
     failover: FailoverPlan | None = None  # at degrade level 4
     route_micros: int = 0  # the tier router's own time
+    namespace: str = ""  # the task's namespace, as the core keeps it (for the call log)
 
 
 @dataclass
@@ -410,7 +411,7 @@ class AgentLoop:
         names = {n for n, _ in tools} | ({SEARCH_MEMORY} if s.active_recall else set())
         # 6./7. the action, then the context (an active recall's results go into it)
         out = StepOut(status, routed, tools, "", 0, [], memories, committed=committed)
-        out.route_micros = route_micros
+        out.route_micros, out.namespace = route_micros, ns
         if r.raw_model_output and not paused:
             deadline.check("the Step (parsing the action)")
             self._act(r, s, ns, names, out, deadline)
