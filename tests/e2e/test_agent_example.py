@@ -20,5 +20,7 @@ def test_the_agent_loop_example(tmp_path: Path, procs: list[Proc]) -> None:
     assert out.returncode == 0, out.stderr
     first, spent = out.stdout.strip().splitlines()
     assert first == "Your order shipped on Monday. | tier: simple | rounds: 2"
-    assert first in (ROOT / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    assert first in readme
     assert spent.startswith("spent: ") and int(spent.split()[1]) > 0
+    assert f"{first}\nspent: <micros> micros" in readme  # the README shows both lines

@@ -95,6 +95,16 @@ def test_the_ts_agent_loop_example(server: Proc) -> None:
     assert re.fullmatch(r"spent: \d+ micros", spent) and int(spent.split()[1]) > 0, spent
 
 
+def test_the_readme_installs_the_ts_client_before_its_example() -> None:
+    """On a fresh clone `npm run example` alone fails (`tsc: not found`): every command line of
+    the README that runs the example installs the pinned dependencies first."""
+    readme = (ROOT / "README.md").read_text()
+    runs = [line for line in readme.splitlines() if "npm run example --prefix clients/ts" in line]
+    assert runs, "the README no longer shows how to run the TypeScript example"
+    for line in runs:
+        assert line.index(SETUP + " && ") < line.index("npm run example"), line
+
+
 def test_the_ts_example_fails_without_the_token(server: Proc) -> None:
     out = npm("run", "--silent", "example", env=client_env(server.target, None))
     assert out.returncode != 0, out.stdout
