@@ -16,7 +16,9 @@ Preferences: the first session states a contact preference (a *statement*: chann
 a later session may change it (a newer statement supersedes the older one). Needs that are not
 preferences (*distractors*: "I need this fixed before Friday") are said in passing. The
 wordings come from a JSON file (`Wordings.load`), so that wordings written by someone who never
-saw the server's rules can be run.
+saw the server's rules can be run: `WORDINGS` names the three sets (blind: written from the task
+description alone after the rules were frozen, the headline; seen: the rules were extended on
+it; held-out: older, never used to change a rule).
 
 Tool-output length: each session draws all its outputs from one bucket (about: short 60-120, medium
 200-500, long 800-1500 tokens); `mixed` cycles the buckets over the sessions, so one run
@@ -34,8 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent / "data"
-DEFAULT_WORDINGS = DATA / "agent_wordings.json"
-HELD_OUT_WORDINGS = DATA / "agent_wordings_heldout.json"
+DEFAULT_WORDINGS = DATA / "agent_wordings.json"  # seen: the rules were extended on it
+HELD_OUT_WORDINGS = DATA / "agent_wordings_heldout.json"  # never used to change a rule
+BLIND_WORDINGS = DATA / "agent_wordings_blind.json"  # written blind, read after the rules froze
+WORDINGS = {"blind": BLIND_WORDINGS, "seen": DEFAULT_WORDINGS, "held-out": HELD_OUT_WORDINGS}
 BUCKETS: dict[str, tuple[int, int]] = {
     "short": (60, 120),
     "medium": (200, 500),
