@@ -1,11 +1,22 @@
-"""`python -m bench agent`: the pocketd-assisted agent loop against three competent baselines, on
-the same customer-support sessions (`bench.agent_data`), with the same stand-in model
-(`bench.agent_model`), system prompt, tool schemas, image cost, tokenizer and prices.
+"""`python -m bench agent`: the pocketd-assisted agent loop against competent baselines, on the
+same customer-support sessions (`bench.agent_data`), with the same stand-in model
+(`bench.agent_model`), system prompt, tool text (the compact tool lines, in every loop), image
+cost, tokenizer and prices.
 
 - **B0** classic full-context ReAct, **B2** windowed (last 3 rounds, tool outputs cut to 300
-  tokens, older rounds one line each), **B3** B2 plus a plain vector memory over the user's
-  earlier sessions (`bench.agent_loops`);
+  tokens, older rounds one line each), **B3** (the named baseline) B2 with a grep for the task's
+  ids past each cut plus a plain vector memory over the user's earlier sessions, one line per
+  recalled round, and **B3-full** (B3 before issue 28: no grep, recalled rounds in full)
+  (`bench.agent_loops`);
+- the bounds (`bench.agent_bounds`): **oracle**, handed exactly the needed facts, and
+  **trivial**, the goal and the user's current message only;
 - **pocketd**: two Steps a round against a real `pocketd serve` (`bench.agent_pocketd`).
+
+The headline wordings are the blind ones (`--wording blind`, the default: written from the task
+description alone, read only after the rules were frozen); `seen` (the rules were extended on
+them) and `held-out` are labelled rows. Cost is given routed and at one price (every token at
+the medium route's price); `--small-context N` makes the stand-in read only the last N tokens of
+a prompt sent to the simple route's model, so a cheap tier can cost quality.
 
 The stand-in gets no list of needed facts: it must find the ticket's fix in a tool output
 (following pocketd's `[full text: id]` pointers by a Get where it needs to), match an earlier
@@ -16,9 +27,10 @@ preference used without asking) are reported apart. After the run, the memories 
 stored as kind preference are listed back: the preference precision is the share of them that
 really are preference statements (the user's statements, or a reply to the question); needs
 ("I need this fixed before Friday"), references and other sentences stored as preferences count
-against it.
+against it. With nothing stored it is undefined (n/a, JSON null), not 0.
 
-Reported: per loop, prompt tokens, cost (micros), model calls, completion, preference hit; the
+Reported: per loop, prompt tokens (and of them the tool text's, per call), cost (micros,
+routed and at one price), model calls, completion, preference hit; the
 reductions of pocketd against each baseline, overall and by tool-output length (short 60-120,
 medium 200-500, long 800-1500 tokens); the goals of issue 16 §3, met or not; Step's p50/p99 per
 round (its calls together), per call, and for the round's first call alone; and pocketd's
@@ -38,25 +50,22 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.agent_data import (
-    BUCKETS,
-    DEFAULT_WORDINGS,
-    HELD_OUT_WORDINGS,
-    Session,
-    Wordings,
-    generate,
-)
+from bench.agent_bounds import Oracle, Trivial
+from bench.agent_data import BUCKETS, WORDINGS, Session, Wordings, generate
 from bench.agent_loops import (
     Cutter,
+    Encodings,
     Loop,
     Outcome,
+    Reads,
+    Shortener,
     VectorMemory,
     Window,
     Windowed,
     ask_reply,
     run_session,
 )
-from bench.agent_model import system_prompt
+from bench.agent_model import SMALL_MODEL, TOOL_TEXT, TOOLS, system_prompt, tools_json
 from bench.agent_pocketd import Latency, Pocketd
 from bench.encoder import bench_encoder
 from bench.server_proc import ServerProcess
@@ -65,8 +74,9 @@ from pocketd import Client
 from server.adapters.token_counter import TokenCounter
 from server.config import BUILTIN_TOKENIZER
 
-BASELINES = ("B0", "B2", "B3")
-LOOPS = (*BASELINES, "pocketd")
+BASELINES = ("B0", "B2", "B3-full", "B3")
+BOUNDS = ("oracle", "trivial")
+LOOPS = (*BOUNDS, *BASELINES, "pocketd")
 GOALS = (  # (name, what, target): issue 16 §3
     ("b0_tokens", "prompt tokens −≥85 % vs B0", 0.85),
     ("b0_cost", "cost −≥77 % vs B0", 0.77),
@@ -97,7 +107,9 @@ def summary(rows: Sequence[tuple[Session, Outcome]]) -> dict[str, float]:
     return {
         "tokens": mean(lambda o: o.tokens),
         "fixed_tokens": mean(lambda o: o.fixed),
+        "tool_tokens_per_call": mean(lambda o: o.tool_tokens / (o.calls or 1)),
         "cost": mean(lambda o: o.cost),
+        "cost_one_price": mean(lambda o: o.cost_one_price),
         "rounds": mean(lambda o: o.calls),
         "completion": mean(lambda o: o.completion),
         "preference_hit": mean(lambda o: o.preference_hit),
@@ -121,11 +133,17 @@ def model_shares(rows: Sequence[tuple[Session, Outcome]]) -> dict[str, float]:
 
 
 def reductions(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
-    """pocketd (`a`) against a baseline (`b`): the share of tokens and cost saved, and the
-    differences in completion and preference hit (positive: pocketd's is higher)."""
+    """pocketd (`a`) against a baseline (`b`): the share of tokens and cost (routed, and at one
+    price) saved, and the differences in completion and preference hit (positive: pocketd's is
+    higher)."""
+
+    def saved(key: str) -> float:
+        return 1 - a[key] / b[key] if b[key] else 0.0
+
     return {
-        "tokens": 1 - a["tokens"] / b["tokens"] if b["tokens"] else 0.0,
-        "cost": 1 - a["cost"] / b["cost"] if b["cost"] else 0.0,
+        "tokens": saved("tokens"),
+        "cost": saved("cost"),
+        "cost_one_price": saved("cost_one_price"),
         "completion": a["completion"] - b["completion"],
         "preference_hit": a["preference_hit"] - b["preference_hit"],
     }
@@ -252,7 +270,7 @@ def precision(stored: dict[str, list[Any]], data: Sequence[Session]) -> dict[str
     return {
         "stored": total,
         "by_label": labels,
-        "precision": labels.get("preference", 0) / total if total else 0.0,
+        "precision": labels.get("preference", 0) / total if total else None,
         "statements_stored": len(found & statements) / (len(statements) or 1),
         "superseded_not_obsolete": stale_live,
         "wrong_examples": wrong[:EXAMPLES],
@@ -272,34 +290,44 @@ def goals(r: dict[str, Any]) -> dict[str, Any]:
         "step_p99": r["step_p99_ms"],
     }
     return {
-        name: {
-            "goal": what,
-            "value": values[name],
-            "met": values[name] <= target if name in CEILINGS else values[name] >= target - 1e-9,
-        }
+        name: {"goal": what, "value": values[name], "met": _met(name, values[name], target)}
         for name, what, target in GOALS
     }
 
 
-def _loops(c: Client, system: str, latency: Latency, model_s: float) -> dict[str, Loop]:
+def _met(name: str, value: float | None, target: float) -> bool:
+    if value is None:  # undefined (no preference stored): not met
+        return False
+    return value <= target if name in CEILINGS else value >= target - 1e-9
+
+
+def loops(system: str, encode: Encodings) -> dict[str, Loop]:
+    """The in-process loops (the bounds and the baselines), by name."""
     cut = Cutter()
+    head_only, grep = Shortener(cut, grep=False), Shortener(cut, grep=True)
     return {
+        "oracle": Oracle(system),
+        "trivial": Trivial(system),
         "B0": Window("B0", system, None),
-        "B2": Window("B2", system, cut),
-        "B3": Windowed("B3", system, cut, VectorMemory(bench_encoder())),
-        "pocketd": Pocketd(c, system, latency, model_s),
+        "B2": Window("B2", system, head_only),
+        "B3-full": Windowed("B3-full", system, head_only, VectorMemory(encode), one_line=False),
+        "B3": Windowed("B3", system, grep, VectorMemory(encode), one_line=True),
     }
 
 
 def _run_all(
-    c: Client, data: Sequence[Session], system: str, count: TokenCounter, model_s: float
-) -> tuple[Results, Latency, dict[str, list[Any]]]:
+    c: Client, data: Sequence[Session], system: str, count: TokenCounter, model_s: float,
+    reads: Reads,
+) -> tuple[Results, Latency, dict[str, list[Any]]]:  # fmt: skip
     latency = Latency()
-    loops = _loops(c, system, latency, model_s)
+    every = {
+        **loops(system, Encodings(bench_encoder())),
+        "pocketd": Pocketd(c, system, latency, model_s),
+    }
     res: Results = {k: [] for k in LOOPS}
     for i, s in enumerate(data):
-        for name, loop in loops.items():
-            res[name].append((s, run_session(loop, s, count.count)))
+        for name, loop in every.items():
+            res[name].append((s, run_session(loop, s, count.count, reads)))
         if (i + 1) % 10 == 0:
             log(f"{i + 1}/{len(data)} sessions")
     return res, latency, stored_preferences(c, data)
@@ -314,19 +342,27 @@ def run(
     output_tokens: str = "mixed",
     system_tokens: int = 0,
     model_ms: float = 0.0,
+    small_context: int = 0,
 ) -> dict[str, Any]:
+    """`small_context` > 0: the stand-in reads only the last N tokens of a prompt sent to the
+    simple route's model (`Reads`)."""
     count = TokenCounter(BUILTIN_TOKENIZER)
     data = generate(users, sessions, rounds, seed, count.count, wordings, output_tokens)
     system = system_prompt(system_tokens, count.count)
+    reads = Reads(Cutter(), {SMALL_MODEL: small_context} if small_context else {})
     with tempfile.TemporaryDirectory(prefix="pocketd-agent-") as tmp:
         p = ServerProcess(Path(tmp) / "data")
         try:
             p.wait_serving(timeout=300)
             with Client(p.target, timeout=30) as c:
-                res, lat, stored = _run_all(c, data, system, count, model_ms / 1000)
+                res, lat, stored = _run_all(c, data, system, count, model_ms / 1000, reads)
         finally:
             p.close()
-    return result(res, lat, stored, data, wordings, output_tokens, count.count(system), model_ms)
+    out = result(res, lat, stored, data, wordings, output_tokens, count.count(system), model_ms)
+    out["small_context"] = small_context
+    out["tool_text_tokens"] = count.count(TOOL_TEXT)
+    out["tools_json_tokens"] = count.count(tools_json(TOOLS))  # what B0-B3 sent before issue 28
+    return out
 
 
 def result(
@@ -352,6 +388,7 @@ def result(
         "baseline": b0,
         "pocketd": a,
         "baselines": {b: sums[b] for b in BASELINES},
+        "bounds": {b: sums[b] for b in BOUNDS},
         "reductions": {b: reductions(a, sums[b]) for b in BASELINES},
         "token_reduction": reductions(a, b0)["tokens"],
         "cost_reduction": reductions(a, b0)["cost"],
@@ -379,12 +416,14 @@ def result(
 
 
 def _table(r: dict[str, Any]) -> list[str]:
-    loops = {**r["baselines"], "pocketd": r["pocketd"]}
-    rows = [f"{'':<24}" + "".join(f"{k:>11}" for k in loops)]
+    loops = {**r["bounds"], **r["baselines"], "pocketd": r["pocketd"]}
+    rows = [f"{'':<24}" + "".join(f"{k:>10}" for k in loops)]
     for key, label in (
         ("tokens", "prompt tokens / task"),
         ("fixed_tokens", "  of which fixed"),
+        ("tool_tokens_per_call", "  tool text / call"),
         ("cost", "cost micros / task"),
+        ("cost_one_price", "  at one price"),
         ("rounds", "model calls / task"),
         ("completion", "completion"),
         ("preference_hit", "preference hit"),
@@ -395,40 +434,53 @@ def _table(r: dict[str, Any]) -> list[str]:
         ("earlier_fix", "  earlier fix found"),
         ("fetches", "  pointers read"),
     ):
-        rows.append(f"{label:<24}" + "".join(f"{v[key]:>11.2f}" for v in loops.values()))
+        rows.append(f"{label:<24}" + "".join(f"{v[key]:>10.2f}" for v in loops.values()))
     return rows
+
+
+def _value(v: float | None, fmt: str) -> str:
+    return "n/a" if v is None else format(v, fmt)
 
 
 def report(r: dict[str, Any]) -> str:
     rows = _table(r)
     for b, red in r["reductions"].items():
         rows.append(
-            f"pocketd vs {b}: tokens {-red['tokens']:+.1%}, cost {-red['cost']:+.1%}, "
-            f"completion {red['completion']:+.2f}, preference hit {red['preference_hit']:+.2f}"
+            f"pocketd vs {b}: tokens {-red['tokens']:+.1%}, cost {-red['cost']:+.1%} (at one "
+            f"price {-red['cost_one_price']:+.1%}), completion {red['completion']:+.2f}, "
+            f"preference hit {red['preference_hit']:+.2f}"
         )
     for bucket, v in r["by_output_length"].items():
         parts = [
-            f"vs {b} tokens {-x['tokens']:+.1%} cost {-x['cost']:+.1%} compl {x['completion']:+.2f}"
+            f"vs {b} tokens {-x['tokens']:+.1%} cost {-x['cost']:+.1%} (one price "
+            f"{-x['cost_one_price']:+.1%}) compl {x['completion']:+.2f}"
             for b, x in v["reductions"].items()
+            if b in ("B0", "B3")
         ]
         rows.append(f"  {bucket:<6} ({v['sessions']:>3} sessions): " + "; ".join(parts))
-    for loop in ("B0", "pocketd"):
+    for loop in ("B3", "pocketd"):
         shares = ", ".join(f"{m} {v:.0%}" for m, v in r["tokens_by_model"][loop].items())
         rows.append(f"{loop} prompt tokens by model: {shares}")
     p = r["stored_preferences"]
     rows.append(
-        f"preference precision {p['precision']:.2f} ({p['stored']} stored: {p['by_label']}); "
-        f"statements stored {p['statements_stored']:.2f}; "
+        f"preference precision {_value(p['precision'], '.2f')} ({p['stored']} stored: "
+        f"{p['by_label']}); statements stored {p['statements_stored']:.2f}; "
         f"superseded left current {p['superseded_not_obsolete']}"
     )
     for g in r["goals"].values():
-        rows.append(f"  [{'met' if g['met'] else 'MISS'}] {g['goal']}: {g['value']:.3f}")
+        rows.append(f"  [{'met' if g['met'] else 'MISS'}] {g['goal']}: {_value(g['value'], '.3f')}")
     rows.append(
         f"Step per round p50 {r['step_p50_ms']:.1f} ms, p99 {r['step_p99_ms']:.1f} ms"
         f" (per call {r['call_p50_ms']:.1f} / {r['call_p99_ms']:.1f};"
         f" the context call {r['context_call_p50_ms']:.1f} / {r['context_call_p99_ms']:.1f})"
-        f" ({r['sessions']} sessions, outputs {r['output_tokens']}, system prompt"
-        f" {r['system_tokens']} tokens, model latency {r['model_ms']:.0f} ms,"
+    )
+    small = r.get("small_context", 0)
+    rows.append(
+        f"({r['sessions']} sessions, outputs {r['output_tokens']}, system prompt"
+        f" {r['system_tokens']} tokens, tool text {r.get('tool_text_tokens', 0)} tokens in every"
+        f" loop (the JSON schemas: {r.get('tools_json_tokens', 0)}), model latency"
+        f" {r['model_ms']:.0f} ms, small tier reads "
+        f"{f'the last {small} tokens' if small else 'everything'},"
         f" wordings {Path(r['wording']).name})"
     )
     return "\n".join(rows)
@@ -448,11 +500,20 @@ def main(argv: list[str]) -> int:
         help="the stand-in model's latency per call, slept in the pocketd loop between its "
         "Steps (0: rounds back to back, the worst case for pocketd's background work)",
     )
-    ap.add_argument("--wording-file", type=Path, default=DEFAULT_WORDINGS)
     ap.add_argument(
         "--wording",
-        choices=("seen", "held-out"),
-        help="shorthand: held-out runs bench/data/agent_wordings_heldout.json",
+        choices=tuple(WORDINGS),
+        default="blind",
+        help="the preference wordings: blind (the headline: written from the task description "
+        "alone), seen (the rules were extended on them) or held-out (bench/data/agent_wordings_*)",
+    )
+    ap.add_argument("--wording-file", type=Path, help="a wordings file (in place of --wording)")
+    ap.add_argument(
+        "--small-context",
+        type=int,
+        default=0,
+        help="the simple route's model reads only the last N tokens of a longer prompt "
+        "(0: it reads everything, as every other model)",
     )
     ap.add_argument(
         "--output-tokens",
@@ -467,10 +528,10 @@ def main(argv: list[str]) -> int:
     ns = ap.parse_args(argv)
     if ns.quick:
         ns.users, ns.sessions = 5, 4
-    path = HELD_OUT_WORDINGS if ns.wording == "held-out" else ns.wording_file
+    path = ns.wording_file or WORDINGS[ns.wording]
     r = run(
         ns.users, ns.sessions, ns.rounds, ns.seed, Wordings.load(path),
-        ns.output_tokens, ns.system_tokens, ns.model_ms,
+        ns.output_tokens, ns.system_tokens, ns.model_ms, ns.small_context,
     )  # fmt: skip
     print(report(r))
     if ns.json:

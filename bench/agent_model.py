@@ -6,10 +6,18 @@ output costs, the prices, and the stand-in model.
 image costs `IMAGE_TOKENS` in the call that first reads the user's message that carries it (and
 in the pointer reads that extend that call), in every loop; the baselines make that call at the
 vision route's model (`VISION_MODEL`, as the configuration routes images), pocketd at the model
-Step routes it to (the vision route, for an input with an image). The baselines send the full JSON
-schemas (`TOOLS`); the pocketd loop sends what Step lists as the allowed tools (`plan.tools`,
-compact one-line descriptions of `TOOLS` and of `GET_TOOL`), in place of the schemas: that is
-pocketd's own saving, so it is counted. Every call is charged `OUTPUT_TOKENS` of output.
+Step routes it to (the vision route, for an input with an image). Every loop sends the same tool
+text, `TOOL_TEXT`: the compact one-line descriptions of `TOOLS` and `GET_TOOL` (the server's own
+`compact`, the lines Step lists as `plan.tools`), not the JSON schemas, which any loop could send
+as lines as well (the pocketd loop sends what Step lists, and the bench counts each call's tool
+tokens, so a difference would show). Every call is charged `OUTPUT_TOKENS` of output.
+
+**Cost** is reported twice: routed (each call at its model's price, `price`) and at one price
+(every call at the medium route's price, `one_price`): the stand-in answers as well on every
+tier, so the routed cost alone cannot punish a cheap tier. `agent_loops.Reads` can punish one: a
+model given a usable context of N tokens reads only the last N tokens of a longer prompt (what
+a client that truncates from the left would send it), so a round whose facts lie further back
+fails on that tier (`bench agent --small-context N`, for the simple route's model).
 
 **The stand-in model** (`decide`) does not know which loop it is in, nor what the round needs:
 it reads its prompt. It knows the tool the user's request calls for (`Prompt.planned`: the
@@ -42,8 +50,9 @@ Each round it does the first of these that applies:
    one it has not followed, it reads it (at most `MAX_FETCHES` a task);
 6. otherwise it calls the planned tool.
 
-What favours whom: the stand-in answers as well on every tier, so the cheaper tiers Step routes
-to cost pocketd nothing in quality here (a real small model might do worse). It reads a pointer
+What favours whom: unless `--small-context` is given, the stand-in answers as well on every tier,
+so the cheaper tiers Step routes to cost pocketd nothing in quality (a real small model might do
+worse; the one-price cost shows the saving without them). It reads a pointer
 only where pocketd leaves one (the baselines cut without one), and each read costs a call with
 the full text in it.
 """
@@ -55,6 +64,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from server.core.agent.tools import compact
 from server.core.settings import AgentSettings
 
 OUTPUT_TOKENS = 40  # charged on every model call, in every loop
@@ -62,7 +72,8 @@ IMAGE_TOKENS = 765  # an image in a prompt (a 512×512 tile at high detail), in 
 MAX_FETCHES = 8  # pointers read per task
 MAX_CALLS_PER_ROUND = 12  # a guard: a round's model calls
 ASK_USER, APPLY_FIX, GET_FULL_TEXT = "ask_user", "apply_fix", "get_full_text"
-BASELINE_MODEL = AgentSettings().routes["medium"].model
+BASELINE_MODEL = AgentSettings().routes["medium"].model  # also the one price of every call
+SMALL_MODEL = AgentSettings().routes["simple"].model
 VISION_MODEL = AgentSettings().routes["vision"].model  # the baselines' call that sees an image
 
 SYSTEM_PROMPT = (
@@ -137,6 +148,8 @@ GET_TOOL = _tool(
     ["id"],
 )
 
+TOOL_TEXT = "\n".join(compact(t, i) for i, t in enumerate([*TOOLS, GET_TOOL]))
+
 _TICKET = re.compile(r"\bT-\d{5}\b")
 _FIX = re.compile(r"\bFIX-\d{4}\b")
 _PREF = re.compile(r"\bPREF-[A-Z]+-\d{3}\b")
@@ -153,6 +166,11 @@ def price(model: str, tokens_in: int, tokens_out: int) -> int:
     return -(-tokens_in * p.input_per_1k_micros // 1000) - (
         -tokens_out * p.output_per_1k_micros // 1000
     )
+
+
+def one_price(tokens_in: int, tokens_out: int) -> int:
+    """Micros of one call with every token at the medium route's price."""
+    return price(BASELINE_MODEL, tokens_in, tokens_out)
 
 
 def system_prompt(tokens: int, count: Any) -> str:

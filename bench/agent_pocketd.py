@@ -10,8 +10,8 @@ text appended to the same context (and has that action checked too); both calls 
 as the round's usage.
 
 The prompt is the system prompt, the allowed tools as Step lists them (`plan.tools`: compact
-one-line descriptions, in place of the JSON schemas), and `plan.context`. pocketd's own work
-(recall, storage: the bill's memory spend) is added to its cost.
+one-line descriptions, the same lines every loop sends, `TOOL_TEXT`), and `plan.context`.
+pocketd's own work (recall, storage: the bill's memory spend) is added to its cost.
 
 What favours whom: Step's latency is not priced, only reported (p50/p99 per round). The Get
 itself costs nothing but the extra model call.
@@ -28,7 +28,7 @@ from typing import Any
 import grpc
 
 from bench.agent_data import Round, Session
-from bench.agent_loops import Call
+from bench.agent_loops import Call, head
 from bench.agent_model import GET_TOOL, OUTPUT_TOKENS, TOOLS
 from pocketd import Client
 from pocketd.tasks import Task
@@ -96,8 +96,9 @@ class Pocketd:
         )  # fmt: skip
         self.latency.context_s.append(self._round)
         self._used = []
-        head = f"{self._system}\n\nTools:\n" + "\n".join(t.description for t in plan.tools)
-        return Call(f"{head}\n\n{plan.context}", plan.model, head)
+        tools = "\n".join(t.description for t in plan.tools)
+        fixed = head(self._system, tools)
+        return Call(f"{fixed}{plan.context}", plan.model, fixed, tools)
 
     def check(self, action: dict[str, Any]) -> None:
         time.sleep(self._model_s)  # the model's own latency, if asked (0: back to back)
