@@ -342,6 +342,16 @@ def _half_table(half: str, figs: dict[str, Figures], sat: list[str]) -> list[str
     return lines
 
 
+def import_summary(imp: dict[str, float]) -> str:
+    """One of `Pocketd.imports` in words: speed, index wait, the gate's drops, merging's folds."""
+    return (
+        f"{imp['turns_per_second']:.0f} turns/s ({imp['seconds']:.1f} s, then"
+        f" {imp['index_wait_seconds']:.1f} s for the indexes), {imp['rejected_by_gate']:.0f} of"
+        f" {imp['turns']:.0f} turns rejected by the gate, {imp['turns_folded_by_merging']:.0f}"
+        " folded into others by merging"
+    )
+
+
 def report(r: dict[str, Any]) -> str:
     lines: list[str] = []
     gen = r.get("generator")
@@ -380,12 +390,7 @@ def report(r: dict[str, Any]) -> str:
             )
     lines += ["", f"dense and hybrid encoder: {r.get('dense_encoder', '?')}"]
     for label, imp in r.get("pocketd_import", {}).items():
-        lines.append(
-            f"pocketd import ({label}): {imp['turns_per_second']:.0f} turns/s"
-            f" ({imp['seconds']:.1f} s, then {imp['index_wait_seconds']:.1f} s for the indexes),"
-            f" {imp['rejected_by_gate']:.0f} of {imp['turns']:.0f} turns rejected by the gate,"
-            f" {imp['turns_folded_by_merging']:.0f} folded into others by merging"
-        )
+        lines.append(f"pocketd import ({label}): {import_summary(imp)}")
     short = r.get("pocketd_short_lists", {})
     if any(short.values()):
         lines.append(

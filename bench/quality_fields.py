@@ -24,19 +24,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 _FULL = (
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-)
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+)  # fmt: skip
 MONTHS: dict[str, int] = {m: i for i, m in enumerate(_FULL, 1)} | {
     m[:3]: i for i, m in enumerate(_FULL, 1) if m != "may"
 }
