@@ -15,15 +15,18 @@ The server: one `pocketd serve` with `auth.tokens` (a tenant's token, and an adm
 same tenant for Stats: one tenant, so the per-tenant share of the admission bounds does not
 apply and the lanes' own bound, 64 calls, does), its stderr log in a file. The data set:
 `--size` memories (100,000) of MemoryBank's real turns (`../shared/data/memorybank`, Chinese and
-English, 2,264 turns; a generator if it is missing), repeated with variations to reach the size:
+English, 2,264 turns; `--data` names another copy; generated texts only with `--allow-generated`,
+and then loudly, since their figures do not compare), repeated with variations to reach the size:
 copy r of a turn has its sentences rotated by r (a one-sentence turn repeats as it is), its own
 session (`c<r>`) and its event time r weeks earlier, so that copies never merge (episodes merge
 only with the same text in the same session) and spread over many week pockets; the sessions are
 dealt round-robin over `--namespaces` namespaces (10: 10,000 memories each). They are stored
 with RememberBatch as episodes (speaker, session, turn, event time), and the indexer is waited
 for (an admin's Stats, `index.pending == 0`) before the server is stopped cleanly. That data
-directory is kept (`bench/out/loadtest-data-<size>-ns<namespaces>-v<SEED_VERSION>`) and copied for
-every run, so a rerun neither seeds again nor measures a store that earlier runs wrote into.
+directory is kept (`bench/out/loadtest-data-<size>-ns<namespaces>-<source>-v<SEED_VERSION>`, where
+`<source>` is `memorybank-` or `generated-` and a hash of the texts and questions, so a run on
+other data never reuses it) and copied for every run, so a rerun neither seeds again nor measures a
+store that earlier runs wrote into. The run logs which data it uses, and its JSON says so.
 
 Each call is warmed up (a short run, thrown away), then measured closed-loop at each
 `--concurrency` (the most it answers per second), then at a fixed rate: Recall at `--recall-rate`
@@ -53,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -139,31 +143,57 @@ class SeedTurn:
     index: int  # its position in the session
 
 
-def corpus() -> tuple[list[SeedTurn], list[str], str]:
-    """MemoryBank's turns (both languages) and probing questions (all 200, labelled or not),
-    else generated ones; and what they are, in words."""
+@dataclass(frozen=True)
+class Corpus:
+    turns: list[SeedTurn]
+    questions: list[str]
+    source: str  # what they are, in words
+    key: str  # names the seeded data set's cache: where they come from and a hash of them
+
+
+def corpus(data: Path, allow_generated: bool = False) -> Corpus:
+    """MemoryBank's turns (both languages) and probing questions (all 200, labelled or not) from
+    `data`; generated ones only with `allow_generated` (else a missing MemoryBank is an error)."""
     try:
         from bench.memorybank import load
 
-        bank = load(DATA)
+        bank = load(data)
         turns = [
             SeedTurn(_safe(t.text), t.speaker, t.session_id, t.time, t.index)
             for c in bank.corpora.values()
             for t in c.turns
             if t.text.strip()
         ]
-        questions = _questions(DATA)
+        questions = _questions(data)
         if turns and questions:
-            return turns, questions, f"MemoryBank ({DATA}): {len(turns)} turns"
-    except (OSError, ValueError, KeyError):
-        pass
+            source = f"MemoryBank ({data}): {len(turns)} turns, {len(questions)} questions"
+            return Corpus(turns, questions, source, _key("memorybank", turns, questions))
+        problem = "it holds no turns or no questions"
+    except (OSError, ValueError, KeyError) as e:
+        problem = f"{type(e).__name__}: {e}"
+    if not allow_generated:
+        raise SystemExit(
+            f"no MemoryBank at {data} ({problem}): pass --data, or --allow-generated to measure on"
+            " generated texts (their figures do not compare with MemoryBank's)"
+        )
     from bench.soak import texts
 
     made, asked = texts()
     turns = [
         SeedTurn(_safe(t), "user", f"gen-{i // 20}", 1.68e9 + i, i % 20) for i, t in enumerate(made)
     ]
-    return turns, [_safe(q) for q in asked], f"generated ({len(turns)} texts: MemoryBank missing)"
+    questions = [_safe(q) for q in asked]
+    source = f"GENERATED ({len(turns)} texts; no MemoryBank at {data}: {problem})"
+    return Corpus(turns, questions, source, _key("generated", turns, questions))
+
+
+def _key(origin: str, turns: list[SeedTurn], questions: list[str]) -> str:
+    h = hashlib.sha256()
+    for t in turns:
+        h.update(f"{t.text}\x1f{t.speaker}\x1f{t.session}\x1f{t.at}\x1f{t.index}\x1e".encode())
+    for q in questions:
+        h.update(f"{q}\x1e".encode())
+    return f"{origin}-{h.hexdigest()[:12]}"
 
 
 def _questions(root: Path) -> list[str]:
@@ -390,11 +420,10 @@ def settle_index(server: Server, limit_s: float = 1800.0) -> float:
     return time.monotonic() - t0
 
 
-def data_set(
-    args: argparse.Namespace, turns: list[SeedTurn], config: Path
-) -> tuple[Path, dict[str, Any]]:
-    """The seeded data directory, from the cache or seeded now; and its manifest."""
-    cached = OUT / f"loadtest-data-{args.size}-ns{args.namespaces}-v{SEED_VERSION}"
+def data_set(args: argparse.Namespace, texts: Corpus, config: Path) -> tuple[Path, dict[str, Any]]:
+    """The seeded data directory, from the cache (keyed on the texts) or seeded now; and its
+    manifest."""
+    cached = OUT / f"loadtest-data-{args.size}-ns{args.namespaces}-{texts.key}-v{SEED_VERSION}"
     manifest = cached / "loadtest-seed.json"
     if manifest.exists() and not args.reseed:
         log(f"reusing the seeded data set {cached.relative_to(ROOT)}")
@@ -406,12 +435,17 @@ def data_set(
     server = Server(cached / "data", config, cached / "seed-server.log", "WARNING")
     try:
         server.wait_serving(timeout=600)
-        seeded = seed(server, turns, args.size, args.namespaces)
+        seeded = seed(server, texts.turns, args.size, args.namespaces)
     finally:
         code = server.stop()
     if code != 0:
         raise RuntimeError(f"the seeding server exited {code}:\n{server.tail()}")
-    seeded.update(commit=commit(), seeded_at=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
+    seeded.update(
+        commit=commit(),
+        seeded_at=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        texts=texts.source,
+        texts_key=texts.key,
+    )
     manifest.write_text(json.dumps(seeded, indent=1))
     log(f"seeded: {seeded}")
     return cached, seeded
@@ -750,11 +784,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if not ghz.exists():
         raise SystemExit(f"no ghz at {ghz}: run tools/install_ghz.sh (make loadtest does)")
     where = machine()  # its load average before this run's own load
-    turns, questions, source = corpus()
+    texts = corpus(args.data, args.allow_generated)
+    log(f"data: {texts.source}")
+    turns, questions, source = texts.turns, texts.questions, texts.source
     OUT.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="loadtest-", dir=OUT))
     config = write_config(work / "pocketd.yaml")
-    cached, seeded = data_set(args, turns, config)
+    cached, seeded = data_set(args, texts, config)
     data = work / "data"
     t0 = time.monotonic()
     shutil.copytree(cached / "data", data)
@@ -1091,6 +1127,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--mixed-rate", type=float, default=0.0, help="0: 80 %% of the predicted")
     ap.add_argument("--server-log-level", default="INFO", choices=["INFO", "WARNING"])
     ap.add_argument("--reseed", action="store_true", help="seed the data set again")
+    ap.add_argument("--data", type=Path, default=DATA, help="MemoryBank's directory")
+    ap.add_argument(
+        "--allow-generated",
+        action="store_true",
+        help="measure on generated texts when MemoryBank is missing (figures do not compare)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the run's directory")
     ap.add_argument("--ghz", default=str(GHZ))
     ap.add_argument("--json", type=Path, help="write the result here")
