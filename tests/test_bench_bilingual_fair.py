@@ -23,20 +23,22 @@ from bench.bilingual_data import Memory, Question
 from bench.bilingual_rankers import BM25, Dense, hybrid
 from bench.bilingual_sets import BilingualSet, blind_set, check, load_set
 
+MEMORY_TEXTS = {
+    "m1": "用户只使用安卓手机，不考虑苹果。",
+    "m2": "I am allergic to peanuts.",
+    "m3": "我女儿今年九月上小学。",
+    "m4": "The standup moved to Thursday afternoons.",
+}
+QUESTIONS = {  # text → (group, gold)
+    "他用的是什么手机？": ("zh", "m1"),
+    "Which food makes me ill?": ("en", "m2"),
+    "When does my daughter start school?": ("cross", "m3"),
+}
 TINY = BilingualSet(
     name="tiny",
     about="a test set",
-    memories=(
-        Memory("m1", "用户只使用安卓手机，不考虑苹果。"),
-        Memory("m2", "I am allergic to peanuts."),
-        Memory("m3", "我女儿今年九月上小学。"),
-        Memory("m4", "The standup moved to Thursday afternoons."),
-    ),
-    questions=(
-        Question("zh", "他用的是什么手机？", "m1"),
-        Question("en", "Which food makes me ill?", "m2"),
-        Question("cross", "When does my daughter start school?", "m3"),
-    ),
+    memories=tuple(Memory(i, t) for i, t in MEMORY_TEXTS.items()),
+    questions=tuple(Question(g, t, gold) for t, (g, gold) in QUESTIONS.items()),
     background=("m4",),
 )
 ALL_TEXTS = {m.text for m in TINY.memories} | {q.text for q in TINY.questions}
