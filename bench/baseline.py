@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.data import Dataset
+from bench.exact_scan import exact_topk
 
 
 class BruteForceHybrid:
@@ -27,10 +28,11 @@ class BruteForceHybrid:
         )
         self.build_seconds = time.perf_counter() - t0
 
-    def vector_topk(self, q: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.int64]:
-        sims = self.matrix @ q
-        idx = np.argpartition(-sims, k)[:k]
-        return idx[np.argsort(-sims[idx])].astype(np.int64)
+    def vector_topk(
+        self, q: npt.NDArray[np.float32], k: int, allowed: npt.NDArray[np.bool_] | None = None
+    ) -> npt.NDArray[np.int64]:
+        """The exact cosine top k, among the `allowed` rows if given."""
+        return exact_topk(self.matrix, q, k, allowed)
 
     def search(self, q: npt.NDArray[np.float32], text: str, k: int, depth: int = 64) -> list[int]:
         sims = self.matrix @ q

@@ -4,7 +4,7 @@ Measures, on one synthetic clustered dataset (client vectors of the server's dim
 by default, plus text):
 - acknowledged ingest per second (RememberBatch of 256) and the index catch-up rate;
 - Recall latency p50/p99, server-side (took_micros) and end-to-end over gRPC;
-- recall@5 of the vector channel against an exact scan;
+- recall@5 of plain and kind-filtered vector Recall against the exact scan with the same filter;
 - the server's RSS; the time to SERVING after a clean restart, and after a kill -9 during a burst
   of writes: the rows re-indexed, the time to SERVING and the latency of the first write;
 - acknowledged ingest when the server encodes the texts (batches of 64, no client vectors);
@@ -13,8 +13,10 @@ by default, plus text):
 - Recall latency while a bulk import runs into another namespace (the mixed case);
 - the built-in encoder's throughput;
 - the baseline (numpy brute force + bm25s, in-process) on the same data and queries, and
-  in-process chromadb (its default HNSW) for plain and kind-filtered vector queries, if
-  `make bench-env` has made `.venv-bench`.
+  in-process chromadb (`bench.chroma_baseline`) for plain and kind-filtered vector queries, if
+  `make bench-env` has made `.venv-bench`: one collection with the kind as metadata (`where`),
+  and one collection per kind; each at chromadb's default search breadth and at the breadth that
+  matches pocketd's recall@5, with its own recall@5 against the same exact scan.
 
 The records are of four kinds in turn (fact, preference, episode, skill), so a kind filter
 keeps a quarter of them.
@@ -36,10 +38,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from bench.baseline import BruteForceHybrid
 from bench.data import Dataset, make
 from bench.encoder import bench_encoder
+from bench.exact_scan import recall_at_k, split_queries
 from bench.server_proc import ROOT, ServerProcess
 from bench.stats import environment, rss_mb, summary_ms
 from pocketd import Client, MemoryInput, RecallResult
@@ -52,6 +56,7 @@ MIXED_NS = "bench-mixed"
 MIXED_MAX = 50_000
 KINDS = ("fact", "preference", "episode", "skill")
 BENCH_PY = ROOT / ".venv-bench" / "bin" / "python"
+IdArray = npt.NDArray[np.int64]
 TAIL_RE = re.compile(r"loaded \d+ records \([^)]*\), (\d+) awaiting the indexer")
 
 
@@ -59,9 +64,19 @@ def log(msg: str) -> None:
     print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
 
+def record_kind(i: int) -> str:
+    """The kind of record i: the four kinds in turn."""
+    return KINDS[i % 4]
+
+
+def query_kind(data: Dataset, i: int) -> str:
+    """The kind a kind-filtered query i asks for: that of the record it was made from."""
+    return record_kind(int(data.query_targets[i]))
+
+
 def item(ns: str, data: Dataset, i: int) -> MemoryInput:
     return MemoryInput(
-        ns, data.texts[i], kind=KINDS[i % 4], importance=3, vector=data.vectors[i].tolist()
+        ns, data.texts[i], kind=record_kind(i), importance=3, vector=data.vectors[i].tolist()
     )
 
 
@@ -122,7 +137,7 @@ def vector_latency(c: Client, data: Dataset, k: int) -> dict[str, object]:
             NS,
             vector=data.queries[i].tolist(),
             top_k=k,
-            kinds=[KINDS[int(data.query_targets[i]) % 4]],
+            kinds=[query_kind(data, i)],
         ),
         "text_only": lambda i: c.recall(NS, data.query_texts[i], top_k=k),
     }
@@ -190,36 +205,81 @@ def mixed(c: Client, target: str, data: Dataset, batch: int, k: int) -> dict[str
     }
 
 
-def chroma(work: Path, data: Dataset, k: int) -> dict[str, object] | None:
+def exact_ids(base: BruteForceHybrid, data: Dataset, k: int) -> dict[str, IdArray]:
+    """The exact cosine top k of every query, over every record ("plain") and over the records
+    of the query's kind ("kind"): what pocketd and chromadb are both held to."""
+    kinds = np.array([record_kind(i) for i in range(len(data.texts))])
+    plain = [base.vector_topk(q, k) for q in data.queries]
+    kind = [
+        base.vector_topk(q, k, kinds == query_kind(data, i)) for i, q in enumerate(data.queries)
+    ]
+    return {"plain": np.stack(plain), "kind": np.stack(kind)}
+
+
+def pocketd_found(c: Client, data: Dataset, k: int, filtered: bool) -> list[list[int]]:
+    """The records pocketd's vector channel returns for each query (kind-filtered or not)."""
+    found: list[list[int]] = []
+    for i, q in enumerate(data.queries):
+        kinds = [query_kind(data, i)] if filtered else []
+        res = c.recall(NS, vector=q.tolist(), top_k=k, min_score=0.0, kinds=kinds)
+        found.append([int(h.memory.text.rsplit(" ", 1)[1][1:]) for h in res.hits])
+    return found
+
+
+def vector_recall(
+    c: Client, data: Dataset, exact: dict[str, IdArray], k: int
+) -> dict[str, dict[str, float]]:
+    """pocketd's recall@k against the exact scan, plain and kind-filtered: over every query, and
+    over the tune and report queries apart (chromadb's breadth is matched on the former)."""
+    tune, report = split_queries(len(data.queries))
+    out: dict[str, dict[str, float]] = {}
+    for name, filtered in (("plain", False), ("kind", True)):
+        found = pocketd_found(c, data, k, filtered)
+        out[name] = {
+            part: recall_at_k([found[i] for i in idx], [exact[name][i] for i in idx])
+            for part, idx in (("all", range(len(found))), ("tune", tune), ("report", report))
+        }
+    return out
+
+
+def write_chroma_inputs(
+    d: Path, data: Dataset, exact: dict[str, IdArray], targets: dict[str, float]
+) -> None:
+    """What `bench.chroma_baseline` reads: the records' vectors and kinds as pocketd stores them,
+    the queries and the kind each asks for, the exact top k, and pocketd's recall to match."""
+    d.mkdir(parents=True, exist_ok=True)
+    np.save(d / "vectors.npy", data.vectors)
+    np.save(d / "kinds.npy", np.array([record_kind(i) for i in range(len(data.texts))]))
+    np.save(d / "queries.npy", data.queries)
+    np.save(
+        d / "query_kinds.npy", np.array([query_kind(data, i) for i in range(len(data.queries))])
+    )
+    for name, ids in exact.items():
+        np.save(d / f"exact_{name}.npy", ids)
+    (d / "targets.json").write_text(json.dumps(targets))
+
+
+def run_chroma(d: Path, k: int, *extra: str) -> None:
+    """`bench.chroma_baseline` in `.venv-bench`, on the inputs in `d`."""
+    subprocess.run(
+        [str(BENCH_PY), "-m", "bench.chroma_baseline", str(d), str(k), *extra],
+        check=True,
+        cwd=ROOT,
+    )
+
+
+def chroma(
+    work: Path, data: Dataset, exact: dict[str, IdArray], targets: dict[str, float], k: int
+) -> dict[str, object] | None:
     """In-process chromadb on the same vectors, in `.venv-bench` (None if it is missing)."""
     if not BENCH_PY.exists():
         log("chromadb baseline skipped: `make bench-env` creates .venv-bench with chromadb")
         return None
     d = work / "chroma"
-    d.mkdir()
-    kinds = np.array([KINDS[i % 4] for i in range(len(data.texts))])
-    np.save(d / "vectors.npy", data.vectors)
-    np.save(d / "kinds.npy", kinds)
-    np.save(d / "queries.npy", data.queries)
-    np.save(d / "query_kinds.npy", kinds[data.query_targets])
-    subprocess.run(
-        [str(BENCH_PY), str(ROOT / "bench" / "chroma_baseline.py"), str(d), str(k)], check=True
-    )
+    write_chroma_inputs(d, data, exact, targets)
+    run_chroma(d, k)
     out: dict[str, object] = json.loads((d / "chroma.json").read_text())
     return out
-
-
-def vector_recall_at_k(c: Client, data: Dataset, base: BruteForceHybrid, k: int) -> float:
-    """Share of the exact top-k (by cosine) that the vector channel returns."""
-    found = 0
-    for q in data.queries:
-        exact = {f"E{i:05d}" for i in base.vector_topk(q, k).tolist()}
-        got = {
-            h.memory.text.rsplit(" ", 1)[1]
-            for h in c.recall(NS, vector=q.tolist(), top_k=k, min_score=0.0).hits
-        }
-        found += len(exact & got)
-    return found / (k * len(data.queries))
 
 
 def baseline_latency(base: BruteForceHybrid, data: Dataset, k: int) -> dict[str, object]:
@@ -340,7 +400,11 @@ def run(
             log("baseline")
             base = BruteForceHybrid(data)
             result["baseline"] = baseline_latency(base, data, k)
-            result["vector_recall_at_k"] = vector_recall_at_k(c, data, base, k)
+            log("recall@k against the exact scan")
+            exact = exact_ids(base, data, k)
+            recall = vector_recall(c, data, exact, k)
+            result["vector_recall"] = recall
+            result["vector_recall_at_k"] = recall["plain"]["all"]
             result["server_memory"] = rss_mb(srv.pid)
         result["sigterm_exit_code"] = srv.stop()
         srv2 = ServerProcess(work / "data", env=env)
@@ -357,7 +421,8 @@ def run(
         result["encoder"] = encoder_throughput(data.texts[:2048])
         if with_chroma:
             log("chromadb baseline")
-            result["chroma"] = chroma(work, data, k)
+            targets = {name: r["tune"] for name, r in recall.items()}
+            result["chroma"] = chroma(work, data, exact, targets, k)
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -407,32 +472,64 @@ def report(r: dict[str, object]) -> str:
         f" {txt['per_second']:.0f} records/s ({txt['records']:.0f} in {txt['seconds']:.1f} s)",
         f"built-in encoder: {enc['texts_per_second']:.0f} texts/s (batch 32, 2 threads)",
     ]
-    vec, mix, ch = r["vector"], r["mixed"], r.get("chroma")
+    vec, mix = r["vector"], r["mixed"]
     assert isinstance(vec, dict) and isinstance(mix, dict)
     for name in ("plain", "kind_filtered", "text_only"):
         v = vec[name]
-        line = (
+        lines.append(
             f"{name:14s} Recall e2e p50 {v['end_to_end']['p50_ms']:6.2f} ms"
             f" p99 {v['end_to_end']['p99_ms']:6.2f} ms, server p50"
             f" {v['server_side']['p50_ms']:5.2f} ms, cost {v['cost_units_mean']:8.0f} units"
             f" (full scan {v['full_scan_cost_units']:.0f})"
         )
-        if isinstance(ch, dict) and name in ("plain", "kind_filtered"):
-            cv = ch[name]
-            line += (
-                f"; chromadb p50 {cv['p50_ms']:6.2f} ms p99 {cv['p99_ms']:6.2f} ms,"
-                f" ratio {v['end_to_end']['p50_ms'] / cv['p50_ms']:.2f}"
-            )
-        lines.append(line)
     lines.append(
         f"Recall during a bulk import ({mix['recalls']} recalls, {mix['imported']:.0f} records"
         f" in {mix['import_seconds']:.1f} s): e2e p50 {mix['end_to_end']['p50_ms']:.2f} ms"
         f" p99 {mix['end_to_end']['p99_ms']:.2f} ms, server p99"
         f" {mix['server_side']['p99_ms']:.2f} ms"
     )
-    if isinstance(ch, dict):
-        lines.append(f"chromadb {ch['version']} build {ch['build_seconds']:.1f} s")
-    return "\n".join(lines)
+    return "\n".join(lines + chroma_lines(r))
+
+
+def chroma_lines(r: dict[str, object]) -> list[str]:
+    """pocketd's recall@k beside chromadb's rows, each at the default and the matched breadth."""
+    k, vec, ch, rec = r["top_k"], r["vector"], r.get("chroma"), r.get("vector_recall")
+    if not isinstance(rec, dict):
+        return []
+    assert isinstance(vec, dict)
+    lines = [
+        f"vector recall@{k} vs the exact scan with the same filter, pocketd (all queries):"
+        f" plain {rec['plain']['all']:.4f}, kind-filtered {rec['kind']['all']:.4f}"
+    ]
+    if not isinstance(ch, dict):
+        return lines
+    lines += [
+        f"chromadb {ch['version']}, in process (no RPC), both layouts built in"
+        f" {ch['build_seconds']:.1f} s; breadth (ef_search, default {ch['default_ef']}) matched"
+        f" on {ch['tune_queries']} tune queries, every figure below on the other"
+        f" {ch['report_queries']}:",
+        f"{'':54s} {'ef':>5s} {'recall@' + str(k):>9s} {'p50 ms':>7s} {'p99 ms':>7s}"
+        "  pocketd e2e p50 / p50",
+    ]
+    pocketd = {"plain": vec["plain"], "kind": vec["kind_filtered"]}
+    for row in ch["rows"].values():
+        p50 = pocketd[row["filter"]]["end_to_end"]["p50_ms"]
+        for setting in ("default", "matched"):
+            x = row[setting]
+            note = "" if setting == "default" or x["reached"] else "  (not reached)"
+            lines.append(
+                f"{row['label'] if setting == 'default' else '':45s} {setting:8s} {x['ef']:5.0f}"
+                f" {x['recall_at_k']:9.4f} {x['p50_ms']:7.2f} {x['p99_ms']:7.2f}"
+                f"  {p50 / x['p50_ms']:6.2f}{note}"
+            )
+    for name, label in (("plain", "plain"), ("kind", "kind_filtered")):
+        e2e = pocketd[name]["end_to_end"]
+        lines.append(
+            f"{'pocketd ' + label + ' (gRPC, end to end)':54s} {'':>5s}"
+            f" {rec[name]['report']:9.4f} {e2e['p50_ms']:7.2f} {e2e['p99_ms']:7.2f}"
+            "  (latency over every query)"
+        )
+    return lines
 
 
 def main(argv: list[str]) -> int:
