@@ -153,10 +153,13 @@ def read(path: Path) -> LongMemEval:
 
 
 def build(
-    data: LongMemEval, questions: list[Question], user_only: bool = False, part: str = ""
+    data: LongMemEval,
+    questions: list[Question],
+    user_only: bool = False,
+    part: str = "",
 ) -> Loaded:
     """The turns and probes of `questions` (abstention ones left out, counted); each probe's
-    `half` is `part`."""
+    `half` is `part` ("tune" or "report")."""
     out = Loaded()
     for q in questions:
         if q.abstention:
@@ -195,6 +198,13 @@ def build(
         out.evidence_after_question += late
         out.question_of[ns] = q.question_id
         out.corpus.probes.append(
-            Probe(ns, q.question_type, q.question, tuple((e,) for e in evidence), asked, part)
+            Probe(
+                ns,
+                q.question_type,
+                q.question,
+                tuple((e,) for e in evidence),
+                asked,
+                part,
+            )
         )
     return out
