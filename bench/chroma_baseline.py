@@ -204,28 +204,32 @@ def run_row(
 
 
 def matched_ef(
-    store: Store, row: Row, inputs: Inputs, tune: list[int], k: int
+    store: Store, row: Row, inputs: Inputs, tune: list[int], k: int, default_ef: int
 ) -> tuple[int, list[list[float]]]:
     """The smallest breadth on the ladder whose recall@k on the tune queries is at or above
-    pocketd's (the largest if none is), by bisection (recall grows with the breadth), and the
-    breadths tried with their recall."""
+    pocketd's (the largest if none is), by bisection (recall grows with the breadth) from the
+    default, and the breadths tried with their recall."""
     names, target = row.collections(store), inputs.targets[row.filter]
     tried: dict[int, float] = {}
 
-    def recall(ef: int) -> float:
-        if ef not in tried:
-            store.set_ef(names, ef)
-            tried[ef] = run_row(store, row, inputs, tune, k, timed=False)["recall_at_k"]
-        return tried[ef]
+    def reaches(i: int) -> bool:
+        if LADDER[i] not in tried:
+            store.set_ef(names, LADDER[i])
+            tried[LADDER[i]] = run_row(store, row, inputs, tune, k, timed=False)["recall_at_k"]
+        return tried[LADDER[i]] >= target
 
-    lo, hi = 0, len(LADDER) - 1
-    if recall(LADDER[hi]) >= target:
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if recall(LADDER[mid]) >= target:
-                hi = mid
-            else:
-                lo = mid + 1
+    start = min(range(len(LADDER)), key=lambda i: abs(LADDER[i] - default_ef))
+    if reaches(start):
+        lo, hi = 0, start
+    else:
+        lo, hi = start + 1, len(LADDER) - 1
+        reaches(hi)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if reaches(mid):
+            hi = mid
+        else:
+            lo = mid + 1
     return LADDER[hi], [[float(e), r] for e, r in sorted(tried.items())]
 
 
@@ -237,7 +241,7 @@ def measure(store: Store, inputs: Inputs, k: int, default_ef: int) -> dict[str, 
         names = row.collections(store)
         store.set_ef(names, default_ef)
         default = {"ef": float(default_ef)} | run_row(store, row, inputs, report, k, timed=True)
-        ef, tried = matched_ef(store, row, inputs, tune, k)
+        ef, tried = matched_ef(store, row, inputs, tune, k, default_ef)
         store.set_ef(names, ef)
         matched = {"ef": float(ef)} | run_row(store, row, inputs, report, k, timed=True)
         target = inputs.targets[row.filter]

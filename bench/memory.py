@@ -509,7 +509,7 @@ def chroma_lines(r: dict[str, object]) -> list[str]:
         f" on {ch['tune_queries']} tune queries, every figure below on the other"
         f" {ch['report_queries']}:",
         f"{'':54s} {'ef':>5s} {'recall@' + str(k):>9s} {'p50 ms':>7s} {'p99 ms':>7s}"
-        "  pocketd e2e p50 / p50",
+        "  pocketd e2e p50 / chromadb p50",
     ]
     pocketd = {"plain": vec["plain"], "kind": vec["kind_filtered"]}
     for row in ch["rows"].values():
