@@ -3,31 +3,45 @@
 The workload is `bench.routing_world` (see its docstring): users with the four stores of the
 store-routing paper (the current session, profile facts, summaries of past conversations, raw
 past transcripts), hard distractors (the same topic in several stores), and questions in English
-and Chinese, each with its gold minimal store set and the memories that answer it, written blind
-to the router's rules and examples. Templates are split into a tune half and a report half:
-whole templates are held out. Every figure below is on the report half unless it says otherwise.
+and Chinese, each with its gold minimal store set and the memories that answer it. Three
+question sets over the same world, every row scored on each:
+- **blind** (the headline): the templates of `bench/data/routing_questions_blind.json`, written
+  from the task description alone, never seen by whoever wrote the router's cue lists, examples
+  or the baselines below (those were committed before the file was read);
+- **report**: the old report half of `bench/data/routing_questions.json` (whole templates held
+  out of tuning, but the cue lists' authors could read their wordings: 70 % hold a cue phrase);
+- **tune**: the half every fitted row was fitted on (for the gap).
+Each set is also reported on its **cue-free** questions: those holding no phrase of any of the
+router's cue lists (`router_cues.CueScan`).
 
 It runs in one process over one engine with the server's encoder (the query vectors are the
 server's encodings of the question text), loaded as an agent would: the current session as a
 session's turns (hot), the profile as facts and preferences, summaries as kind summary, the
-transcripts as past sessions' turns. Per question and policy:
-- the plan the router chooses (as Explain would show it), mapped to stores by the pockets'
-  kind and tier; **coverage**: the gold stores are all in it; **store cost**: the paper's cost
-  of the stores it holds (session 1, profile 1, summary 3, transcript 5);
+transcripts as past sessions' turns. Per question and row:
+- the stores it searches (a policy's plan, as Explain would show it, mapped to stores by the
+  pockets' kind and tier); **coverage**: the gold stores are all in it; **store cost**: the
+  paper's cost of the stores it holds (`STORE_COST`: session 1, profile 1, summary 3,
+  transcript 5), the same for every row;
 - the Recall it runs: **recall@5** of the answer memories (their share in the top 5), and
   **answered@5** (one answer of every gold store in the top 5); pocketd's own cost in cost units
   and the wall time of the Recall, the routing decision included (the query's vector is encoded
-  once, before any policy runs, and each policy reads it from the cache).
+  once, before any row runs, and each policy reads it from the cache).
 
-Rows: `full` (every store), the policies `heuristic`, `learned`, `hybrid` (learned and hybrid
-use a model trained on the tune half's explored Recalls, as a server would learn it), `oracle`
-(exactly the gold stores' pockets) and `regex` (a few template regular expressions, a trivial
-router: every store one names, transcripts too for a pointer to the past). Coverage is also given
-for the questions that need a store (small talk needs none, so every row covers it). Then the
-curve: the heuristic's coverage and store cost against `router.skip_below`.
-Goal (issue 16): hybrid's recall ≥ 0.98 of the oracle's at ≤ 1.3× its store cost, above regex.
+Rows: `full` (every store), pocketd's policies `heuristic`, `learned`, `hybrid` (learned and
+hybrid use a model trained on the tune half's explored Recalls, as a server would learn it),
+`oracle` (exactly the gold stores' pockets) and the baselines (`router_baselines`), each fitted
+or chosen on the tune half for the same coverage target: `cue_rule`, the trivial row (pocketd's
+own cue lists as a rule: each store one of whose cue families fires, a fixed default
+otherwise), `supervised` (a logistic regression per store on hashed word and character n-grams,
+no pocketd code), and `regex`, the old trivial row (a few template regular expressions). The
+oracle and the baselines run the plan over their stores' pockets. Coverage is also given for the
+questions that need a store (small talk needs none, so every row covers it). Then the curves:
+the heuristic's coverage and store cost against `router.skip_below`, the supervised row's
+against its threshold.
+Goal (issue 16): hybrid's recall ≥ 0.98 of the oracle's at ≤ 1.3× its store cost, above the
+trivial row.
 `--json PATH` writes everything; `--quick` runs a small world; `--big N` adds a namespace of
-about N transcript memories (approximate search).
+about N transcript memories (approximate search); `--no-blind` leaves the blind set out.
 """
 
 from __future__ import annotations
@@ -35,7 +49,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import re
 import sys
 import tempfile
 import time
@@ -46,8 +59,14 @@ from pathlib import Path
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from bench.encoder import bench_encoder
+from bench.router_baselines import ROWS as BASELINE_ROWS
+from bench.router_baselines import TARGET, Baselines
+from bench.router_baselines import fit as fit_baselines
+from bench.router_cues import CueScan
+from bench.router_supervised import chosen
 from bench.routing_world import STORE_COST, Question, World, build
 from bench.stats import environment, summary_ms
 from server.adapters.model_store import ModelStore, ModelWatcher
@@ -66,27 +85,21 @@ from server.core.settings import Settings
 from server.router_admin import train_model
 
 POLICIES = ("full", "heuristic", "learned", "hybrid")
-ROWS = (*POLICIES, "oracle", "regex")
+ROWS = (*POLICIES, "oracle", *BASELINE_ROWS)
+SPLITS = ("all", "cue_free")
+BLIND = Path(__file__).parent / "data" / "routing_questions_blind.json"
+SET_LABELS = {
+    "blind": "blind report set (the same world, templates written blind; the headline)",
+    "report": "old report half (templates the cue lists' authors could read)",
+    "tune": "tune half (what every fitted row was fitted on)",
+}
 # The router's store names are the paper's but "history" for past transcripts.
 PAPER = {"session": "session", "profile": "profile", "summary": "summary", "history": "transcript"}
 KINDS = {"episode": Kind.EPISODE, "fact": Kind.FACT, "preference": Kind.PREFERENCE,
          "summary": Kind.SUMMARY}  # fmt: skip
 CURVE = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+SUPERVISED_CURVE = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
 TOP_K = 5
-# The trivial router: a few regular expressions a developer would write for the templates.
-REGEX = (
-    ("session", re.compile(r"\b(just|a (moment|minute) ago|this (conversation|chat))\b|刚才|刚刚")),
-    (
-        "profile",
-        re.compile(r"\b(what is my|what's my|my name|do i (like|prefer)|user's)\b|我叫|用户的"),
-    ),
-    (
-        "summary",
-        re.compile(
-            r"\b(overall|summar\w*|in general|talked about|discuss\w*)\b|总结|聊了些什么|聊过"
-        ),
-    ),
-)
 
 
 def log(msg: str) -> None:
@@ -183,24 +196,17 @@ def store_set_cost(stores: set[str]) -> float:
     return sum(STORE_COST.get(s, 0.0) for s in stores)
 
 
-PAST = re.compile(
-    r"\b(ago|before|back then|last (time|week|month)|previous\w*|earlier)\b|以前|之前|那阵子|当时"
-)
-
-
-def regex_stores(text: str) -> set[str]:
-    """The trivial router: every store a regex names, transcripts too when the text points to
-    the past, and transcripts alone when nothing matched."""
-    low = text.lower()
-    hit = {store for store, rx in REGEX if rx.search(low)}
-    if PAST.search(low):
-        hit.add("transcript")
-    return hit or {"transcript"}
-
-
 def score(
-    t: Tally, q: Question, stores: set[str], res: RecallResult, answers: dict[str, str]
+    t: Tally,
+    q: Question,
+    stores: set[str],
+    res: RecallResult,
+    answers: dict[str, str],
+    decide_s: float | None,
+    wall_s: float,
 ) -> None:
+    """One row's figures for one question: coverage and store cost of the stores it chose, the
+    Recall's recall@5, answered@5 and cost units, and the times (`decide_s` None: no decision)."""
     covered = set(q.stores) <= stores
     t.covered.append(covered)
     if q.stores:
@@ -214,6 +220,9 @@ def score(
             all(any(a in top for a in q.answers if answers[a] == s) for s in q.stores)
         )
     t.units.append(res.cost_units)
+    t.wall_s.append(wall_s)
+    if decide_s is not None:
+        t.decide_s.append(decide_s)
 
 
 def train(world: World, tmp: Path, enc: OnnxTextEncoder, offset: float) -> Path:
@@ -240,13 +249,28 @@ def train(world: World, tmp: Path, enc: OnnxTextEncoder, offset: float) -> Path:
     return data / "router" / "models"
 
 
-def run(world: World, train_model_too: bool) -> dict[str, object]:
+def question_sets(world: World, blind: World | None) -> dict[str, list[Question]]:
+    """The question sets every row is scored on, the headline first: the blind report set (the
+    same world asked with `blind`'s templates), the old report half, and the tune half."""
+    if blind is not None and blind.memories != world.memories:
+        raise ValueError("the blind questions must be asked of the same world")
+    out = {"blind": list(blind.questions)} if blind is not None else {}
+    for half in ("report", "tune"):
+        out[half] = [q for q in world.questions if q.half == half]
+    return out
+
+
+def run(world: World, blind: World | None, train_model_too: bool) -> dict[str, object]:
     enc = encoder()
     offset = time.time() - world.now
+    sets = question_sets(world, blind)
     with tempfile.TemporaryDirectory(prefix="pocketd-router-") as tmpdir:
         tmp = Path(tmpdir)
         models_dir = train(world, tmp, enc, offset) if train_model_too else None
         s = settings_for(tmp / "report", policy="heuristic")
+        t0 = time.perf_counter()
+        base = fit_baselines(sets["tune"], s.router)
+        log(f"baselines fitted on the tune half in {time.perf_counter() - t0:.1f} s")
         eng = build_engine(s, enc)
         eng.load()
         wired = eng.planner
@@ -262,7 +286,7 @@ def run(world: World, train_model_too: bool) -> dict[str, object]:
         )
         try:
             load(eng, world, offset)
-            return measure(eng, s, world, offset, models)
+            return measure(eng, s, world, sets, offset, models, base)
         finally:
             if models is not None:
                 models.close()
@@ -287,56 +311,19 @@ def routers(eng: MemoryEngine, s: Settings, models: ModelWatcher | None) -> dict
     return out
 
 
-def measure(
-    eng: MemoryEngine, s: Settings, world: World, offset: float, models: ModelWatcher | None
-) -> dict[str, object]:
-    rs = routers(eng, s, models)
-    wired = eng.planner
-    answers = {m.id: m.store for mems in world.memories.values() for m in mems}
-    now = world.now + offset
-    halves = {h: [q for q in world.questions if q.half == h] for h in ("tune", "report")}
-    encode_s: list[float] = []
-    for q in world.questions:  # each question's vector, once, into the engine's cache
-        t0 = time.perf_counter()
-        eng.routing_vector(RecallQuery(q.namespace, text=q.text))
-        encode_s.append(time.perf_counter() - t0)
-    out: dict[str, object] = {"environment": environment(), "halves": {}}
-    for half, questions in halves.items():
-        tallies = {row: Tally() for row in ROWS}
-        curve = {x: Tally() for x in CURVE}
-        for i, q in enumerate(questions):
-            query = RecallQuery(q.namespace, text=q.text, top_k=TOP_K, as_of=now)
-            vector = eng.routing_vector(query)
-            for p, router in rs.items():
-                if p in ("learned", "hybrid") and models is None:
-                    continue
-                t0 = time.perf_counter()
-                d = router.decide(query, vector, now)
-                tallies[p].decide_s.append(time.perf_counter() - t0)
-                eng.planner = router
-                t0 = time.perf_counter()
-                res = eng.recall(msgspec.structs.replace(query))
-                tallies[p].wall_s.append(time.perf_counter() - t0)
-                score(tallies[p], q, plan_stores(d), res, answers)
-                if p == "heuristic":
-                    for x in CURVE:
-                        dx = router.choose(
-                            dataclasses.replace(d.context, skip_below=x), q.namespace, p
-                        )
-                        curve[x].covered.append(set(q.stores) <= plan_stores(dx))
-                        curve[x].store_cost.append(store_set_cost(plan_stores(dx)))
-                        curve[x].units.append(dx.cost_units)
-            eng.planner = None
-            for row, stores in (("oracle", set(q.stores)), ("regex", regex_stores(q.text))):
-                steps = pockets_of(eng, q.namespace, stores)
-                t0 = time.perf_counter()
-                res = eng.recall(msgspec.structs.replace(query, plan=steps, early_stop=bool(steps)))
-                tallies[row].wall_s.append(time.perf_counter() - t0)
-                score(tallies[row], q, stores, res, answers)
-            if (i + 1) % 100 == 0:
-                log(f"{half}: {i + 1}/{len(questions)} questions")
-        out["halves"][half] = {  # type: ignore[index]
-            "rows": {row: t.summary() for row, t in tallies.items() if t.covered},
+@dataclass
+class Board:
+    """The tallies of one question set, or of its cue-free questions."""
+
+    rows: dict[str, Tally] = field(default_factory=lambda: {row: Tally() for row in ROWS})
+    curve: dict[float, Tally] = field(default_factory=lambda: {x: Tally() for x in CURVE})
+    supervised: dict[float, Tally] = field(
+        default_factory=lambda: {x: Tally() for x in SUPERVISED_CURVE}
+    )
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "rows": {row: t.summary() for row, t in self.rows.items() if t.covered},
             "curve": [
                 {
                     "skip_below": x,
@@ -344,18 +331,135 @@ def measure(
                     "store_cost": _mean(t.store_cost),
                     "cost_units": _mean(t.units),
                 }
-                for x, t in curve.items()
+                for x, t in self.curve.items()
             ],
+            "supervised_curve": [
+                {"threshold": x, "coverage": _mean(t.covered), "store_cost": _mean(t.store_cost)}
+                for x, t in self.supervised.items()
+            ],
+        }
+
+
+def point(t: Tally, q: Question, stores: set[str], units: float = 0.0) -> None:
+    """A curve's point: coverage and store cost of one plan, without its Recall."""
+    t.covered.append(set(q.stores) <= stores)
+    t.store_cost.append(store_set_cost(stores))
+    t.units.append(units)
+
+
+def run_policies(
+    eng: MemoryEngine,
+    rs: dict[str, Router],
+    trained: bool,
+    q: Question,
+    query: RecallQuery,
+    vector: npt.NDArray[np.float32] | None,
+    now: float,
+    on: list[Board],
+    answers: dict[str, str],
+) -> None:
+    """pocketd's policies on one question: each decides, then runs the Recall as the server
+    would (the engine's planner set to it); the heuristic's curve from its decision."""
+    for p, router in rs.items():
+        if p in ("learned", "hybrid") and not trained:
+            continue
+        t0 = time.perf_counter()
+        d = router.decide(query, vector, now)
+        decide_s = time.perf_counter() - t0
+        eng.planner = router
+        t0 = time.perf_counter()
+        res = eng.recall(msgspec.structs.replace(query))
+        wall_s = time.perf_counter() - t0
+        for b in on:
+            score(b.rows[p], q, plan_stores(d), res, answers, decide_s, wall_s)
+        if p == "heuristic":
+            for x in CURVE:
+                dx = router.choose(dataclasses.replace(d.context, skip_below=x), q.namespace, p)
+                for b in on:
+                    point(b.curve[x], q, plan_stores(dx), dx.cost_units)
+
+
+def run_fixed(
+    eng: MemoryEngine,
+    base: Baselines,
+    q: Question,
+    query: RecallQuery,
+    on: list[Board],
+    answers: dict[str, str],
+) -> None:
+    """The rows that name their stores (the oracle, the baselines) on one question: each runs
+    the plan over its stores' pockets, early stop as a routed plan has it; then the supervised
+    row's curve."""
+    fixed: dict[str, tuple[set[str], float | None]] = {
+        "oracle": (set(q.stores), None),
+        **base.decide(q.text),
+    }
+    for row, (stores, decide_s) in fixed.items():
+        steps = pockets_of(eng, q.namespace, stores)
+        t0 = time.perf_counter()
+        res = eng.recall(msgspec.structs.replace(query, plan=steps, early_stop=bool(steps)))
+        wall_s = time.perf_counter() - t0
+        for b in on:
+            score(b.rows[row], q, stores, res, answers, decide_s, wall_s)
+    probs = base.model.probabilities([q.text])
+    for x in SUPERVISED_CURVE:
+        for b in on:
+            point(b.supervised[x], q, chosen(probs, x)[0])
+
+
+def measure(
+    eng: MemoryEngine,
+    s: Settings,
+    world: World,
+    sets: dict[str, list[Question]],
+    offset: float,
+    models: ModelWatcher | None,
+    base: Baselines,
+) -> dict[str, object]:
+    """Every row on every question of every set; each question's figures go to its set's board
+    and, when it holds none of the router's cue phrases, to the set's cue-free board too."""
+    rs = routers(eng, s, models)
+    wired = eng.planner
+    answers = {m.id: m.store for mems in world.memories.values() for m in mems}
+    now = world.now + offset
+    scan = CueScan(s.router)
+    encode_s: list[float] = []
+    for q in (q for qs in sets.values() for q in qs):  # each vector, once, into the engine's cache
+        t0 = time.perf_counter()
+        eng.routing_vector(RecallQuery(q.namespace, text=q.text))
+        encode_s.append(time.perf_counter() - t0)
+    out: dict[str, object] = {"environment": environment(), "sets": {}}
+    for name, questions in sets.items():
+        boards = {split: Board() for split in SPLITS}
+        for i, q in enumerate(questions):
+            on = [boards["all"]] + ([] if scan.has_cue(q.text) else [boards["cue_free"]])
+            query = RecallQuery(q.namespace, text=q.text, top_k=TOP_K, as_of=now)
+            vector = eng.routing_vector(query)
+            run_policies(eng, rs, models is not None, q, query, vector, now, on, answers)
+            eng.planner = None
+            run_fixed(eng, base, q, query, on, answers)
+            if (i + 1) % 100 == 0:
+                log(f"{name}: {i + 1}/{len(questions)} questions")
+        out["sets"][name] = {  # type: ignore[index]
+            "label": SET_LABELS[name],
+            "questions": len(questions),
+            **{split: b.summary() for split, b in boards.items()},
         }
     eng.planner = wired
     for r in rs.values():
         r.close()
     out["encode"] = summary_ms(encode_s)
+    out["baselines"] = {
+        "target_coverage": TARGET,
+        "cue_rule_default": sorted(base.rule.default),
+        "supervised": dataclasses.asdict(base.choice),
+    }
     out["world"] = {
         "namespaces": len(world.memories),
         "memories": sum(len(m) for m in world.memories.values()),
         "largest_namespace": max(len(m) for m in world.memories.values()),
-        "questions": {h: len(qs) for h, qs in halves.items()},
+        "questions": {name: len(qs) for name, qs in sets.items()},
+        "cue_free": {name: sum(not scan.has_cue(q.text) for q in qs) for name, qs in sets.items()},
     }
     return out
 
@@ -369,43 +473,58 @@ def pockets_of(eng: MemoryEngine, ns: str, stores: set[str]) -> list[PlanStep]:
     return full_plan(pockets, eng._s.hybrid_search.candidates_per_channel, TOP_K)
 
 
+def table(split: dict[str, object]) -> list[str]:
+    lines = [
+        f"{'row':<10} {'coverage':>8} {'(needing)':>9} {'stores':>7} {'recall@5':>8}"
+        f" {'answered':>8} {'units':>9} {'recall p50/p99 µs':>18} {'decide p50/p99 µs':>18}"
+    ]
+    for row, x in split["rows"].items():  # type: ignore[attr-defined]
+        lines.append(
+            f"{row:<10} {x['coverage']:>8.3f} {x['coverage_needing']:>9.3f}"
+            f" {x['store_cost']:>7.2f} {x['recall_at_5']:>8.3f}"
+            f" {x['answered_at_5']:>8.3f} {x['cost_units']:>9.0f}"
+            f" {x['recall_p50_us']:>8.0f} / {x['recall_p99_us']:<8.0f}"
+            f" {x['decision_p50_us']:>8.0f} / {x['decision_p99_us']:<8.0f}"
+        )
+    return lines
+
+
+def curves(split: dict[str, object]) -> list[str]:
+    heuristic = "  ".join(
+        f"({c['skip_below']:.2f} {c['coverage']:.3f} {c['store_cost']:.2f} {c['cost_units']:.0f})"
+        for c in split["curve"]  # type: ignore[attr-defined]
+    )
+    supervised = "  ".join(
+        f"({c['threshold']:g} {c['coverage']:.3f} {c['store_cost']:.2f})"
+        for c in split["supervised_curve"]  # type: ignore[attr-defined]
+    )
+    return [
+        "heuristic against skip_below: (skip_below, coverage, store cost, estimated units: the"
+        " plan's vector steps, not the keyword channel the rows' units include)",
+        f"  {heuristic}",
+        f"supervised against its threshold: (threshold, coverage, store cost)\n  {supervised}",
+    ]
+
+
 def report(r: dict[str, object]) -> str:
-    lines = []
-    w = r["world"]
-    lines.append(f"world: {w}")  # type: ignore[str-bytes-safe]
-    for half, h in r["halves"].items():  # type: ignore[attr-defined]
-        lines.append(f"\n{half} half")
-        lines.append(
-            f"{'row':<10} {'coverage':>8} {'(needing)':>9} {'stores':>7} {'recall@5':>8}"
-            f" {'answered':>8}"
-            f" {'units':>9} {'recall p50/p99 µs':>18} {'decide p50/p99 µs':>18}"
-        )
-        for row, x in h["rows"].items():
-            lines.append(
-                f"{row:<10} {x['coverage']:>8.3f} {x['coverage_needing']:>9.3f}"
-                f" {x['store_cost']:>7.2f} {x['recall_at_5']:>8.3f}"
-                f" {x['answered_at_5']:>8.3f} {x['cost_units']:>9.0f}"
-                f" {x['recall_p50_us']:>8.0f} / {x['recall_p99_us']:<8.0f}"
-                f" {x['decision_p50_us']:>8.0f} / {x['decision_p99_us']:<8.0f}"
-            )
-        lines.append("coverage by type:")
-        for row, x in h["rows"].items():
-            lines.append(
-                f"  {row:<10} "
-                + "  ".join(f"{k} {v:.2f}" for k, v in x["coverage_by_type"].items())
-            )
-        lines.append(
-            "heuristic against skip_below: (skip_below, coverage, store cost, estimated units:"
-            " the plan's vector steps, not the keyword channel the rows' units include)"
-        )
-        lines.append(
-            "  "
-            + "  ".join(
-                f"({c['skip_below']:.2f} {c['coverage']:.3f} {c['store_cost']:.2f}"
-                f" {c['cost_units']:.0f})"
-                for c in h["curve"]
-            )
-        )
+    w, b = r["world"], r["baselines"]
+    lines = [f"world: {w}", f"baselines (chosen on the tune half): {b}"]
+    for name, st in r["sets"].items():  # type: ignore[attr-defined]
+        cue_free = w["cue_free"][name]  # type: ignore[index]
+        for split, what in (
+            ("all", f"all {st['questions']} questions"),
+            ("cue_free", f"the {cue_free} holding none of the router's cue phrases"),
+        ):
+            lines.append(f"\n{st['label']}: {what}")
+            lines += table(st[split])
+            if split == "all":
+                lines.append("coverage by type:")
+                for row, x in st[split]["rows"].items():
+                    lines.append(
+                        f"  {row:<10} "
+                        + "  ".join(f"{k} {v:.2f}" for k, v in x["coverage_by_type"].items())
+                    )
+            lines += curves(st[split])
     return "\n".join(lines)
 
 
@@ -415,6 +534,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--users", type=int, default=16)
     ap.add_argument("--questions", type=int, default=40, help="questions per user")
     ap.add_argument("--big", type=int, default=0, help="add a namespace of about N transcripts")
+    ap.add_argument("--blind", type=Path, default=BLIND, help="the blind report set's templates")
+    ap.add_argument("--no-blind", action="store_true", help="leave the blind report set out")
     ap.add_argument("--no-train", action="store_true", help="skip learned and hybrid")
     ap.add_argument("--quick", action="store_true", help="a small world (about two minutes)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
@@ -422,9 +543,11 @@ def main(argv: list[str]) -> int:
     if ns.quick:
         ns.users, ns.questions = 6, 30
     t0 = time.perf_counter()
-    world = build(seed=ns.seed, users=ns.users, questions_per_user=ns.questions, big=ns.big)
+    size = {"seed": ns.seed, "users": ns.users, "questions_per_user": ns.questions, "big": ns.big}
+    world = build(**size)
+    blind = None if ns.no_blind else build(**size, templates=ns.blind)
     log(f"world built in {time.perf_counter() - t0:.1f} s")
-    r = run(world, not ns.no_train)
+    r = run(world, blind, not ns.no_train)
     print(report(r))
     if ns.json:
         ns.json.parent.mkdir(parents=True, exist_ok=True)

@@ -66,6 +66,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 STORES = ("session", "profile", "summary", "transcript")
 STORE_COST = {"session": 1.0, "profile": 1.0, "summary": 3.0, "transcript": 5.0}
@@ -87,6 +88,8 @@ DAY = 86_400.0
 MINUTE = 60.0
 CROSS_LINGUAL = 0.1  # the share of questions asked in the other language
 TEMPLATES = Path(__file__).parent / "data" / "routing_questions.json"
+
+T = TypeVar("T")
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
@@ -3439,6 +3442,27 @@ def check(world: World) -> list[str]:
             if got != set(q.stores):
                 problems.append(f"{ns} {q.template}: answers in {sorted(got)}, gold {q.stores}")
     return problems
+
+
+def coverage_and_cost(
+    questions: Sequence[Question], chosen: Sequence[set[str]]
+) -> tuple[float, float]:
+    """The share of `questions` whose gold stores are all in their chosen store set, and the mean
+    store cost (`STORE_COST`) of the sets."""
+    if not questions:
+        return 0.0, 0.0
+    covered = sum(set(q.stores) <= c for q, c in zip(questions, chosen, strict=True))
+    cost = sum(STORE_COST[s] for c in chosen for s in c)
+    return covered / len(questions), cost / len(questions)
+
+
+def cheapest_reaching(options: Sequence[tuple[float, float, T]], target: float) -> T:
+    """Of (coverage, store cost, choice) options, the cheapest choice whose coverage reaches
+    `target`; when none does, the one that covers most (the cheapest of those)."""
+    reaching = [o for o in options if o[0] >= target]
+    if reaching:
+        return min(reaching, key=lambda o: (o[1], -o[0]))[2]
+    return min(options, key=lambda o: (-o[0], o[1]))[2]
 
 
 Printer = Callable[[str], None]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from bench.router import regex_stores
+from bench.router_baselines import regex_stores
 from bench.routing_world import STORES, build, check, load_templates
 
 
