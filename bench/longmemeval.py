@@ -47,8 +47,8 @@ What favours whom:
   stopwords (the data's README gives the unstemmed figures on this half).
 
 `--json PATH` writes {"parts": {part: {"figures": {retriever: {type: {metric: value, "n"}}},
-"left_out": {...}}}, "per_question": {retriever: {question_id: {metric: 0|1}}},
-"pocketd_import": {...}, ...}.
+"left_out": {...}}}, "together": {retriever: {metric: value, "n"}} (both parts, overall),
+"per_question": {retriever: {question_id: {metric: 0|1}}}, "pocketd_import": {...}, ...}.
 """
 
 from __future__ import annotations
@@ -229,6 +229,7 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
     return {
         "data": str(ns.data),
         "user_only": ns.user_only,
+        "together": {r: figures(per[r], type_of)[OVERALL] for r in per},
         "turns": len(corpus.turns),
         "seconds": time.perf_counter() - t0,
         "dense_encoder": info.get("dense_encoder", "?"),
@@ -239,9 +240,13 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _rows(by_retriever: dict[str, Any]) -> list[str]:
+    return [r for r in ROWS if r in by_retriever] + sorted(set(by_retriever) - set(ROWS))
+
+
 def _table(figs: dict[str, Figures], metric: str) -> list[str]:
     groups = [t for t in (*TYPES, OVERALL) if any(t in f for f in figs.values())]
-    rows = [r for r in ROWS if r in figs] + sorted(set(figs) - set(ROWS))
+    rows = _rows(figs)
     n = figs[rows[0]]
     lines = [f"{metric:<15}" + "".join(f"{SHORT[g]:>10}" for g in groups)]
     lines.append(f"{'n':<15}" + "".join(f"{n[g]['n']:>10.0f}" for g in groups))
@@ -267,6 +272,12 @@ def report(r: dict[str, Any]) -> str:
             f" repeated sessions dropped: {x['repeated_sessions']}; empty turns left out:"
             f" {x['empty_turns']}; turns cut at 32,768 characters: {x['cut_turns']}"
         )
+    lines += ["", "both parts together, overall (the data README's BM25 figures are on these)"]
+    lines.append(f"{'':<15}" + "".join(f"{m:>10}" for m in ("n", *METRICS)))
+    for name in _rows(r["together"]):
+        f = r["together"][name]
+        cells = f"{f['n']:>10.0f}" + "".join(f"{100 * f[m]:>10.1f}" for m in METRICS)
+        lines.append(f"{name:<15}{cells}")
     imp = r["pocketd_import"]
     lines += [
         "",

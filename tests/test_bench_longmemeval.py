@@ -226,6 +226,8 @@ def test_every_retriever_gets_the_same_turns_and_is_scored_per_part(
     # "reverse" on q2 (6 turns): s_c/1 s_c/0 s_b/2 s_b/1 s_a/1 | s_a/0: all only at 10.
     assert r["per_question"]["reverse"]["q2"] == {"any@5": 1, "any@10": 1, "all@5": 0, "all@10": 1}
     assert set(r["per_question"]["pocketd"]) == {"q1", "q2", "q3"}  # no abstention question
+    assert r["together"]["ceiling"]["n"] == 3
+    assert r["together"]["ceiling"]["all@10"] == pytest.approx(2 / 3)
 
 
 def _questions(n: int, seed: int) -> list[Question]:
