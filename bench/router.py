@@ -117,6 +117,8 @@ class Tally:
     wall_s: list[float] = field(default_factory=list)
     decide_s: list[float] = field(default_factory=list)
     by_type: dict[str, list[bool]] = field(default_factory=dict)  # type → covered
+    texts: list[str] = field(default_factory=list)  # the questions, in order
+    picked: list[frozenset[str]] = field(default_factory=list)  # the stores each one searched
 
     def summary(self) -> dict[str, object]:
         wall = summary_ms(self.wall_s) if self.wall_s else {"p50_ms": 0.0, "p99_ms": 0.0}
@@ -208,6 +210,8 @@ def score(
     """One row's figures for one question: coverage and store cost of the stores it chose, the
     Recall's recall@5, answered@5 and cost units, and the times (`decide_s` None: no decision)."""
     covered = set(q.stores) <= stores
+    t.texts.append(q.text)
+    t.picked.append(frozenset(stores))
     t.covered.append(covered)
     if q.stores:
         t.needing.append(covered)
@@ -407,6 +411,39 @@ def run_fixed(
             point(b.supervised[x], q, chosen(probs, x)[0])
 
 
+def score_sets(
+    eng: MemoryEngine,
+    rs: dict[str, Router],
+    trained: bool,
+    world: World,
+    sets: dict[str, list[Question]],
+    offset: float,
+    base: Baselines,
+    scan: CueScan,
+) -> dict[str, dict[str, Board]]:
+    """Every row on every question of every set: each question's figures go to its set's
+    board and, when it holds none of the router's cue phrases, to the set's cue-free board."""
+    answers = {m.id: m.store for mems in world.memories.values() for m in mems}
+    now = world.now + offset
+    wired = eng.planner
+    out: dict[str, dict[str, Board]] = {}
+    try:
+        for name, questions in sets.items():
+            boards = out[name] = {split: Board() for split in SPLITS}
+            for i, q in enumerate(questions):
+                on = [boards["all"]] + ([] if scan.has_cue(q.text) else [boards["cue_free"]])
+                query = RecallQuery(q.namespace, text=q.text, top_k=TOP_K, as_of=now)
+                vector = eng.routing_vector(query)
+                run_policies(eng, rs, trained, q, query, vector, now, on, answers)
+                eng.planner = None
+                run_fixed(eng, base, q, query, on, answers)
+                if (i + 1) % 100 == 0:
+                    log(f"{name}: {i + 1}/{len(questions)} questions")
+    finally:
+        eng.planner = wired
+    return out
+
+
 def measure(
     eng: MemoryEngine,
     s: Settings,
@@ -416,52 +453,43 @@ def measure(
     models: ModelWatcher | None,
     base: Baselines,
 ) -> dict[str, object]:
-    """Every row on every question of every set; each question's figures go to its set's board
-    and, when it holds none of the router's cue phrases, to the set's cue-free board too."""
-    rs = routers(eng, s, models)
-    wired = eng.planner
-    answers = {m.id: m.store for mems in world.memories.values() for m in mems}
-    now = world.now + offset
+    """`score_sets` with every policy, summarised."""
     scan = CueScan(s.router)
     encode_s: list[float] = []
     for q in (q for qs in sets.values() for q in qs):  # each vector, once, into the engine's cache
         t0 = time.perf_counter()
         eng.routing_vector(RecallQuery(q.namespace, text=q.text))
         encode_s.append(time.perf_counter() - t0)
-    out: dict[str, object] = {"environment": environment(), "sets": {}}
-    for name, questions in sets.items():
-        boards = {split: Board() for split in SPLITS}
-        for i, q in enumerate(questions):
-            on = [boards["all"]] + ([] if scan.has_cue(q.text) else [boards["cue_free"]])
-            query = RecallQuery(q.namespace, text=q.text, top_k=TOP_K, as_of=now)
-            vector = eng.routing_vector(query)
-            run_policies(eng, rs, models is not None, q, query, vector, now, on, answers)
-            eng.planner = None
-            run_fixed(eng, base, q, query, on, answers)
-            if (i + 1) % 100 == 0:
-                log(f"{name}: {i + 1}/{len(questions)} questions")
-        out["sets"][name] = {  # type: ignore[index]
-            "label": SET_LABELS[name],
-            "questions": len(questions),
-            **{split: b.summary() for split, b in boards.items()},
-        }
-    eng.planner = wired
-    for r in rs.values():
-        r.close()
-    out["encode"] = summary_ms(encode_s)
-    out["baselines"] = {
-        "target_coverage": TARGET,
-        "cue_rule_default": sorted(base.rule.default),
-        "supervised": dataclasses.asdict(base.choice),
+    rs = routers(eng, s, models)
+    try:
+        boards = score_sets(eng, rs, models is not None, world, sets, offset, base, scan)
+    finally:
+        for r in rs.values():
+            r.close()
+    return {
+        "environment": environment(),
+        "sets": {
+            name: {
+                "label": SET_LABELS[name],
+                "questions": len(sets[name]),
+                **{split: b.summary() for split, b in by.items()},
+            }
+            for name, by in boards.items()
+        },
+        "encode": summary_ms(encode_s),
+        "baselines": {
+            "target_coverage": TARGET,
+            "cue_rule_default": sorted(base.rule.default),
+            "supervised": dataclasses.asdict(base.choice),
+        },
+        "world": {
+            "namespaces": len(world.memories),
+            "memories": sum(len(m) for m in world.memories.values()),
+            "largest_namespace": max(len(m) for m in world.memories.values()),
+            "questions": {name: len(qs) for name, qs in sets.items()},
+            "cue_free": {n: sum(not scan.has_cue(q.text) for q in qs) for n, qs in sets.items()},
+        },
     }
-    out["world"] = {
-        "namespaces": len(world.memories),
-        "memories": sum(len(m) for m in world.memories.values()),
-        "largest_namespace": max(len(m) for m in world.memories.values()),
-        "questions": {name: len(qs) for name, qs in sets.items()},
-        "cue_free": {name: sum(not scan.has_cue(q.text) for q in qs) for name, qs in sets.items()},
-    }
-    return out
 
 
 def pockets_of(eng: MemoryEngine, ns: str, stores: set[str]) -> list[PlanStep]:
