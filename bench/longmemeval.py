@@ -41,8 +41,8 @@ What favours whom:
 - The encoder cuts a text at 2,048 characters, in the server and in `dense` alike (many
   assistant turns are longer).
 - 20 scored questions have evidence dated after their own question date (an upstream quirk;
-  printed per part): `trivial` cannot return those turns (it reads the turns before the question); no other
-  retriever filters by date.
+  printed per part): `trivial` cannot return those turns (it reads the turns before the
+  question); no other retriever filters by date.
 - LongMemEval's published baseline figures use unstemmed BM25; `bm25` here stems and drops
   stopwords (the data's README gives the unstemmed figures on this half).
 
