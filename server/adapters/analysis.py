@@ -19,10 +19,11 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import time
 
 import jieba
 from tantivy import Filter, TextAnalyzerBuilder, Tokenizer
+
+from server.core.clock import utc
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _ORDINAL = re.compile(r"\b(\d{1,4})(?:st|nd|rd|th)\b", re.IGNORECASE)
@@ -81,8 +82,8 @@ def date_term(month: int, day: int) -> str:
 
 def date_terms(epoch_seconds: float) -> list[str]:
     """The terms a memory's event date adds: its month and day (UTC), as a question names it."""
-    t = time.gmtime(epoch_seconds)
-    return [date_term(t.tm_mon, t.tm_mday)]
+    d = utc(epoch_seconds)
+    return [date_term(d.month, d.day)]
 
 
 def _named_dates(text: str) -> list[str]:

@@ -26,18 +26,18 @@ shorter.
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
 from server.core.agent.ports import TokenCount
+from server.core.clock import utc
 from server.core.memo import TextMemo
 
 
 def _day(t: float) -> str:
-    return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d")
+    return utc(t).strftime("%Y-%m-%d")
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")

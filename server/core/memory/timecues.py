@@ -13,6 +13,8 @@ import datetime as dt
 import re
 from collections.abc import Sequence
 
+from server.core.clock import utc
+
 _DAY = dt.timedelta(days=1)
 _N_DAYS = re.compile(r"\b(\d{1,3}) days? ago\b|(\d{1,3}) ?天前")
 _CUES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
@@ -59,19 +61,6 @@ def has_time_expression(text: str) -> bool:
 
 def _month_start(d: dt.datetime) -> dt.datetime:
     return d.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-
-
-# The calendar's last microsecond. Validation accepts timestamps up to
-# 9999-12-31T23:59:59.999999999Z; as a float they round up to 253402300800.0, the first second of
-# year 10000: read as this instant.
-_LAST = dt.datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=dt.UTC)
-_PAST_LAST = 253_402_300_800.0
-
-
-def utc(t: float) -> dt.datetime:
-    """`t` (seconds since the epoch, as validation accepts them) as a UTC datetime, exactly: the
-    float of a timestamp in the calendar's last microsecond is read as that microsecond."""
-    return _LAST if t >= _PAST_LAST else dt.datetime.fromtimestamp(t, dt.UTC)
 
 
 def window(text: str, reference: float) -> tuple[float, float] | None:

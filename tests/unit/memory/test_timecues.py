@@ -10,9 +10,10 @@ import msgspec
 import numpy as np
 import pytest
 
+from server.core.clock import utc
 from server.core.engine import MemoryEngine
 from server.core.memory.model import Kind, RecallQuery
-from server.core.memory.timecues import has_time_expression, utc, window
+from server.core.memory.timecues import has_time_expression, window
 from server.core.settings import MemorySettings
 from tests.conftest import unit_vec
 from tests.unit.test_engine import NS, mem
