@@ -28,10 +28,13 @@ Held-out templates: each type has at least four question templates (`TEMPLATES`)
 fact they ask about, and each template has at least two paraphrases in each language. The
 templates of a fact are split by index parity: even → the `tune` half, odd → the `report` half.
 `generate(seed, half=...)` asks every fact once in that half's templates only, in a corpus of its
-own (its namespaces and identifiers are the half's); `bench quality` tunes on seed 1's tune half
-and reports on seed 2's report half, so that the facts, the evidence and the corpus differ, not
-only the question wording. `generate(seed)` without a half asks every fact in both halves over
-one corpus (the halves then share every fact and evidence turn: for development only).
+own: its namespaces and identifiers are the half's, and its speakers and fact values (jobs,
+cities, pets, instruments, events, items) come from the half's own share of each pool
+(`for_half`: alternate entries), so no evidence sentence and no fact value of one half is in the
+other; the halves share only the phrasings the facts are told in and the small talk. `bench
+quality` tunes on seed 1's tune half and reports on seed 2's report half. `generate(seed)`
+without a half draws from the whole pools and asks every fact in both halves over one corpus
+(the halves then share every fact and evidence turn: for development only).
 
 `generate` is deterministic.
 """
@@ -39,7 +42,7 @@ one corpus (the halves then share every fact and evidence turn: for development 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 DAY = 86_400.0
 START = 1_735_689_600.0  # 2025-01-01T00:00:00Z
@@ -274,10 +277,66 @@ class Lang:
 EN = Lang(
     code="en",
     names=("Maya", "Jonas", "Priya", "Tom", "Lena", "Omar", "Sofia", "Ken", "Ines", "Raj"),
-    jobs=("nurse", "carpenter", "data analyst", "pilot", "pastry chef", "teacher", "architect"),
-    cities=("Lisbon", "Denver", "Osaka", "Toronto", "Krakow", "Nairobi", "Glasgow", "Hobart"),
-    pets=("a beagle", "a grey cat", "two budgies", "a tortoise", "a rescue greyhound"),
-    instruments=("the cello", "the ukulele", "the piano", "the drums", "the violin", "the sax"),
+    jobs=(
+        "nurse",
+        "carpenter",
+        "data analyst",
+        "pilot",
+        "pastry chef",
+        "teacher",
+        "architect",
+        "electrician",
+        "journalist",
+        "lawyer",
+        "photographer",
+        "pharmacist",
+        "veterinarian",
+        "librarian",
+    ),
+    cities=(
+        "Lisbon",
+        "Denver",
+        "Osaka",
+        "Toronto",
+        "Krakow",
+        "Nairobi",
+        "Glasgow",
+        "Hobart",
+        "Porto",
+        "Austin",
+        "Kyoto",
+        "Montreal",
+        "Gdansk",
+        "Accra",
+        "Dundee",
+        "Perth",
+    ),
+    pets=(
+        "a beagle",
+        "a grey cat",
+        "two budgies",
+        "a tortoise",
+        "a rescue greyhound",
+        "a dachshund",
+        "a black kitten",
+        "two goldfish",
+        "a hamster",
+        "an old sheepdog",
+    ),
+    instruments=(
+        "the cello",
+        "the ukulele",
+        "the piano",
+        "the drums",
+        "the violin",
+        "the sax",
+        "the flute",
+        "the banjo",
+        "the trumpet",
+        "the harp",
+        "the accordion",
+        "the clarinet",
+    ),
     events=(
         Event(
             ("ran the half marathon", "did the 21 km road race"), "run the half marathon", "race"
@@ -307,8 +366,49 @@ EN = Lang(
             "play in the chess tournament",
             "chess tournament",
         ),
+        Event(
+            ("took the baking class", "baked bread all afternoon at the cooking school"),
+            "take the baking class",
+            "baking class",
+        ),
+        Event(
+            ("swam across the lake", "did the open-water swim over the lake"),
+            "swim across the lake",
+            "lake swim",
+        ),
+        Event(
+            ("went bouldering at the climbing gym", "climbed the indoor wall"),
+            "go bouldering at the climbing gym",
+            "climbing session",
+        ),
+        Event(
+            ("sang in the choir concert", "performed on stage with my choir"),
+            "sing in the choir concert",
+            "choir concert",
+        ),
+        Event(
+            ("cycled the river loop", "rode 80 km along the river on my bike"),
+            "cycle the river loop",
+            "bike ride",
+        ),
+        Event(
+            ("went to the night food market", "tasted every stall at the street food market"),
+            "go to the night food market",
+            "food market trip",
+        ),
     ),
-    items=("a standing desk", "hiking boots", "a coffee grinder", "a bike helmet", "a tent"),
+    items=(
+        "a standing desk",
+        "hiking boots",
+        "a coffee grinder",
+        "a bike helmet",
+        "a tent",
+        "a rice cooker",
+        "a rain jacket",
+        "a desk lamp",
+        "a yoga mat",
+        "a backpack",
+    ),
     small_talk=(
         "How was your week?",
         "Ha, that sounds fun.",
@@ -375,10 +475,66 @@ EN = Lang(
 ZH = Lang(
     code="zh",
     names=("小王", "小李", "阿美", "老陈", "小周", "丽丽", "大刘", "小赵", "晓雪", "阿强"),
-    jobs=("护士", "木匠", "数据分析师", "飞行员", "甜点师", "老师", "建筑师"),
-    cities=("成都", "大连", "厦门", "西安", "青岛", "昆明", "苏州", "哈尔滨"),
-    pets=("一只小猎犬", "一只灰猫", "两只鹦鹉", "一只乌龟", "一只灵缇犬"),
-    instruments=("大提琴", "尤克里里", "钢琴", "架子鼓", "小提琴", "萨克斯"),
+    jobs=(
+        "护士",
+        "木匠",
+        "数据分析师",
+        "飞行员",
+        "甜点师",
+        "老师",
+        "建筑师",
+        "电工",
+        "记者",
+        "律师",
+        "摄影师",
+        "药剂师",
+        "兽医",
+        "图书管理员",
+    ),
+    cities=(
+        "成都",
+        "大连",
+        "厦门",
+        "西安",
+        "青岛",
+        "昆明",
+        "苏州",
+        "哈尔滨",
+        "杭州",
+        "武汉",
+        "南京",
+        "长沙",
+        "桂林",
+        "拉萨",
+        "重庆",
+        "天津",
+    ),
+    pets=(
+        "一只小猎犬",
+        "一只灰猫",
+        "两只鹦鹉",
+        "一只乌龟",
+        "一只灵缇犬",
+        "一只腊肠犬",
+        "一只小黑猫",
+        "两条金鱼",
+        "一只仓鼠",
+        "一只老牧羊犬",
+    ),
+    instruments=(
+        "大提琴",
+        "尤克里里",
+        "钢琴",
+        "架子鼓",
+        "小提琴",
+        "萨克斯",
+        "长笛",
+        "班卓琴",
+        "小号",
+        "竖琴",
+        "手风琴",
+        "单簧管",
+    ),
     events=(
         Event(("跑了半程马拉松", "跑完了二十一公里的比赛"), "跑半程马拉松", "半程马拉松"),
         Event(("去了爵士音乐节", "听了一场大型爵士音乐节"), "去爵士音乐节", "爵士音乐节"),
@@ -386,8 +542,25 @@ ZH = Lang(
         Event(("参观了科技馆", "去科学博物馆待了一整天"), "参观科技馆", "科技馆之行"),
         Event(("走了海边步道", "沿着海岸的悬崖小路走了一圈"), "走海边步道", "海边徒步"),
         Event(("参加了象棋比赛", "去下了一场国际象棋公开赛"), "参加象棋比赛", "象棋比赛"),
+        Event(("上了烘焙课", "去烹饪学校烤了一下午面包"), "上烘焙课", "烘焙课"),
+        Event(("游泳横渡了湖", "参加了横渡湖泊的公开水域游泳"), "游泳横渡湖泊", "横渡湖泊"),
+        Event(("去攀岩馆攀了岩", "去攀岩馆练了一下午抱石"), "去攀岩馆攀岩", "攀岩"),
+        Event(("参加了合唱音乐会", "跟合唱团一起登台唱了歌"), "参加合唱音乐会", "合唱音乐会"),
+        Event(("骑车绕了沿河环线", "沿着河骑了八十公里自行车"), "骑车绕沿河环线", "骑行"),
+        Event(("逛了美食夜市", "去夜市把小吃尝了个遍"), "逛美食夜市", "美食夜市之行"),
     ),
-    items=("一张升降桌", "一双登山鞋", "一台磨豆机", "一个自行车头盔", "一顶帐篷"),
+    items=(
+        "一张升降桌",
+        "一双登山鞋",
+        "一台磨豆机",
+        "一个自行车头盔",
+        "一顶帐篷",
+        "一个电饭煲",
+        "一件雨衣",
+        "一盏台灯",
+        "一张瑜伽垫",
+        "一个双肩包",
+    ),
     small_talk=(
         "这周过得怎么样？",
         "哈哈，听起来很好玩。",
@@ -450,6 +623,22 @@ ZH = Lang(
         "抢到了{code}的座位，要去{city}了。",
     ),
 )
+
+# The pools a half draws from its own share of: the speakers and every fact value.
+POOLS = ("names", "jobs", "cities", "pets", "instruments", "events", "items")
+
+
+def for_half(lang: Lang, half: str | None) -> Lang:
+    """`lang` with each of its `POOLS` cut to `half`'s share: the entries at even positions for
+    the tune half, at odd positions for the report half (the whole pool for `None`). So a
+    conversation of one half names no speaker, job, city, pet, instrument, event or item of the
+    other, and no fact turn of one half has the words of one of the other; the phrasings a fact
+    is told in and the small talk are shared."""
+    if half is None:
+        return lang
+    start = HALVES.index(half)
+    return replace(lang, **{pool: getattr(lang, pool)[start::2] for pool in POOLS})
+
 
 _Slot = tuple[str, str, str]  # (speaker, words, plan id)
 
@@ -597,15 +786,16 @@ def generate(
     """`conversations` namespaces, half English and half Chinese, of `sessions` sessions each.
     Every fact is asked once per half; with `half` ("tune" or "report") only in that half's
     templates, in namespaces named for it (`dlg<seed><half's initial>-<n>`), with identifiers
-    from that half's own range: a corpus of its own, to report on other facts than one tunes on
-    (`bench quality`: tune at seed 1, report at seed 2)."""
+    from that half's own range and speakers and fact values from that half's share of the pools
+    (`for_half`): a corpus of its own, to report on other facts than one tunes on (`bench
+    quality`: tune at seed 1, report at seed 2)."""
     if half is not None and half not in HALVES:
         raise ValueError(f"half: one of {HALVES}, not {half!r}")
     halves = HALVES if half is None else (half,)
     rng = random.Random(seed)
     out = DialogSet()
     for c in range(conversations):
-        lang = EN if c % 2 == 0 else ZH
+        lang = for_half(EN if c % 2 == 0 else ZH, half)
         ns = f"dlg{seed}-{c:02d}" if half is None else f"dlg{seed}{half[0]}-{c:02d}"
         conv = _Conversation(rng, lang, ns, sessions, halves)
         for me, other in ((conv.a, conv.b), (conv.b, conv.a)):

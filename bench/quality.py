@@ -5,9 +5,12 @@ and event time as fields (pocketd also gets the session id and the position in t
 - the synthetic dialogs of `bench.dialogs` (English and Chinese, two speakers, many sessions,
   five question types), in two corpora of their own: the `tune` half (seed 1, `--tune-seed`,
   asked in the tune templates only) and the `report` half (seed 2, `--seed`, asked in the report
-  templates only). The halves share no conversation, fact, identifier or evidence turn, not only
-  no question wording. The report half is the headline; the tune half is the only one to tune
-  against;
+  templates only). The halves share no conversation, speaker, identifier or question wording,
+  and no fact value: each draws its jobs, cities, pets, instruments, events and items from its
+  own share of the generator's pools (`bench.dialogs.for_half`), so no evidence sentence of one
+  half is said in the other. They share the phrasings the facts are told in ("I work as a {job}
+  now, ...") and the small talk. The report half is the headline; the tune half is the only one
+  to tune against;
 - MemoryBank (`bench.memorybank`: real exchanges of 15 users with an AI companion, in Chinese
   and in English, with evidence labels kept in `bench/data/memorybank_evidence.json`). A
   DEVELOPMENT set, not a held-out one: pocketd's weights were chosen on it, and its English is
@@ -56,9 +59,15 @@ What favours whom:
 - pocketd may drop turns (the write gate) and fold identical turns of a session into one memory
   (merging); the `ceiling` row shows what that costs. A folded memory counts as its newest turn
   only: that is against pocketd. Drops and folds are reported.
+- The dated/undated split is the named baseline's own date parser
+  (`bench.quality_fields.named_dates`, the rules `hybrid+fields` boosts by): a question whose
+  date phrasing only pocketd recognises counts as undated, and the dated row holds exactly the
+  questions in which `hybrid+fields` finds a date to boost by.
 - pocketd's defaults were developed on this generator's tune templates (over the old shared
-  corpus) and on MemoryBank (zh, then en): read the report half as the fair comparison and
-  MemoryBank as development figures. The baselines use library defaults and untuned boosts.
+  corpus, drawn from the original pools, about half of each half's share today; the entries
+  added since the pools were split are new to both) and on MemoryBank (zh, then en): read the
+  report half as the fair comparison and MemoryBank as development figures. The baselines use
+  library defaults and untuned boosts.
 - Recall runs on the steady state: the bench waits for the server's indexes to catch up first.
 
 `--json PATH` writes {"generator": {"seeds": {"report", "tune"}, "report": {retriever: {row:

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from bench.dialogs import TEMPLATES, Turn
+from bench.dialogs import EN, TEMPLATES, ZH, Turn
 from bench.quality import baselines, dialog_halves, report_only_when_cues
 from bench.quality_data import Corpus, Probe
 from bench.quality_fields import named_dates
@@ -156,13 +156,40 @@ def test_relative_days_resolve_against_as_of() -> None:
 _CODE = re.compile(r"(?<![A-Za-z0-9])(?:ORD-|E|LH|BA|CA|NH)\d{4,5}(?!\d)")
 
 
+def _fact_values() -> set[str]:
+    """Every fact value of the generator's pools, both languages: jobs, cities, pets,
+    instruments, items, and each event's wordings."""
+    return {
+        v
+        for lang in (EN, ZH)
+        for v in (
+            *lang.jobs,
+            *lang.cities,
+            *lang.pets,
+            *lang.instruments,
+            *lang.items,
+            *(w for e in lang.events for w in e.past),
+        )
+    }
+
+
 def test_the_halves_share_no_evidence_turn_and_no_fact() -> None:
-    halves = dialog_halves(2, 1, conversations=4, sessions=5)
+    halves = dialog_halves(2, 1, conversations=8, sessions=6)
     tune, report = halves["tune"], halves["report"]
     ev = {h: {t for p in c.probes for g in p.evidence for t in g} for h, c in halves.items()}
     assert ev["tune"] and ev["report"] and not ev["tune"] & ev["report"]
-    # No conversation (so no person's fact) is in both.
+    # No conversation is in both, and no speaker.
     assert not {t.namespace for t in tune.turns} & {t.namespace for t in report.turns}
+    assert not {t.speaker for t in tune.turns} & {t.speaker for t in report.turns}
+    # No evidence sentence of one half is said, word for word, anywhere in the other.
+    texts = {h: {t.turn_id: t.text for t in c.turns} for h, c in halves.items()}
+    for h, other in (("report", "tune"), ("tune", "report")):
+        said = {texts[h][t] for t in ev[h]}
+        assert said and not said & set(texts[other].values()), h
+    # No fact value (a job, city, pet, instrument, item or event) is told in both halves.
+    told = {h: {v for v in _fact_values() if any(v in t for t in texts[h].values())} for h in texts}
+    assert len(told["tune"]) > 20 and len(told["report"]) > 20
+    assert not told["tune"] & told["report"], sorted(told["tune"] & told["report"])
     # No identifier is in both, asked about or told.
     codes = {h: {c for t in co.turns for c in _CODE.findall(t.text)} for h, co in halves.items()}
     assert codes["tune"] and codes["report"] and not codes["tune"] & codes["report"]
