@@ -176,9 +176,8 @@ class LedgerServicer(Handler, lpb_grpc.LedgerServiceServicer):  # type: ignore[m
 
         def run(d: Deadline) -> T:
             led, task = self._led(), self.task_id(t, task_id)
-            out = work(led, task, t)
-            rec.namespace = self._namespace(led, task, t)
-            return out
+            rec.namespace = self._namespace(led, task, t)  # also when `work` fails
+            return work(led, task, t)
 
         return await self._call(context, rec, validate, run, batch=False, lane=Lane.AGENT)
 
@@ -187,7 +186,9 @@ class LedgerServicer(Handler, lpb_grpc.LedgerServiceServicer):  # type: ignore[m
         the ledger once per task (a task never changes namespace), then remembered."""
         ns = self._namespaces.get(task)
         if ns is None:
-            kept = led.namespace_of(task) or ""
+            kept = led.namespace_of(task)
+            if kept is None:  # no such task (yet): nothing to remember
+                return ""
             ns = t.unscope(kept) or kept
             if len(self._namespaces) >= _REMEMBERED_TASKS:
                 self._namespaces.clear()

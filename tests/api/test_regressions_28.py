@@ -8,6 +8,7 @@ import json
 import logging
 from pathlib import Path
 
+import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -17,7 +18,7 @@ from pocketd.v1 import memory_service_pb2 as spb
 from server.adapters.onnx_encoder import OnnxTextEncoder
 from server.api.fields import MAX_SECONDS
 from tests.api.test_hardening import wait_for
-from tests.api.test_memory_api import record, stub
+from tests.api.test_memory_api import expect, record, stub
 from tests.api.test_routing_api import NS, routed_server
 from tests.api.test_step_api import SEARCH, open_task, stubs
 from tests.conftest import RunningServer
@@ -67,7 +68,16 @@ async def test_the_call_log_names_the_namespace_of_a_tasks_calls(
     await agent.Step(step)
     await agent.StepBatch(apb.StepBatchRequest(steps=[apb.StepRequest(task_id="t28", round=2)]))
     await led.CloseTask(lpb.CloseTaskRequest(task_id="t28", idempotency_key="close-t28"))
-    methods = ("OpenTask", "Step", "StepBatch", "CloseTask")
+    late = lpb.ReserveRequest(
+        task_id="t28",
+        round=3,
+        kind=lpb.SPEND_KIND_TOOL_CALL,
+        estimate_micros=500,
+        tool="search",
+        idempotency_key="late-t28",
+    )
+    await expect(led.Reserve(late), grpc.StatusCode.FAILED_PRECONDITION)  # the task is closed
+    methods = ("OpenTask", "Step", "StepBatch", "CloseTask", "Reserve")
     await asyncio.to_thread(wait_for, lambda: all(calls(caplog, m) for m in methods), 30.0)
     for m in methods:
         (line,) = calls(caplog, m)
