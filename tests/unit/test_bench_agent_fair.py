@@ -1,5 +1,6 @@
 """`bench agent` gives every loop the same inputs (issue 28): the same tool text in every loop,
-pocketd's included; B3's recalled rounds one line each, with the same grep for the task's ids
+pocketd's included (each prompt starts with the one head, system prompt and tool lines, and
+holds no JSON schema); B3's recalled rounds one line each, with the same grep for the task's ids
 past a cut; an oracle handed exactly the needed facts and a trivial row handed none; and a
 preference precision that is undefined, not 0, when nothing was stored."""
 
@@ -20,9 +21,10 @@ from bench.agent_loops import (
     Reads,
     Shortener,
     Windowed,
+    head,
     run_session,
 )
-from bench.agent_model import SYSTEM_PROMPT, TOOL_TEXT
+from bench.agent_model import GET_TOOL, SYSTEM_PROMPT, TOOL_TEXT, TOOLS, tools_json
 from bench.agent_pocketd import Latency, Pocketd
 from pocketd import Client
 from server.adapters.onnx_encoder import OnnxTextEncoder
@@ -38,19 +40,26 @@ def sessions(n: int = 2, rounds: int = 5) -> list[Session]:
 
 
 class Recorder:
-    """A loop, with every call it made."""
+    """A loop, with every call it made and every full text it handed back (which the driver
+    appends to the call's text, for another model call)."""
 
     def __init__(self, loop: Loop) -> None:
         self.loop = loop
         self.name, self.tools = loop.name, loop.tools
         self.calls: list[Call] = []
-        self.open, self.check, self.follow = loop.open, loop.check, loop.follow
+        self.fetched: list[str] = []
+        self.open, self.check = loop.open, loop.check
         self.record, self.usage, self.close = loop.record, loop.usage, loop.close
 
     def prompt(self, r: Round, fresh: bool) -> Call:
         call = self.loop.prompt(r, fresh)
         self.calls.append(call)
         return call
+
+    def follow(self, memory_id: str) -> str:
+        text = self.loop.follow(memory_id)
+        self.fetched.append(text)
+        return text
 
 
 def run_all(
@@ -76,11 +85,18 @@ async def test_every_loop_sends_the_same_tool_text(
     ran = run_all(loops(SYSTEM_PROMPT, Encodings(encoder)), data)
     ran["pocketd"] = await asyncio.to_thread(pocketd_loop, server, data)
     assert set(ran) == {"oracle", "trivial", "B0", "B2", "B3-full", "B3", "pocketd"}
+    shared = head(SYSTEM_PROMPT, TOOL_TEXT)  # built here, not read from any loop's `Call`
+    schemas = [tools_json(TOOLS), *(tools_json([t]) for t in [*TOOLS, GET_TOOL])]
     for name, (rec, outcomes) in ran.items():
         assert rec.calls, name
         assert {c.tools for c in rec.calls} == {TOOL_TEXT}, name  # the same string, every call
-        for c in rec.calls:
-            assert c.text.startswith(c.head) and TOOL_TEXT in c.head, name
+        for c in rec.calls:  # what the call really sends: its text, from its first token
+            assert c.text.startswith(shared) and c.head == shared, name
+            assert c.text.count(TOOL_TEXT) == 1, name  # the tool lines once, in the head
+        for sent in [*(c.text for c in rec.calls), *rec.fetched]:
+            for schema in schemas:  # no JSON schemas anywhere, all tools or one (pre-issue 28)
+                assert schema[1:-1] not in sent, name
+            assert '"properties"' not in sent, name  # nor in any other layout
         for o in outcomes:
             assert o.calls and o.tool_tokens == o.calls * COUNT(TOOL_TEXT), name
             assert o.cost_one_price > 0 and o.cost > 0, name
