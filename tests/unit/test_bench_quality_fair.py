@@ -1,6 +1,7 @@
 """`bench quality` is fair (issue 28): the baselines index the words alone with the speaker and
-the event time as fields, the named baseline reads those fields, and the tune and report halves
-are corpora of their own. Fast: no server; a bag-of-words encoder stands in for the model."""
+the event time as fields, the named baseline reads those fields, pocketd is sent the same words
+and fields, and the tune and report halves are corpora of their own. Fast: no server (a
+recording client stands in for it); a bag-of-words encoder stands in for the model."""
 
 from __future__ import annotations
 
@@ -8,6 +9,10 @@ import datetime as dt
 import re
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -17,8 +22,9 @@ from bench.dialogs import EN, TEMPLATES, ZH, Turn
 from bench.quality import baselines, dialog_halves, report_only_when_cues
 from bench.quality_data import Corpus, Probe
 from bench.quality_fields import named_dates
-from bench.quality_retrievers import BM25, Dense, Hybrid, HybridFields
+from bench.quality_retrievers import BM25, Dense, Hybrid, HybridFields, Pocketd, documents
 from bench.textproc import tokenize
+from pocketd import MemoryInput
 
 
 class BagOfWords:
@@ -214,3 +220,92 @@ def test_the_report_only_when_cues_are_in_report_wordings_only() -> None:
     for half, expect in (("report", True), ("tune", False)):
         forms = [f.lower() for t in TEMPLATES if t.half == half for f in (*t.en, *t.zh)]
         assert all(any(c in f for f in forms) is expect for c in cues)
+
+
+class FakeServer:
+    """Stands in for `pocketd serve`: nothing is started."""
+
+    target = "fake:0"
+
+    def __init__(self, data: Path) -> None:
+        self.stopped = False
+
+    def wait_serving(self, timeout: float = 60.0) -> float:
+        return 0.0
+
+    def stop(self) -> int:
+        self.stopped = True
+        return 0
+
+    def close(self) -> None:
+        self.stopped = True
+
+
+@dataclass
+class RecordingClient:
+    """Stores every memory it is sent and records every Recall; answers with no hits."""
+
+    target: str
+    timeout: float = 0.0
+    batches: list[list[MemoryInput]] = field(default_factory=list)
+    recalls: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+
+    def remember_batch(self, items: Sequence[MemoryInput]) -> list[Any]:
+        start = sum(len(b) for b in self.batches)
+        self.batches.append(list(items))
+        return [SimpleNamespace(stored=True, memory_id=f"m{start + n}") for n in range(len(items))]
+
+    def recall(self, namespace: str, text: str, **kw: Any) -> Any:
+        self.recalls.append((namespace, text, kw))
+        return SimpleNamespace(hits=[])
+
+    def stats(self) -> Any:
+        return SimpleNamespace(index=SimpleNamespace(pending=0))
+
+    def close(self) -> None:
+        pass
+
+
+def test_pocketd_is_sent_the_words_speaker_and_time_the_baselines_get(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("bench.quality_retrievers.ServerProcess", FakeServer)
+    monkeypatch.setattr("bench.quality_retrievers.Client", RecordingClient)
+    corpus = dialog_halves(2, 1, conversations=2, sessions=4)["report"]
+    pd = Pocketd()
+    try:
+        pd.add(corpus, "report")
+        client = pd.client
+        assert isinstance(client, RecordingClient)
+        sent = [m for batch in client.batches for m in batch]
+        # Each turn is one episode: its words as the text, its speaker, event time, session and
+        # position as fields, and nothing else set.
+        assert sent == [
+            MemoryInput(
+                t.namespace,
+                t.text,
+                kind="episode",
+                session_id=t.session_id,
+                speaker=t.speaker,
+                occurred_at=t.time,
+                turn=t.index,
+            )
+            for t in corpus.turns
+        ]
+        # One batch per session.
+        assert all(len({m.session_id for m in b}) == 1 for b in client.batches)
+        assert len(client.batches) == len({t.session_id for t in corpus.turns})
+        # The same words, speaker and event time the baselines index.
+        docs = [d for ds in documents(corpus).values() for d in ds]
+        assert sorted((d.turn_id, d.text, d.speaker, d.time) for d in docs) == sorted(
+            (t.turn_id, m.text, m.speaker, m.occurred_at)
+            for t, m in zip(corpus.turns, sent, strict=True)
+        )
+        # A question is the probe's text alone, asked as of the probe's time, top 10, no floor.
+        p = corpus.probes[0]
+        assert pd.ranker("report")(p) == []
+        assert client.recalls == [
+            (p.namespace, p.text, {"top_k": 10, "as_of": p.as_of, "min_score": 0.0})
+        ]
+    finally:
+        pd.close()
