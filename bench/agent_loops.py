@@ -167,10 +167,6 @@ class Cutter:
         end = offsets[n - 1][1]
         return text[:end], text[end:]
 
-    def __call__(self, text: str, n: int) -> str:
-        kept, rest = self.split(text, n)
-        return f"{kept} …[cut]" if rest else kept
-
     def tail(self, text: str, n: int) -> str:
         """The last `n` tokens of `text`."""
         offsets = self._tok.encode(text, add_special_tokens=False).offsets
