@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 from tokenizers import Tokenizer
 
 from bench.agent_data import Round, Session
@@ -402,9 +403,9 @@ class Encodings:
 
     def __init__(self, encoder: TextEncoder) -> None:
         self._encoder = encoder
-        self._vectors: dict[str, Any] = {}
+        self._vectors: dict[str, npt.NDArray[np.float32]] = {}
 
-    def __call__(self, texts: list[str]) -> list[Any]:
+    def __call__(self, texts: list[str]) -> list[npt.NDArray[np.float32]]:
         todo = [t for t in dict.fromkeys(texts) if t not in self._vectors]
         if todo:
             self._vectors.update(zip(todo, self._encoder.encode(todo), strict=True))
@@ -417,7 +418,7 @@ class _Kept:
     index: int
     turn: Turn
     ids: frozenset[str]  # its session's ids
-    vector: Any
+    vector: npt.NDArray[np.float32]
 
 
 @dataclass

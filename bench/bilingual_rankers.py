@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import bm25s
 import numpy as np
@@ -135,10 +135,11 @@ class Bigram:
 
 def hybrid(bm25: BM25, dense: Dense) -> Ranker:
     """`bench.quality_retrievers.Hybrid` (min-max per channel, 0.5/0.5) over these two channels:
-    it reads a channel only through `scored(query, depth)` and the query only through them."""
-    fused = Hybrid(cast(Any, bm25), cast(Any, dense))
+    it reads a channel only through `scored(query, depth)` (its `Channel`) and hands the query
+    on to them."""
+    fused: Hybrid[Question] = Hybrid(bm25, dense)
 
     def rank(q: Question) -> list[str]:
-        return fused(cast(Any, q))[:DEPTH]
+        return fused(q)[:DEPTH]
 
     return rank

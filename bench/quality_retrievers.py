@@ -18,6 +18,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, Protocol, TypeVar
 
 import bm25s
 import numpy as np
@@ -37,6 +38,8 @@ FUSION_DEPTH = 100  # each channel's candidates for the hybrid
 SPEAKER_BOOST = 0.5  # added to the fused score of a named speaker's turns (not tuned)
 DATE_BOOST = 0.5  # added to the fused score of the turns on a named day or month (not tuned)
 Scored = list[tuple[str, float]]  # turn ids with their scores, best first
+Q = TypeVar("Q")  # a query: what a channel reads (the hybrid only hands it on)
+_Q_in = TypeVar("_Q_in", contravariant=True)
 
 
 def log(msg: str) -> None:
@@ -130,14 +133,21 @@ def _min_max(hits: Scored) -> dict[str, float]:
     return {t: 1.0 if hi == lo else (s - lo) / (hi - lo) for t, s in hits}
 
 
-class Hybrid:
+class Channel(Protocol[_Q_in]):
+    """What the hybrid reads of a channel: its best `depth` ids for a query, with their scores
+    (`BM25` and `Dense` above, or `bench.bilingual_rankers`' over a `Question`)."""
+
+    def scored(self, query: _Q_in, depth: int, /) -> Scored: ...
+
+
+class Hybrid(Generic[Q]):
     """The generic hybrid: `BM25` and `Dense` above, each min-max normalised over its own top
     100, fused 0.5/0.5 (a turn missing from a channel scores 0 there). Not tuned."""
 
-    def __init__(self, bm25: BM25, dense: Dense) -> None:
+    def __init__(self, bm25: Channel[Q], dense: Channel[Q]) -> None:
         self.bm25, self.dense = bm25, dense
 
-    def fused(self, p: Probe) -> tuple[dict[str, float], dict[str, int]]:
+    def fused(self, p: Q) -> tuple[dict[str, float], dict[str, int]]:
         """The fused scores of the channels' candidates, and the dense order (for ties)."""
         dense = self.dense.scored(p, FUSION_DEPTH)
         b, d = _min_max(self.bm25.scored(p, FUSION_DEPTH)), _min_max(dense)
@@ -148,7 +158,7 @@ class Hybrid:
     def ranked(fused: dict[str, float], order: dict[str, int]) -> list[str]:
         return sorted(fused, key=lambda t: (-fused[t], order.get(t, len(order)), t))[:DEPTH]
 
-    def __call__(self, p: Probe) -> list[str]:
+    def __call__(self, p: Q) -> list[str]:
         return self.ranked(*self.fused(p))
 
 
@@ -159,8 +169,9 @@ class HybridFields:
     its `as_of`), +0.5 to the turns whose event time falls in it. A boosted turn joins the
     candidates even when neither channel found it. Fixed boosts, not tuned."""
 
-    def __init__(self, hybrid: Hybrid) -> None:
+    def __init__(self, hybrid: Hybrid[Probe]) -> None:
         self.hybrid = hybrid
+        assert isinstance(hybrid.dense, Dense)  # the fields are read from its documents
         self.docs = hybrid.dense.docs
         self.speakers = {ns: {d.speaker for d in docs} for ns, docs in self.docs.items()}
 
