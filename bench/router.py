@@ -35,9 +35,12 @@ own cue lists as a rule: each store one of whose cue families fires, a fixed def
 otherwise), `supervised` (a logistic regression per store on hashed word and character n-grams,
 no pocketd code), and `regex`, the old trivial row (a few template regular expressions). The
 oracle and the baselines run the plan over their stores' pockets. Coverage is also given for the
-questions that need a store (small talk needs none, so every row covers it). Then the curves:
-the heuristic's coverage and store cost against `router.skip_below`, the supervised row's
-against its threshold.
+questions that need a store (small talk needs none, so every row covers it). Then each set's
+curves, printed as curves: the heuristic's coverage and store cost against `router.skip_below`,
+the supervised row's against its threshold. Nothing is chosen from them: the heuristic runs at
+the shipped `skip_below`, and the supervised row at the regularisation and threshold that
+cross-validation on the tune half chose (`router_supervised.choose`; each C's best pair is
+printed with it).
 Goal (issue 16): hybrid's recall ≥ 0.98 of the oracle's at ≤ 1.3× its store cost, above the
 trivial row.
 `--json PATH` writes everything; `--quick` runs a small world; `--big N` adds a namespace of
@@ -67,7 +70,7 @@ from bench.router_baselines import TARGET, Baselines
 from bench.router_baselines import fit as fit_baselines
 from bench.router_cues import CueScan
 from bench.router_supervised import chosen
-from bench.routing_world import STORE_COST, Question, World, build
+from bench.routing_world import Question, World, build, store_cost
 from bench.stats import environment, summary_ms
 from server.adapters.model_store import ModelStore, ModelWatcher
 from server.adapters.onnx_encoder import OnnxTextEncoder
@@ -98,7 +101,8 @@ PAPER = {"session": "session", "profile": "profile", "summary": "summary", "hist
 KINDS = {"episode": Kind.EPISODE, "fact": Kind.FACT, "preference": Kind.PREFERENCE,
          "summary": Kind.SUMMARY}  # fmt: skip
 CURVE = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-SUPERVISED_CURVE = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
+# The supervised row's threshold over the span of its grid (`router_supervised.THRESHOLDS`).
+SUPERVISED_CURVE = (1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 0.3, 0.5)
 TOP_K = 5
 
 
@@ -194,10 +198,6 @@ def plan_stores(d: Decision) -> set[str]:
     return {PAPER.get(stores[index[s.pocket]], "other") for s in d.steps if s.pocket in index}
 
 
-def store_set_cost(stores: set[str]) -> float:
-    return sum(STORE_COST.get(s, 0.0) for s in stores)
-
-
 def score(
     t: Tally,
     q: Question,
@@ -216,7 +216,7 @@ def score(
     if q.stores:
         t.needing.append(covered)
     t.by_type.setdefault(q.type, []).append(covered)
-    t.store_cost.append(store_set_cost(stores))
+    t.store_cost.append(store_cost(stores))
     top = {h.record.memory_id for h in res.hits[:TOP_K]}
     if q.answers:
         t.recall.append(sum(a in top for a in q.answers) / len(q.answers))
@@ -347,7 +347,7 @@ class Board:
 def point(t: Tally, q: Question, stores: set[str], units: float = 0.0) -> None:
     """A curve's point: coverage and store cost of one plan, without its Recall."""
     t.covered.append(set(q.stores) <= stores)
-    t.store_cost.append(store_set_cost(stores))
+    t.store_cost.append(store_cost(stores))
     t.units.append(units)
 
 
@@ -522,21 +522,38 @@ def curves(split: dict[str, object]) -> list[str]:
         f"({c['skip_below']:.2f} {c['coverage']:.3f} {c['store_cost']:.2f} {c['cost_units']:.0f})"
         for c in split["curve"]  # type: ignore[attr-defined]
     )
-    supervised = "  ".join(
+    points = [
         f"({c['threshold']:g} {c['coverage']:.3f} {c['store_cost']:.2f})"
         for c in split["supervised_curve"]  # type: ignore[attr-defined]
-    )
+    ]
     return [
+        "curves on this set (read as curves; no value was chosen from them):",
         "heuristic against skip_below: (skip_below, coverage, store cost, estimated units: the"
         " plan's vector steps, not the keyword channel the rows' units include)",
         f"  {heuristic}",
-        f"supervised against its threshold: (threshold, coverage, store cost)\n  {supervised}",
+        "supervised (its chosen C) against its threshold: (threshold, coverage, store cost)",
+        *("  " + "  ".join(points[i : i + 7]) for i in range(0, len(points), 7)),
+    ]
+
+
+def choice_lines(b: dict[str, object]) -> list[str]:
+    """The baselines' choices, made on the tune half alone, with each C's best pair."""
+    sup = dict(b["supervised"])  # type: ignore[call-overload]
+    by_c = sup.pop("by_c")
+    return [
+        f"baselines (chosen on the tune half alone): {dict(b, supervised=sup)}",
+        "supervised, each C's cheapest threshold reaching the target, held out on the tune half:"
+        " (C, threshold, coverage, store cost)",
+        *(
+            "  " + "  ".join(f"({c:g} {t:g} {cov:.3f} {cost:.2f})" for c, t, cov, cost in row)
+            for row in (by_c[i : i + 5] for i in range(0, len(by_c), 5))
+        ),
     ]
 
 
 def report(r: dict[str, object]) -> str:
     w, b = r["world"], r["baselines"]
-    lines = [f"world: {w}", f"baselines (chosen on the tune half): {b}"]
+    lines = [f"world: {w}", *choice_lines(b)]  # type: ignore[arg-type]
     for name, st in r["sets"].items():  # type: ignore[attr-defined]
         cue_free = w["cue_free"][name]  # type: ignore[index]
         for split, what in (

@@ -63,7 +63,7 @@ import json
 import random
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -3444,15 +3444,20 @@ def check(world: World) -> list[str]:
     return problems
 
 
+def store_cost(stores: Iterable[str]) -> float:
+    """What searching `stores` costs (`STORE_COST`): the one price list of every row."""
+    return sum(STORE_COST[s] for s in stores)
+
+
 def coverage_and_cost(
     questions: Sequence[Question], chosen: Sequence[set[str]]
 ) -> tuple[float, float]:
     """The share of `questions` whose gold stores are all in their chosen store set, and the mean
-    store cost (`STORE_COST`) of the sets."""
+    store cost (`store_cost`) of the sets."""
     if not questions:
         return 0.0, 0.0
     covered = sum(set(q.stores) <= c for q, c in zip(questions, chosen, strict=True))
-    cost = sum(STORE_COST[s] for c in chosen for s in c)
+    cost = sum(store_cost(c) for c in chosen)
     return covered / len(questions), cost / len(questions)
 
 

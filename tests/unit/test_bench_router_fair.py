@@ -24,9 +24,18 @@ from bench.router import (
     score_sets,
     settings_for,
 )
+from bench.router_baselines import TARGET
 from bench.router_baselines import fit as fit_baselines
 from bench.router_cues import CueRule, CueScan
-from bench.routing_world import STORE_COST, STORES, World, build
+from bench.router_supervised import CS, THRESHOLDS, choose, chosen, held_out_probabilities
+from bench.routing_world import (
+    STORE_COST,
+    STORES,
+    World,
+    build,
+    cheapest_reaching,
+    coverage_and_cost,
+)
 from server.adapters.onnx_encoder import OnnxTextEncoder
 from server.app import build_engine
 from server.core.settings import RouterSettings
@@ -137,3 +146,19 @@ def test_the_blind_set_must_be_asked_of_the_same_world(world: World) -> None:
     assert question_sets(world, same)["blind"] == same.questions
     with pytest.raises(ValueError, match="same world"):
         question_sets(world, build(seed=1, users=2, questions_per_user=18))
+
+
+def test_the_supervised_rows_choice_is_the_cheapest_of_each_cs_best_on_the_tune_half(
+    world: World,
+) -> None:
+    tune = [q for q in world.questions if q.half == "tune"]
+    choice = choose(tune, TARGET)
+    assert [c for c, *_ in choice.by_c] == list(CS)  # every C of the grid was tried...
+    best = cheapest_reaching([(cov, cost, (c, t)) for c, t, cov, cost in choice.by_c], TARGET)
+    assert (choice.c, choice.threshold) == best  # ...and the pair is the cheapest of their bests
+    assert all(t in THRESHOLDS for _, t, _, _ in choice.by_c)
+    # The held-out figures are those of the tune half alone, at the one price list.
+    probs = held_out_probabilities(tune, 5, [choice.c])[choice.c]
+    assert coverage_and_cost(tune, chosen(probs, choice.threshold)) == pytest.approx(
+        (choice.coverage, choice.store_cost)
+    )
