@@ -21,6 +21,7 @@ import threading
 
 import msgspec
 
+from server.core.clock import utc
 from server.core.memory.model import Kind, MemoryFilter, Modality, Record, Tier
 from server.core.settings import PocketSettings
 
@@ -57,7 +58,7 @@ def bucket_of(t: float, granularity: str) -> str:
     """The bucket label of event time `t` (seconds since the epoch, UTC)."""
     if granularity == "none":
         return ""
-    d = dt.datetime.fromtimestamp(min(max(t, 0.0), 253_402_300_799.0), _UTC)
+    d = utc(max(t, 0.0))  # exact at the calendar's end (clock.utc)
     if granularity == "day":
         return d.strftime("%Y-%m-%d")
     if granularity == "month":
