@@ -16,19 +16,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
-import bm25s
 import numpy as np
 import numpy.typing as npt
 
 from bench.bilingual_data import Memory, Question
-from bench.quality_retrievers import Hybrid
-from bench.textproc import tokenize
+from bench.quality_retrievers import Hybrid, Scored, bm25_index, bm25_top, top
 from server.core.memory.ports import TextEncoder
 
 DEPTH = 5
-Scored = list[tuple[str, float]]  # memory ids with their scores, best first
 Ranker = Callable[[Question], list[str]]  # a question → memory ids, best first
 _RUN = re.compile(r"\w+")
 
@@ -55,11 +52,6 @@ class Symmetric:
     queries = passages
 
 
-def _top(ids: Sequence[str], scores: npt.NDArray[Any], depth: int) -> Scored:
-    order = np.argsort(-scores, kind="stable")[:depth]
-    return [(ids[i], float(scores[i])) for i in order.tolist()]
-
-
 class Dense:
     """Exact cosine over `enc`'s vectors of the memories (in batches, as a bulk import would
     embed them) and of each question alone (as a live query is: use-m3's graph pads a batch,
@@ -78,7 +70,7 @@ class Dense:
         return self._q[text]
 
     def scored(self, q: Question, depth: int) -> Scored:
-        return _top(self.ids, self.mat @ self.query(q.text), depth)
+        return top(self.ids, self.mat @ self.query(q.text), depth)
 
     def __call__(self, q: Question) -> list[str]:
         return [i for i, _ in self.scored(q, DEPTH)]
@@ -92,17 +84,10 @@ class BM25:
 
     def __init__(self, memories: Sequence[Memory]) -> None:
         self.ids = [m.id for m in memories]
-        self.index = bm25s.BM25(k1=1.5, b=0.75)
-        self.index.index([tokenize(m.text) for m in memories], show_progress=False)
+        self.index = bm25_index([m.text for m in memories])
 
     def scored(self, q: Question, depth: int) -> Scored:
-        query = tokenize(q.text)
-        if not query:
-            return []
-        k = min(depth, len(self.ids))
-        docs, scores = self.index.retrieve([query], k=k, show_progress=False)
-        pairs = zip(docs[0].tolist(), scores[0].tolist(), strict=True)
-        return [(self.ids[d], s) for d, s in pairs if s > 0]
+        return bm25_top(self.index, self.ids, q.text, depth)
 
     def __call__(self, q: Question) -> list[str]:
         return [i for i, _ in self.scored(q, DEPTH)]
@@ -127,7 +112,7 @@ class Bigram:
     def scored(self, q: Question, depth: int) -> Scored:
         g = bigrams(q.text)
         dice = np.array([2 * len(g & m) / (len(g) + len(m) or 1) for m in self.grams])
-        return [(i, s) for i, s in _top(self.ids, dice, depth) if s > 0]
+        return [(i, s) for i, s in top(self.ids, dice, depth) if s > 0]
 
     def __call__(self, q: Question) -> list[str]:
         return [i for i, _ in self.scored(q, DEPTH)]

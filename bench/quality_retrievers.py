@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
@@ -65,6 +66,30 @@ def documents(corpus: Corpus) -> dict[str, list[Document]]:
     }
 
 
+def bm25_index(texts: Sequence[str]) -> bm25s.BM25:
+    """bm25s (k1 1.5, b 0.75, its defaults) over `bench.textproc.tokenize` of each text."""
+    index = bm25s.BM25(k1=1.5, b=0.75)
+    index.index([tokenize(t) for t in texts], show_progress=False)
+    return index
+
+
+def bm25_top(index: bm25s.BM25, ids: Sequence[str], text: str, depth: int) -> Scored:
+    """The best `depth` of `ids` (the index's documents, in order) for the query `text`, with
+    their scores; documents that share no term with it are left out."""
+    query = tokenize(text)
+    if not query:
+        return []
+    docs, scores = index.retrieve([query], k=min(depth, len(ids)), show_progress=False)
+    pairs = zip(docs[0].tolist(), scores[0].tolist(), strict=True)
+    return [(ids[d], s) for d, s in pairs if s > 0]
+
+
+def top(ids: Sequence[str], scores: npt.NDArray[np.floating], depth: int) -> Scored:
+    """The `depth` best-scored of `ids`, best first (ties: the ids' order)."""
+    order = np.argsort(-scores, kind="stable")[:depth]
+    return [(ids[i], float(scores[i])) for i in order.tolist()]
+
+
 class BM25:
     """bm25s (k1 1.5, b 0.75, its defaults) per namespace over `bench.textproc.tokenize` of the
     words: stemmed, stopwords removed, Chinese segmented by jieba (which is taught the speakers'
@@ -72,24 +97,12 @@ class BM25:
 
     def __init__(self, corpus: Corpus) -> None:
         self.docs = documents(corpus)
-        self.indexes: dict[str, bm25s.BM25] = {}
+        self.ids = {ns: [d.turn_id for d in docs] for ns, docs in self.docs.items()}
         add_words({t.speaker for t in corpus.turns})
-        for ns, docs in self.docs.items():
-            index = bm25s.BM25(k1=1.5, b=0.75)
-            index.index([tokenize(d.text) for d in docs], show_progress=False)
-            self.indexes[ns] = index
+        self.indexes = {ns: bm25_index([d.text for d in docs]) for ns, docs in self.docs.items()}
 
     def scored(self, p: Probe, depth: int) -> Scored:
-        index, docs = self.indexes[p.namespace], self.docs[p.namespace]
-        query = tokenize(p.text)
-        if not query:
-            return []
-        ids, scores = index.retrieve([query], k=min(depth, len(docs)), show_progress=False)
-        return [
-            (docs[d].turn_id, s)
-            for d, s in zip(ids[0].tolist(), scores[0].tolist(), strict=True)
-            if s > 0
-        ]
+        return bm25_top(self.indexes[p.namespace], self.ids[p.namespace], p.text, depth)
 
     def __call__(self, p: Probe) -> list[str]:
         return [t for t, _ in self.scored(p, DEPTH)]
@@ -104,6 +117,7 @@ class Dense:
         manifest = getattr(self.enc, "manifest", None)
         self.model = str(getattr(manifest, "name", type(self.enc).__name__))
         self.docs = documents(corpus)
+        self.ids = {ns: [d.turn_id for d in docs] for ns, docs in self.docs.items()}
         self.mats: dict[str, npt.NDArray[np.float32]] = {
             ns: np.asarray(self.enc.encode([d.text for d in docs]))
             for ns, docs in self.docs.items()
@@ -117,10 +131,7 @@ class Dense:
         q = self._queries.get(p.text)
         if q is None:
             q = self._queries[p.text] = np.asarray(self.enc.encode([p.text]))[0]
-        sims = self.mats[p.namespace] @ q
-        order = np.argsort(-sims, kind="stable")[:depth]
-        docs = self.docs[p.namespace]
-        return [(docs[i].turn_id, float(sims[i])) for i in order.tolist()]
+        return top(self.ids[p.namespace], self.mats[p.namespace] @ q, depth)
 
     def __call__(self, p: Probe) -> list[str]:
         return [t for t, _ in self.scored(p, DEPTH)]

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from bench import bilingual, bilingual_rankers
+from bench import bilingual, bilingual_rankers, quality_retrievers
 from bench.bilingual_data import Memory, Question
 from bench.bilingual_rankers import BM25, Dense, hybrid
 from bench.bilingual_sets import BilingualSet, blind_set, check, load_set
@@ -91,16 +91,18 @@ class FakeClient:
         return SimpleNamespace(index=SimpleNamespace(pending=0))
 
 
-def record(monkeypatch: pytest.MonkeyPatch, name: str) -> list[str]:
-    """The texts `bench.bilingual_rankers.<name>` is called with from now on."""
+def record(
+    monkeypatch: pytest.MonkeyPatch, name: str, module: Any = bilingual_rankers
+) -> list[str]:
+    """The texts `<module>.<name>` is called with from now on."""
     calls: list[str] = []
-    real = getattr(bilingual_rankers, name)
+    real = getattr(module, name)
 
     def recording(text: str) -> Any:
         calls.append(text)
         return real(text)
 
-    monkeypatch.setattr(bilingual_rankers, name, recording)
+    monkeypatch.setattr(module, name, recording)
     return calls
 
 
@@ -114,7 +116,7 @@ def test_every_row_gets_the_same_memory_and_question_texts(
         assert env == {}  # use-m3: the server on its defaults
         yield client
 
-    tokenized = record(monkeypatch, "tokenize")
+    tokenized = record(monkeypatch, "tokenize", quality_retrievers)  # the shared bm25's
     grams = record(monkeypatch, "bigrams")
     encoders = {"use-m3": RecordingEncoder("use-m3"), "e5-small": RecordingEncoder("e5-small")}
     result = bilingual.run_set(TINY, encoders, serve=serve)  # type: ignore[arg-type]
