@@ -494,6 +494,18 @@ class HotSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # After a restart, health stays NOT_SERVING until the indexer has caught up to at most this
     # many unindexed records, so that a SERVING server never makes writers wait for it.
     serving_max_pending: Annotated[int, between(0, 1 << 24)] = 2048
+    # Where a session's raw recent turns are kept for `ttl_seconds` after its last turn:
+    # "memory" (in the server's process) or "redis" (`url`, keys under `key_prefix`, the TTL
+    # kept by Redis itself, so a restart of pocketd keeps them).
+    backend: Literal["memory", "redis"] = "memory"
+    # The Redis server of the hot tier (redis://host:port/db or rediss://…); used with
+    # backend: redis. Unreachable at start-up: pocketd exits 2 naming this key.
+    url: str = "redis://127.0.0.1:6379/0"
+    # Every key pocketd writes in Redis starts with this (several servers can share one Redis).
+    key_prefix: Annotated[str, Meta(min_length=1, max_length=64)] = "pocketd:"
+    # A Redis call that fails is retried this many times (with a short backoff) before the
+    # call is answered UNAVAILABLE.
+    redis_retries: Annotated[int, between(0, 10)] = 3
 
 
 class PocketSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -595,6 +607,118 @@ class EncoderSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_tokens: Annotated[int, between(8, 512)] = 256
 
 
+class SupersedeSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Supersession without ids (seed 000 §4.3): a new fact or preference that states a new value
+    for the same thing as an older current memory makes the older one obsolete."""
+
+    # Off: only the client's `supersedes` ids supersede.
+    enabled: bool = True
+    # Near neighbours of the same namespace and kind weighed per new memory.
+    candidates: Annotated[int, between(1, 64)] = 8
+    # The cosine from which two memories may be about the same thing (measured on the built-in
+    # encoder, USE-multilingual-v3, by `python -m bench update` on its tune half).
+    cosine: Annotated[float, Meta(gt=0.0, le=1.0)] = 0.5
+    # The share of the older memory's subject terms the newer must share to be about the same
+    # thing, when the vectors alone do not say it.
+    subject_overlap: Ratio = 0.5
+    # Ranking: of two current memories of one slot (cosine at least `slot_cosine`), the older's
+    # score is multiplied by this, so the newer value ranks first even when unsure.
+    slot_cosine: Annotated[float, Meta(gt=0.0, le=1.0)] = 0.8
+    # The factor on the older of two current memories of one slot (see `slot_cosine`).
+    older_factor: Annotated[float, Meta(gt=0.0, le=1.0)] = 0.8
+
+
+class RetentionSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Retention = w_importance·importance + w_freshness·freshness (seed 001 §2.3), each in [0, 1];
+    a warm memory below `threshold` moves to cold."""
+
+    # The weight of importance ((importance - 1) / 4).
+    w_importance: Ratio = 0.5
+    # The weight of freshness (recency of the last access or event, and the access count).
+    w_freshness: Ratio = 0.5
+    # Freshness halves every `half_life_days` since the last access (or the event time).
+    half_life_days: Annotated[float, Meta(gt=0.0, le=36_500.0)] = 30.0
+    # Each access adds to freshness, saturating: accesses / (accesses + access_saturation).
+    access_saturation: Annotated[float, Meta(gt=0.0, le=1e6)] = 4.0
+    # A warm memory whose retention falls below this moves to cold.
+    threshold: Ratio = 0.3
+    # Memories younger than this never move to cold, whatever their score.
+    min_age_days: Annotated[float, Meta(ge=0.0, le=36_500.0)] = 14.0
+    # Deleting cold memories past `expires_at` (off: the cold archive keeps them).
+    expire_cold: bool = False
+
+
+class CompressionSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Topic compression (seed 000 §2.4): more than `compress_after_count` current warm memories of
+    one topic become one summary; the originals move to cold, linked both ways."""
+
+    # Off: no topic is compressed.
+    enabled: bool = True
+    # A topic with more current warm memories than this is compressed (6 are, 5 are not).
+    compress_after_count: Annotated[int, between(2, 10_000)] = 5
+    # Without a `topic` field, memories whose vectors lie this close to a cluster's first member
+    # form one topic.
+    cluster_cosine: Annotated[float, Meta(gt=0.0, le=1.0)] = 0.8
+    # Sentences kept in a summary.
+    summary_sentences: Annotated[int, between(1, 64)] = 5
+
+
+class SessionEndSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What a session's end (EndSession, or `hot.ttl_seconds` after its last turn) writes: a
+    summary of its hot turns as warm candidates, through the write gate."""
+
+    # "extractive" (local, over the built-in encoder) or "openai" (an OpenAI-compatible
+    # chat-completions endpoint; on failure the extractive summary is used).
+    summariser: Literal["extractive", "openai"] = "extractive"
+    # Sentences the extractive summary keeps per session.
+    sentences: Annotated[int, between(1, 64)] = 4
+    # The endpoint's base URL (…/v1), the model, and the environment variable holding its key.
+    openai_url: str = ""
+    # The model name sent to the endpoint.
+    openai_model: str = ""
+    # The environment variable that holds the endpoint's API key (unset or empty: no key sent).
+    openai_key_env: str = "OPENAI_API_KEY"
+    # How long a summary request may take before the extractive summary is used instead.
+    openai_timeout_seconds: Annotated[float, Meta(gt=0.0, le=600.0)] = 30.0
+
+
+class ColdSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The cold tier: compressed segments (msgspec + zstd) in the data directory, searched only at
+    a high price."""
+
+    # The price of one scanned cold vector, in cost units (an exact dot product is 1): what the
+    # router weighs before it plans a cold pocket.
+    units_per_vector: Annotated[float, Meta(gt=0.0, le=1e6)] = 20.0
+    # Records per segment file.
+    segment_rows: Annotated[int, between(16, 1 << 20)] = 4096
+    # The zstd level of the segments (higher: smaller, slower to write).
+    zstd_level: Annotated[int, between(1, 19)] = 3
+
+
+class MaintenanceSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The lifecycle maintenance: retention tier moves, expiry, topic compression, session ends.
+    One run at a time, journalled: a run interrupted by a crash is finished on restart."""
+
+    # Off: maintenance runs only when the Maintain RPC asks for it.
+    enabled: bool = True
+    # How often maintenance runs on its own.
+    interval_seconds: Annotated[float, Meta(gt=0.0, le=604_800.0)] = 3600.0
+    # Each interval is stretched or shrunk by up to this share at random, so that servers
+    # started together do not run together.
+    jitter: Annotated[float, between(0.0, 0.5)] = 0.1
+
+
+class LifecycleSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """How memory changes with time (seed 000 §2.4, §4.3; seed 001 §2.3, §4.1)."""
+
+    supersede: SupersedeSettings = msgspec.field(default_factory=SupersedeSettings)
+    retention: RetentionSettings = msgspec.field(default_factory=RetentionSettings)
+    compression: CompressionSettings = msgspec.field(default_factory=CompressionSettings)
+    session_end: SessionEndSettings = msgspec.field(default_factory=SessionEndSettings)
+    cold: ColdSettings = msgspec.field(default_factory=ColdSettings)
+    maintenance: MaintenanceSettings = msgspec.field(default_factory=MaintenanceSettings)
+
+
 class MemorySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Memory settings (seed 000 §4.5)."""
 
@@ -614,6 +738,7 @@ class MemorySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     hot: HotSettings = msgspec.field(default_factory=HotSettings)
     pockets: PocketSettings = msgspec.field(default_factory=PocketSettings)
     index: IndexSettings = msgspec.field(default_factory=IndexSettings)
+    lifecycle: LifecycleSettings = msgspec.field(default_factory=LifecycleSettings)
 
 
 class RouterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
