@@ -552,9 +552,20 @@ type MemoryRecord struct {
 	Speaker string `protobuf:"bytes,23,opt,name=speaker,proto3" json:"speaker,omitempty"`
 	// Its position in its session, from 0. Optional on write: by default the next position of the
 	// session (one past its largest). Only with a session_id; at most 10,000,000.
-	Turn          *uint32 `protobuf:"varint,24,opt,name=turn,proto3,oneof" json:"turn,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Turn *uint32 `protobuf:"varint,24,opt,name=turn,proto3,oneof" json:"turn,omitempty"`
+	// Server-set: why it was superseded, as a reason code, when obsolete: "client" (a write's
+	// `supersedes`), "reconcile" (an authoritative fact contradicted it), or "value:<what>" for a
+	// newer memory that stated a new value of the same thing (what changed: "number", "date",
+	// "entity", "negation", "object"). Empty when current.
+	SupersedeReason string `protobuf:"bytes,25,opt,name=supersede_reason,json=supersedeReason,proto3" json:"supersede_reason,omitempty"`
+	// The memories it was made from (a session's summary: its turns; a topic's summary: the
+	// memories it compresses). Set on write by the server only.
+	DerivedFrom []string `protobuf:"bytes,26,rep,name=derived_from,json=derivedFrom,proto3" json:"derived_from,omitempty"`
+	// Server-set: the topic summary that replaced it in recall (it then lives in the cold tier);
+	// empty when none. Get follows it; the summary's derived_from lists the originals.
+	CompressedInto string `protobuf:"bytes,27,opt,name=compressed_into,json=compressedInto,proto3" json:"compressed_into,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *MemoryRecord) Reset() {
@@ -755,6 +766,27 @@ func (x *MemoryRecord) GetTurn() uint32 {
 	return 0
 }
 
+func (x *MemoryRecord) GetSupersedeReason() string {
+	if x != nil {
+		return x.SupersedeReason
+	}
+	return ""
+}
+
+func (x *MemoryRecord) GetDerivedFrom() []string {
+	if x != nil {
+		return x.DerivedFrom
+	}
+	return nil
+}
+
+func (x *MemoryRecord) GetCompressedInto() string {
+	if x != nil {
+		return x.CompressedInto
+	}
+	return ""
+}
+
 // Why Recall scored a hit the way it did. Every score is in [0, 1] unless noted.
 type ScoreBreakdown struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -889,7 +921,7 @@ const file_pocketd_v1_memory_proto_rawDesc = "" +
 	"\atask_id\x18\x03 \x01(\tR\x06taskId\"v\n" +
 	"\vAccessStats\x12!\n" +
 	"\faccess_count\x18\x01 \x01(\x04R\vaccessCount\x12D\n" +
-	"\x10last_accessed_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0elastAccessedAt\"\xc1\a\n" +
+	"\x10last_accessed_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0elastAccessedAt\"\xb8\b\n" +
 	"\fMemoryRecord\x12\x1b\n" +
 	"\tmemory_id\x18\x01 \x01(\tR\bmemoryId\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x1d\n" +
@@ -923,7 +955,10 @@ const file_pocketd_v1_memory_proto_rawDesc = "" +
 	"\voccurred_at\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"occurredAt\x12\x18\n" +
 	"\aspeaker\x18\x17 \x01(\tR\aspeaker\x12\x17\n" +
-	"\x04turn\x18\x18 \x01(\rH\x01R\x04turn\x88\x01\x01B\r\n" +
+	"\x04turn\x18\x18 \x01(\rH\x01R\x04turn\x88\x01\x01\x12)\n" +
+	"\x10supersede_reason\x18\x19 \x01(\tR\x0fsupersedeReason\x12!\n" +
+	"\fderived_from\x18\x1a \x03(\tR\vderivedFrom\x12'\n" +
+	"\x0fcompressed_into\x18\x1b \x01(\tR\x0ecompressedIntoB\r\n" +
 	"\v_importanceB\a\n" +
 	"\x05_turn\"\xdb\x01\n" +
 	"\x0eScoreBreakdown\x12\x16\n" +

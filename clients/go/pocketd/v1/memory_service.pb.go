@@ -231,7 +231,11 @@ type RememberResponse struct {
 	// When the memory expires; unset when rejected.
 	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	// Where the memory landed (TIER_HOT for a new write); TIER_UNSPECIFIED when rejected.
-	Tier          Tier `protobuf:"varint,6,opt,name=tier,proto3,enum=pocketd.v1.Tier" json:"tier,omitempty"`
+	Tier Tier `protobuf:"varint,6,opt,name=tier,proto3,enum=pocketd.v1.Tier" json:"tier,omitempty"`
+	// The older memories this write made obsolete: those named in `supersedes` (reason
+	// "client"), and those found to state an older value of the same thing (reason
+	// "value:<what>", see MemoryRecord.supersede_reason).
+	Superseded    []*Supersession `protobuf:"bytes,7,rep,name=superseded,proto3" json:"superseded,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -308,6 +312,77 @@ func (x *RememberResponse) GetTier() Tier {
 	return Tier_TIER_UNSPECIFIED
 }
 
+func (x *RememberResponse) GetSuperseded() []*Supersession {
+	if x != nil {
+		return x.Superseded
+	}
+	return nil
+}
+
+// One memory made obsolete, and why.
+type Supersession struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The memory made obsolete.
+	MemoryId string `protobuf:"bytes,1,opt,name=memory_id,json=memoryId,proto3" json:"memory_id,omitempty"`
+	// The memory that superseded it.
+	SupersededBy string `protobuf:"bytes,2,opt,name=superseded_by,json=supersededBy,proto3" json:"superseded_by,omitempty"`
+	// The reason code (MemoryRecord.supersede_reason).
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Supersession) Reset() {
+	*x = Supersession{}
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Supersession) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Supersession) ProtoMessage() {}
+
+func (x *Supersession) ProtoReflect() protoreflect.Message {
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Supersession.ProtoReflect.Descriptor instead.
+func (*Supersession) Descriptor() ([]byte, []int) {
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Supersession) GetMemoryId() string {
+	if x != nil {
+		return x.MemoryId
+	}
+	return ""
+}
+
+func (x *Supersession) GetSupersededBy() string {
+	if x != nil {
+		return x.SupersededBy
+	}
+	return ""
+}
+
+func (x *Supersession) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type RememberBatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 1 to `limits.max_batch_items` (default 1024) items.
@@ -318,7 +393,7 @@ type RememberBatchRequest struct {
 
 func (x *RememberBatchRequest) Reset() {
 	*x = RememberBatchRequest{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[3]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -330,7 +405,7 @@ func (x *RememberBatchRequest) String() string {
 func (*RememberBatchRequest) ProtoMessage() {}
 
 func (x *RememberBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[3]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -343,7 +418,7 @@ func (x *RememberBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RememberBatchRequest.ProtoReflect.Descriptor instead.
 func (*RememberBatchRequest) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{3}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RememberBatchRequest) GetItems() []*RememberRequest {
@@ -363,7 +438,7 @@ type RememberBatchResponse struct {
 
 func (x *RememberBatchResponse) Reset() {
 	*x = RememberBatchResponse{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[4]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -375,7 +450,7 @@ func (x *RememberBatchResponse) String() string {
 func (*RememberBatchResponse) ProtoMessage() {}
 
 func (x *RememberBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[4]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -388,7 +463,7 @@ func (x *RememberBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RememberBatchResponse.ProtoReflect.Descriptor instead.
 func (*RememberBatchResponse) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{4}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RememberBatchResponse) GetResults() []*RememberResponse {
@@ -422,7 +497,7 @@ type MemoryFilter struct {
 
 func (x *MemoryFilter) Reset() {
 	*x = MemoryFilter{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[5]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -434,7 +509,7 @@ func (x *MemoryFilter) String() string {
 func (*MemoryFilter) ProtoMessage() {}
 
 func (x *MemoryFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[5]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -447,7 +522,7 @@ func (x *MemoryFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryFilter.ProtoReflect.Descriptor instead.
 func (*MemoryFilter) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{5}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *MemoryFilter) GetSessionId() string {
@@ -541,14 +616,18 @@ type RecallRequest struct {
 	// The routing policy for this Recall: "full" (every pocket: routing off), "heuristic",
 	// "learned" or "hybrid" (both run the heuristic until a model is installed). Empty: the
 	// server's `router.policy`. Not with `plan`, which is a plan already.
-	RoutePolicy   string `protobuf:"bytes,14,opt,name=route_policy,json=routePolicy,proto3" json:"route_policy,omitempty"`
+	RoutePolicy string `protobuf:"bytes,14,opt,name=route_policy,json=routePolicy,proto3" json:"route_policy,omitempty"`
+	// Also search the cold tier (the archive of memories moved out for low retention or
+	// compressed into a topic summary). It is priced high: without this flag only the router's
+	// safety net widens a plan to it.
+	IncludeCold   bool `protobuf:"varint,15,opt,name=include_cold,json=includeCold,proto3" json:"include_cold,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RecallRequest) Reset() {
 	*x = RecallRequest{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[6]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -560,7 +639,7 @@ func (x *RecallRequest) String() string {
 func (*RecallRequest) ProtoMessage() {}
 
 func (x *RecallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[6]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -573,7 +652,7 @@ func (x *RecallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecallRequest.ProtoReflect.Descriptor instead.
 func (*RecallRequest) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{6}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RecallRequest) GetNamespace() string {
@@ -674,6 +753,13 @@ func (x *RecallRequest) GetRoutePolicy() string {
 	return ""
 }
 
+func (x *RecallRequest) GetIncludeCold() bool {
+	if x != nil {
+		return x.IncludeCold
+	}
+	return false
+}
+
 // One step of a recall plan.
 type PlanStep struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -688,7 +774,7 @@ type PlanStep struct {
 
 func (x *PlanStep) Reset() {
 	*x = PlanStep{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[7]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -700,7 +786,7 @@ func (x *PlanStep) String() string {
 func (*PlanStep) ProtoMessage() {}
 
 func (x *PlanStep) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[7]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -713,7 +799,7 @@ func (x *PlanStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanStep.ProtoReflect.Descriptor instead.
 func (*PlanStep) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{7}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PlanStep) GetPocket() string {
@@ -752,7 +838,7 @@ type PlanStepReport struct {
 
 func (x *PlanStepReport) Reset() {
 	*x = PlanStepReport{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[8]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -764,7 +850,7 @@ func (x *PlanStepReport) String() string {
 func (*PlanStepReport) ProtoMessage() {}
 
 func (x *PlanStepReport) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[8]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -777,7 +863,7 @@ func (x *PlanStepReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanStepReport.ProtoReflect.Descriptor instead.
 func (*PlanStepReport) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{8}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PlanStepReport) GetPocket() string {
@@ -839,7 +925,7 @@ type RecallHit struct {
 
 func (x *RecallHit) Reset() {
 	*x = RecallHit{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[9]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -851,7 +937,7 @@ func (x *RecallHit) String() string {
 func (*RecallHit) ProtoMessage() {}
 
 func (x *RecallHit) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[9]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -864,7 +950,7 @@ func (x *RecallHit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecallHit.ProtoReflect.Descriptor instead.
 func (*RecallHit) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{9}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RecallHit) GetRecord() *MemoryRecord {
@@ -921,7 +1007,7 @@ type RecallResponse struct {
 
 func (x *RecallResponse) Reset() {
 	*x = RecallResponse{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[10]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -933,7 +1019,7 @@ func (x *RecallResponse) String() string {
 func (*RecallResponse) ProtoMessage() {}
 
 func (x *RecallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[10]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -946,7 +1032,7 @@ func (x *RecallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecallResponse.ProtoReflect.Descriptor instead.
 func (*RecallResponse) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{10}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RecallResponse) GetHits() []*RecallHit {
@@ -1026,7 +1112,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[11]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1038,7 +1124,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[11]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1051,7 +1137,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{11}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetRequest) GetNamespace() string {
@@ -1084,7 +1170,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[12]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1096,7 +1182,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[12]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1109,7 +1195,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{12}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetResponse) GetRecord() *MemoryRecord {
@@ -1136,7 +1222,7 @@ type ForgetRequest struct {
 
 func (x *ForgetRequest) Reset() {
 	*x = ForgetRequest{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[13]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1148,7 +1234,7 @@ func (x *ForgetRequest) String() string {
 func (*ForgetRequest) ProtoMessage() {}
 
 func (x *ForgetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[13]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1161,7 +1247,7 @@ func (x *ForgetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetRequest.ProtoReflect.Descriptor instead.
 func (*ForgetRequest) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{13}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ForgetRequest) GetNamespace() string {
@@ -1232,7 +1318,7 @@ type ForgetResponse struct {
 
 func (x *ForgetResponse) Reset() {
 	*x = ForgetResponse{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[14]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1244,7 +1330,7 @@ func (x *ForgetResponse) String() string {
 func (*ForgetResponse) ProtoMessage() {}
 
 func (x *ForgetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[14]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1257,7 +1343,7 @@ func (x *ForgetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetResponse.ProtoReflect.Descriptor instead.
 func (*ForgetResponse) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{14}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ForgetResponse) GetForgottenCount() uint64 {
@@ -1284,7 +1370,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[15]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1296,7 +1382,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[15]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1309,7 +1395,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{15}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListRequest) GetNamespace() string {
@@ -1352,7 +1438,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[16]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1364,7 +1450,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[16]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1377,7 +1463,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{16}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListResponse) GetRecords() []*MemoryRecord {
@@ -1404,7 +1490,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[17]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1416,7 +1502,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[17]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1429,7 +1515,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{17}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *StatsRequest) GetNamespace() string {
@@ -1451,7 +1537,7 @@ type TierStats struct {
 
 func (x *TierStats) Reset() {
 	*x = TierStats{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[18]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1463,7 +1549,7 @@ func (x *TierStats) String() string {
 func (*TierStats) ProtoMessage() {}
 
 func (x *TierStats) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[18]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1476,7 +1562,7 @@ func (x *TierStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TierStats.ProtoReflect.Descriptor instead.
 func (*TierStats) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{18}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TierStats) GetTier() Tier {
@@ -1510,7 +1596,7 @@ type NamespaceStats struct {
 
 func (x *NamespaceStats) Reset() {
 	*x = NamespaceStats{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[19]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1522,7 +1608,7 @@ func (x *NamespaceStats) String() string {
 func (*NamespaceStats) ProtoMessage() {}
 
 func (x *NamespaceStats) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[19]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +1621,7 @@ func (x *NamespaceStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamespaceStats.ProtoReflect.Descriptor instead.
 func (*NamespaceStats) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{19}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *NamespaceStats) GetNamespace() string {
@@ -1604,7 +1690,7 @@ type PocketStats struct {
 
 func (x *PocketStats) Reset() {
 	*x = PocketStats{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[20]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1616,7 +1702,7 @@ func (x *PocketStats) String() string {
 func (*PocketStats) ProtoMessage() {}
 
 func (x *PocketStats) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[20]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1629,7 +1715,7 @@ func (x *PocketStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PocketStats.ProtoReflect.Descriptor instead.
 func (*PocketStats) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{20}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PocketStats) GetName() string {
@@ -1744,7 +1830,7 @@ type IndexStats struct {
 
 func (x *IndexStats) Reset() {
 	*x = IndexStats{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[21]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1756,7 +1842,7 @@ func (x *IndexStats) String() string {
 func (*IndexStats) ProtoMessage() {}
 
 func (x *IndexStats) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[21]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1769,7 +1855,7 @@ func (x *IndexStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexStats.ProtoReflect.Descriptor instead.
 func (*IndexStats) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{21}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *IndexStats) GetHeadRevision() uint64 {
@@ -1828,7 +1914,7 @@ type StatsResponse struct {
 
 func (x *StatsResponse) Reset() {
 	*x = StatsResponse{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[22]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1840,7 +1926,7 @@ func (x *StatsResponse) String() string {
 func (*StatsResponse) ProtoMessage() {}
 
 func (x *StatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[22]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1853,7 +1939,7 @@ func (x *StatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsResponse.ProtoReflect.Descriptor instead.
 func (*StatsResponse) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{22}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StatsResponse) GetNamespaces() []*NamespaceStats {
@@ -1892,7 +1978,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[23]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1904,7 +1990,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[23]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1917,7 +2003,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{23}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ExplainRequest) GetRecall() *RecallRequest {
@@ -1971,7 +2057,7 @@ type PocketFeatures struct {
 
 func (x *PocketFeatures) Reset() {
 	*x = PocketFeatures{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[24]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1983,7 +2069,7 @@ func (x *PocketFeatures) String() string {
 func (*PocketFeatures) ProtoMessage() {}
 
 func (x *PocketFeatures) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[24]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1996,7 +2082,7 @@ func (x *PocketFeatures) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PocketFeatures.ProtoReflect.Descriptor instead.
 func (*PocketFeatures) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{24}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PocketFeatures) GetPocket() string {
@@ -2102,7 +2188,7 @@ type IntentScore struct {
 
 func (x *IntentScore) Reset() {
 	*x = IntentScore{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[25]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2114,7 +2200,7 @@ func (x *IntentScore) String() string {
 func (*IntentScore) ProtoMessage() {}
 
 func (x *IntentScore) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[25]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2127,7 +2213,7 @@ func (x *IntentScore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IntentScore.ProtoReflect.Descriptor instead.
 func (*IntentScore) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{25}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *IntentScore) GetIntent() string {
@@ -2183,7 +2269,7 @@ type RouteFeatures struct {
 
 func (x *RouteFeatures) Reset() {
 	*x = RouteFeatures{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[26]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2195,7 +2281,7 @@ func (x *RouteFeatures) String() string {
 func (*RouteFeatures) ProtoMessage() {}
 
 func (x *RouteFeatures) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[26]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2208,7 +2294,7 @@ func (x *RouteFeatures) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RouteFeatures.ProtoReflect.Descriptor instead.
 func (*RouteFeatures) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{26}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RouteFeatures) GetFlags() []string {
@@ -2295,7 +2381,7 @@ type PlannedStep struct {
 
 func (x *PlannedStep) Reset() {
 	*x = PlannedStep{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[27]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2307,7 +2393,7 @@ func (x *PlannedStep) String() string {
 func (*PlannedStep) ProtoMessage() {}
 
 func (x *PlannedStep) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[27]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2320,7 +2406,7 @@ func (x *PlannedStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedStep.ProtoReflect.Descriptor instead.
 func (*PlannedStep) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{27}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *PlannedStep) GetPocket() string {
@@ -2387,7 +2473,7 @@ type PolicyExplanation struct {
 
 func (x *PolicyExplanation) Reset() {
 	*x = PolicyExplanation{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[28]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2399,7 +2485,7 @@ func (x *PolicyExplanation) String() string {
 func (*PolicyExplanation) ProtoMessage() {}
 
 func (x *PolicyExplanation) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[28]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2412,7 +2498,7 @@ func (x *PolicyExplanation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyExplanation.ProtoReflect.Descriptor instead.
 func (*PolicyExplanation) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{28}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PolicyExplanation) GetPolicy() string {
@@ -2516,7 +2602,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[29]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2528,7 +2614,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[29]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2541,7 +2627,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{29}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ExplainResponse) GetFeatures() *RouteFeatures {
@@ -2556,6 +2642,664 @@ func (x *ExplainResponse) GetPolicies() []*PolicyExplanation {
 		return x.Policies
 	}
 	return nil
+}
+
+// An authoritative fact to reconcile memory against.
+type AuthoritativeFact struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The fact's text. Required, at most `limits.max_text_chars`.
+	Text string `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	// Its topic label (see MemoryRecord.topic): only memories of this topic, or of no topic but
+	// about the same thing, are weighed.
+	Topic string `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
+	// How far to trust it; default SOURCE_TYPE_OFFICIAL_DOCUMENT.
+	SourceType SourceType `protobuf:"varint,3,opt,name=source_type,json=sourceType,proto3,enum=pocketd.v1.SourceType" json:"source_type,omitempty"`
+	// Its embedding; optional when the built-in encoder is enabled.
+	Vector []float32 `protobuf:"fixed32,4,rep,packed,name=vector,proto3" json:"vector,omitempty"`
+	// Its kind; default MEMORY_KIND_FACT.
+	Kind          MemoryKind `protobuf:"varint,5,opt,name=kind,proto3,enum=pocketd.v1.MemoryKind" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthoritativeFact) Reset() {
+	*x = AuthoritativeFact{}
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthoritativeFact) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthoritativeFact) ProtoMessage() {}
+
+func (x *AuthoritativeFact) ProtoReflect() protoreflect.Message {
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthoritativeFact.ProtoReflect.Descriptor instead.
+func (*AuthoritativeFact) Descriptor() ([]byte, []int) {
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *AuthoritativeFact) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *AuthoritativeFact) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *AuthoritativeFact) GetSourceType() SourceType {
+	if x != nil {
+		return x.SourceType
+	}
+	return SourceType_SOURCE_TYPE_UNSPECIFIED
+}
+
+func (x *AuthoritativeFact) GetVector() []float32 {
+	if x != nil {
+		return x.Vector
+	}
+	return nil
+}
+
+func (x *AuthoritativeFact) GetKind() MemoryKind {
+	if x != nil {
+		return x.Kind
+	}
+	return MemoryKind_MEMORY_KIND_UNSPECIFIED
+}
+
+type ReconcileRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whose memory. Required.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// 1 to `limits.max_batch_items` facts.
+	Facts []*AuthoritativeFact `protobuf:"bytes,2,rep,name=facts,proto3" json:"facts,omitempty"`
+	// Decide only: store and mark nothing.
+	DryRun        bool `protobuf:"varint,3,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReconcileRequest) Reset() {
+	*x = ReconcileRequest{}
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReconcileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReconcileRequest) ProtoMessage() {}
+
+func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReconcileRequest.ProtoReflect.Descriptor instead.
+func (*ReconcileRequest) Descriptor() ([]byte, []int) {
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ReconcileRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ReconcileRequest) GetFacts() []*AuthoritativeFact {
+	if x != nil {
+		return x.Facts
+	}
+	return nil
+}
+
+func (x *ReconcileRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+// What reconciliation decided about one memory.
+type ReconcileDecision struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The current memory weighed.
+	MemoryId string `protobuf:"bytes,1,opt,name=memory_id,json=memoryId,proto3" json:"memory_id,omitempty"`
+	// Its text, for review.
+	Text string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	// Which fact (its index in the request).
+	FactIndex uint32 `protobuf:"varint,3,opt,name=fact_index,json=factIndex,proto3" json:"fact_index,omitempty"`
+	// True: contradicted, so made obsolete (or, with dry_run, would be).
+	Supersede bool `protobuf:"varint,4,opt,name=supersede,proto3" json:"supersede,omitempty"`
+	// Why, in words and with the reason code first ("value:number: 3.2 → 4.0").
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReconcileDecision) Reset() {
+	*x = ReconcileDecision{}
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReconcileDecision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReconcileDecision) ProtoMessage() {}
+
+func (x *ReconcileDecision) ProtoReflect() protoreflect.Message {
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReconcileDecision.ProtoReflect.Descriptor instead.
+func (*ReconcileDecision) Descriptor() ([]byte, []int) {
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ReconcileDecision) GetMemoryId() string {
+	if x != nil {
+		return x.MemoryId
+	}
+	return ""
+}
+
+func (x *ReconcileDecision) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *ReconcileDecision) GetFactIndex() uint32 {
+	if x != nil {
+		return x.FactIndex
+	}
+	return 0
+}
+
+func (x *ReconcileDecision) GetSupersede() bool {
+	if x != nil {
+		return x.Supersede
+	}
+	return false
+}
+
+func (x *ReconcileDecision) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type ReconcileResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stored facts' ids, one per fact in order (empty with dry_run).
+	FactIds []string `protobuf:"bytes,1,rep,name=fact_ids,json=factIds,proto3" json:"fact_ids,omitempty"`
+	// The decisions, per fact, about the memories on the same topic.
+	Decisions []*ReconcileDecision `protobuf:"bytes,2,rep,name=decisions,proto3" json:"decisions,omitempty"`
+	// Whether anything was applied (false with dry_run).
+	Applied       bool `protobuf:"varint,3,opt,name=applied,proto3" json:"applied,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReconcileResponse) Reset() {
+	*x = ReconcileResponse{}
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReconcileResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReconcileResponse) ProtoMessage() {}
+
+func (x *ReconcileResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReconcileResponse.ProtoReflect.Descriptor instead.
+func (*ReconcileResponse) Descriptor() ([]byte, []int) {
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ReconcileResponse) GetFactIds() []string {
+	if x != nil {
+		return x.FactIds
+	}
+	return nil
+}
+
+func (x *ReconcileResponse) GetDecisions() []*ReconcileDecision {
+	if x != nil {
+		return x.Decisions
+	}
+	return nil
+}
+
+func (x *ReconcileResponse) GetApplied() bool {
+	if x != nil {
+		return x.Applied
+	}
+	return false
+}
+
+type UnsupersedeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whose memory. Required.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// The obsolete memories to make current again: 1 to 1024 ids.
+	MemoryIds     []string `protobuf:"bytes,2,rep,name=memory_ids,json=memoryIds,proto3" json:"memory_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnsupersedeRequest) Reset() {
+	*x = UnsupersedeRequest{}
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnsupersedeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnsupersedeRequest) ProtoMessage() {}
+
+func (x *UnsupersedeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnsupersedeRequest.ProtoReflect.Descriptor instead.
+func (*UnsupersedeRequest) Descriptor() ([]byte, []int) {
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *UnsupersedeRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *UnsupersedeRequest) GetMemoryIds() []string {
+	if x != nil {
+		return x.MemoryIds
+	}
+	return nil
+}
+
+type UnsupersedeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The ids that were obsolete and are now current (an id already current is not listed).
+	Restored      []string `protobuf:"bytes,1,rep,name=restored,proto3" json:"restored,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnsupersedeResponse) Reset() {
+	*x = UnsupersedeResponse{}
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnsupersedeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnsupersedeResponse) ProtoMessage() {}
+
+func (x *UnsupersedeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnsupersedeResponse.ProtoReflect.Descriptor instead.
+func (*UnsupersedeResponse) Descriptor() ([]byte, []int) {
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *UnsupersedeResponse) GetRestored() []string {
+	if x != nil {
+		return x.Restored
+	}
+	return nil
+}
+
+type EndSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whose memory. Required.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// The session to end. Required.
+	SessionId     string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndSessionRequest) Reset() {
+	*x = EndSessionRequest{}
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndSessionRequest) ProtoMessage() {}
+
+func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndSessionRequest.ProtoReflect.Descriptor instead.
+func (*EndSessionRequest) Descriptor() ([]byte, []int) {
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *EndSessionRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *EndSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type EndSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session's summary candidates as the write gate judged them (derived_from names turns).
+	Summaries []*RememberResponse `protobuf:"bytes,1,rep,name=summaries,proto3" json:"summaries,omitempty"`
+	// The session's turns moved from hot to warm.
+	TurnsMoved    uint32 `protobuf:"varint,2,opt,name=turns_moved,json=turnsMoved,proto3" json:"turns_moved,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndSessionResponse) Reset() {
+	*x = EndSessionResponse{}
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndSessionResponse) ProtoMessage() {}
+
+func (x *EndSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndSessionResponse.ProtoReflect.Descriptor instead.
+func (*EndSessionResponse) Descriptor() ([]byte, []int) {
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *EndSessionResponse) GetSummaries() []*RememberResponse {
+	if x != nil {
+		return x.Summaries
+	}
+	return nil
+}
+
+func (x *EndSessionResponse) GetTurnsMoved() uint32 {
+	if x != nil {
+		return x.TurnsMoved
+	}
+	return 0
+}
+
+type MaintainRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One namespace, or empty for all.
+	Namespace     string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MaintainRequest) Reset() {
+	*x = MaintainRequest{}
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MaintainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MaintainRequest) ProtoMessage() {}
+
+func (x *MaintainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MaintainRequest.ProtoReflect.Descriptor instead.
+func (*MaintainRequest) Descriptor() ([]byte, []int) {
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *MaintainRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+type MaintainResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Sessions ended (TTL), and their turns moved hot → warm.
+	SessionsEnded uint32 `protobuf:"varint,1,opt,name=sessions_ended,json=sessionsEnded,proto3" json:"sessions_ended,omitempty"`
+	MovedToWarm   uint32 `protobuf:"varint,2,opt,name=moved_to_warm,json=movedToWarm,proto3" json:"moved_to_warm,omitempty"`
+	// Warm memories moved to cold for low retention.
+	MovedToCold uint32 `protobuf:"varint,3,opt,name=moved_to_cold,json=movedToCold,proto3" json:"moved_to_cold,omitempty"`
+	// Topics compressed, the summaries written, and the originals moved to cold.
+	TopicsCompressed  uint32 `protobuf:"varint,4,opt,name=topics_compressed,json=topicsCompressed,proto3" json:"topics_compressed,omitempty"`
+	CompressedRecords uint32 `protobuf:"varint,5,opt,name=compressed_records,json=compressedRecords,proto3" json:"compressed_records,omitempty"`
+	// Memories past expires_at deleted from every tier.
+	Expired uint32 `protobuf:"varint,6,opt,name=expired,proto3" json:"expired,omitempty"`
+	// Memories made obsolete during the run (a summary's supersessions included).
+	Superseded uint32 `protobuf:"varint,7,opt,name=superseded,proto3" json:"superseded,omitempty"`
+	// A run interrupted by a crash and finished at start-up before this one (0 or 1).
+	Resumed uint32 `protobuf:"varint,8,opt,name=resumed,proto3" json:"resumed,omitempty"`
+	// Wall time of the run, in microseconds.
+	TookMicros    uint64 `protobuf:"varint,9,opt,name=took_micros,json=tookMicros,proto3" json:"took_micros,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MaintainResponse) Reset() {
+	*x = MaintainResponse{}
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MaintainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MaintainResponse) ProtoMessage() {}
+
+func (x *MaintainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MaintainResponse.ProtoReflect.Descriptor instead.
+func (*MaintainResponse) Descriptor() ([]byte, []int) {
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *MaintainResponse) GetSessionsEnded() uint32 {
+	if x != nil {
+		return x.SessionsEnded
+	}
+	return 0
+}
+
+func (x *MaintainResponse) GetMovedToWarm() uint32 {
+	if x != nil {
+		return x.MovedToWarm
+	}
+	return 0
+}
+
+func (x *MaintainResponse) GetMovedToCold() uint32 {
+	if x != nil {
+		return x.MovedToCold
+	}
+	return 0
+}
+
+func (x *MaintainResponse) GetTopicsCompressed() uint32 {
+	if x != nil {
+		return x.TopicsCompressed
+	}
+	return 0
+}
+
+func (x *MaintainResponse) GetCompressedRecords() uint32 {
+	if x != nil {
+		return x.CompressedRecords
+	}
+	return 0
+}
+
+func (x *MaintainResponse) GetExpired() uint32 {
+	if x != nil {
+		return x.Expired
+	}
+	return 0
+}
+
+func (x *MaintainResponse) GetSuperseded() uint32 {
+	if x != nil {
+		return x.Superseded
+	}
+	return 0
+}
+
+func (x *MaintainResponse) GetResumed() uint32 {
+	if x != nil {
+		return x.Resumed
+	}
+	return 0
+}
+
+func (x *MaintainResponse) GetTookMicros() uint64 {
+	if x != nil {
+		return x.TookMicros
+	}
+	return 0
 }
 
 var File_pocketd_v1_memory_service_proto protoreflect.FileDescriptor
@@ -2573,7 +3317,7 @@ const file_pocketd_v1_memory_service_proto_rawDesc = "" +
 	"\x05hints\x18\x02 \x01(\v2\x16.pocketd.v1.WriteHintsR\x05hints\x12\x1e\n" +
 	"\n" +
 	"supersedes\x18\x03 \x03(\tR\n" +
-	"supersedes\"\xfe\x01\n" +
+	"supersedes\"\xb8\x02\n" +
 	"\x10RememberResponse\x12\x1b\n" +
 	"\tmemory_id\x18\x01 \x01(\tR\bmemoryId\x124\n" +
 	"\bdecision\x18\x02 \x01(\x0e2\x18.pocketd.v1.GateDecisionR\bdecision\x12\x16\n" +
@@ -2583,7 +3327,14 @@ const file_pocketd_v1_memory_service_proto_rawDesc = "" +
 	"importance\x129\n" +
 	"\n" +
 	"expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12$\n" +
-	"\x04tier\x18\x06 \x01(\x0e2\x10.pocketd.v1.TierR\x04tier\"I\n" +
+	"\x04tier\x18\x06 \x01(\x0e2\x10.pocketd.v1.TierR\x04tier\x128\n" +
+	"\n" +
+	"superseded\x18\a \x03(\v2\x18.pocketd.v1.SupersessionR\n" +
+	"superseded\"h\n" +
+	"\fSupersession\x12\x1b\n" +
+	"\tmemory_id\x18\x01 \x01(\tR\bmemoryId\x12#\n" +
+	"\rsuperseded_by\x18\x02 \x01(\tR\fsupersededBy\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"I\n" +
 	"\x14RememberBatchRequest\x121\n" +
 	"\x05items\x18\x01 \x03(\v2\x1b.pocketd.v1.RememberRequestR\x05items\"O\n" +
 	"\x15RememberBatchResponse\x126\n" +
@@ -2598,7 +3349,7 @@ const file_pocketd_v1_memory_service_proto_rawDesc = "" +
 	"\x04tags\x18\x04 \x03(\tR\x04tags\x12?\n" +
 	"\rcreated_after\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\fcreatedAfter\x12A\n" +
 	"\x0ecreated_before\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\x12%\n" +
-	"\x0emin_importance\x18\a \x01(\rR\rminImportance\"\xd2\x04\n" +
+	"\x0emin_importance\x18\a \x01(\rR\rminImportance\"\xf5\x04\n" +
 	"\rRecallRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1d\n" +
 	"\n" +
@@ -2615,7 +3366,8 @@ const file_pocketd_v1_memory_service_proto_rawDesc = "" +
 	"\x04plan\x18\v \x03(\v2\x14.pocketd.v1.PlanStepR\x04plan\x12/\n" +
 	"\x05as_of\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x04asOf\x12#\n" +
 	"\rcontext_turns\x18\r \x01(\rR\fcontextTurns\x12!\n" +
-	"\froute_policy\x18\x0e \x01(\tR\vroutePolicyB\b\n" +
+	"\froute_policy\x18\x0e \x01(\tR\vroutePolicy\x12!\n" +
+	"\finclude_cold\x18\x0f \x01(\bR\vincludeColdB\b\n" +
 	"\x06_top_kB\f\n" +
 	"\n" +
 	"_min_score\"8\n" +
@@ -2779,12 +3531,63 @@ const file_pocketd_v1_memory_service_proto_rawDesc = "" +
 	"skip_below\x18\r \x01(\x02R\tskipBelow\"\x83\x01\n" +
 	"\x0fExplainResponse\x125\n" +
 	"\bfeatures\x18\x01 \x01(\v2\x19.pocketd.v1.RouteFeaturesR\bfeatures\x129\n" +
-	"\bpolicies\x18\x02 \x03(\v2\x1d.pocketd.v1.PolicyExplanationR\bpolicies*}\n" +
+	"\bpolicies\x18\x02 \x03(\v2\x1d.pocketd.v1.PolicyExplanationR\bpolicies\"\xba\x01\n" +
+	"\x11AuthoritativeFact\x12\x12\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\x12\x14\n" +
+	"\x05topic\x18\x02 \x01(\tR\x05topic\x127\n" +
+	"\vsource_type\x18\x03 \x01(\x0e2\x16.pocketd.v1.SourceTypeR\n" +
+	"sourceType\x12\x16\n" +
+	"\x06vector\x18\x04 \x03(\x02R\x06vector\x12*\n" +
+	"\x04kind\x18\x05 \x01(\x0e2\x16.pocketd.v1.MemoryKindR\x04kind\"~\n" +
+	"\x10ReconcileRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x123\n" +
+	"\x05facts\x18\x02 \x03(\v2\x1d.pocketd.v1.AuthoritativeFactR\x05facts\x12\x17\n" +
+	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"\x99\x01\n" +
+	"\x11ReconcileDecision\x12\x1b\n" +
+	"\tmemory_id\x18\x01 \x01(\tR\bmemoryId\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\x12\x1d\n" +
+	"\n" +
+	"fact_index\x18\x03 \x01(\rR\tfactIndex\x12\x1c\n" +
+	"\tsupersede\x18\x04 \x01(\bR\tsupersede\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"\x85\x01\n" +
+	"\x11ReconcileResponse\x12\x19\n" +
+	"\bfact_ids\x18\x01 \x03(\tR\afactIds\x12;\n" +
+	"\tdecisions\x18\x02 \x03(\v2\x1d.pocketd.v1.ReconcileDecisionR\tdecisions\x12\x18\n" +
+	"\aapplied\x18\x03 \x01(\bR\aapplied\"Q\n" +
+	"\x12UnsupersedeRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1d\n" +
+	"\n" +
+	"memory_ids\x18\x02 \x03(\tR\tmemoryIds\"1\n" +
+	"\x13UnsupersedeResponse\x12\x1a\n" +
+	"\brestored\x18\x01 \x03(\tR\brestored\"P\n" +
+	"\x11EndSessionRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\"q\n" +
+	"\x12EndSessionResponse\x12:\n" +
+	"\tsummaries\x18\x01 \x03(\v2\x1c.pocketd.v1.RememberResponseR\tsummaries\x12\x1f\n" +
+	"\vturns_moved\x18\x02 \x01(\rR\n" +
+	"turnsMoved\"/\n" +
+	"\x0fMaintainRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\"\xd2\x02\n" +
+	"\x10MaintainResponse\x12%\n" +
+	"\x0esessions_ended\x18\x01 \x01(\rR\rsessionsEnded\x12\"\n" +
+	"\rmoved_to_warm\x18\x02 \x01(\rR\vmovedToWarm\x12\"\n" +
+	"\rmoved_to_cold\x18\x03 \x01(\rR\vmovedToCold\x12+\n" +
+	"\x11topics_compressed\x18\x04 \x01(\rR\x10topicsCompressed\x12-\n" +
+	"\x12compressed_records\x18\x05 \x01(\rR\x11compressedRecords\x12\x18\n" +
+	"\aexpired\x18\x06 \x01(\rR\aexpired\x12\x1e\n" +
+	"\n" +
+	"superseded\x18\a \x01(\rR\n" +
+	"superseded\x12\x18\n" +
+	"\aresumed\x18\b \x01(\rR\aresumed\x12\x1f\n" +
+	"\vtook_micros\x18\t \x01(\x04R\n" +
+	"tookMicros*}\n" +
 	"\fGateDecision\x12\x1d\n" +
 	"\x19GATE_DECISION_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14GATE_DECISION_STORED\x10\x01\x12\x18\n" +
 	"\x14GATE_DECISION_MERGED\x10\x02\x12\x1a\n" +
-	"\x16GATE_DECISION_REJECTED\x10\x032\xa3\x04\n" +
+	"\x16GATE_DECISION_REJECTED\x10\x032\xd1\x06\n" +
 	"\rMemoryService\x12E\n" +
 	"\bRemember\x12\x1b.pocketd.v1.RememberRequest\x1a\x1c.pocketd.v1.RememberResponse\x12T\n" +
 	"\rRememberBatch\x12 .pocketd.v1.RememberBatchRequest\x1a!.pocketd.v1.RememberBatchResponse\x12?\n" +
@@ -2793,7 +3596,12 @@ const file_pocketd_v1_memory_service_proto_rawDesc = "" +
 	"\x06Forget\x12\x19.pocketd.v1.ForgetRequest\x1a\x1a.pocketd.v1.ForgetResponse\x12<\n" +
 	"\x05Stats\x12\x18.pocketd.v1.StatsRequest\x1a\x19.pocketd.v1.StatsResponse\x129\n" +
 	"\x04List\x12\x17.pocketd.v1.ListRequest\x1a\x18.pocketd.v1.ListResponse\x12B\n" +
-	"\aExplain\x12\x1a.pocketd.v1.ExplainRequest\x1a\x1b.pocketd.v1.ExplainResponseB<Z:github.com/pocketd/pocketd/clients/go/pocketd/v1;pocketdv1b\x06proto3"
+	"\aExplain\x12\x1a.pocketd.v1.ExplainRequest\x1a\x1b.pocketd.v1.ExplainResponse\x12H\n" +
+	"\tReconcile\x12\x1c.pocketd.v1.ReconcileRequest\x1a\x1d.pocketd.v1.ReconcileResponse\x12N\n" +
+	"\vUnsupersede\x12\x1e.pocketd.v1.UnsupersedeRequest\x1a\x1f.pocketd.v1.UnsupersedeResponse\x12K\n" +
+	"\n" +
+	"EndSession\x12\x1d.pocketd.v1.EndSessionRequest\x1a\x1e.pocketd.v1.EndSessionResponse\x12E\n" +
+	"\bMaintain\x12\x1b.pocketd.v1.MaintainRequest\x1a\x1c.pocketd.v1.MaintainResponseB<Z:github.com/pocketd/pocketd/clients/go/pocketd/v1;pocketdv1b\x06proto3"
 
 var (
 	file_pocketd_v1_memory_service_proto_rawDescOnce sync.Once
@@ -2808,113 +3616,139 @@ func file_pocketd_v1_memory_service_proto_rawDescGZIP() []byte {
 }
 
 var file_pocketd_v1_memory_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_pocketd_v1_memory_service_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_pocketd_v1_memory_service_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_pocketd_v1_memory_service_proto_goTypes = []any{
 	(GateDecision)(0),             // 0: pocketd.v1.GateDecision
 	(*WriteHints)(nil),            // 1: pocketd.v1.WriteHints
 	(*RememberRequest)(nil),       // 2: pocketd.v1.RememberRequest
 	(*RememberResponse)(nil),      // 3: pocketd.v1.RememberResponse
-	(*RememberBatchRequest)(nil),  // 4: pocketd.v1.RememberBatchRequest
-	(*RememberBatchResponse)(nil), // 5: pocketd.v1.RememberBatchResponse
-	(*MemoryFilter)(nil),          // 6: pocketd.v1.MemoryFilter
-	(*RecallRequest)(nil),         // 7: pocketd.v1.RecallRequest
-	(*PlanStep)(nil),              // 8: pocketd.v1.PlanStep
-	(*PlanStepReport)(nil),        // 9: pocketd.v1.PlanStepReport
-	(*RecallHit)(nil),             // 10: pocketd.v1.RecallHit
-	(*RecallResponse)(nil),        // 11: pocketd.v1.RecallResponse
-	(*GetRequest)(nil),            // 12: pocketd.v1.GetRequest
-	(*GetResponse)(nil),           // 13: pocketd.v1.GetResponse
-	(*ForgetRequest)(nil),         // 14: pocketd.v1.ForgetRequest
-	(*ForgetResponse)(nil),        // 15: pocketd.v1.ForgetResponse
-	(*ListRequest)(nil),           // 16: pocketd.v1.ListRequest
-	(*ListResponse)(nil),          // 17: pocketd.v1.ListResponse
-	(*StatsRequest)(nil),          // 18: pocketd.v1.StatsRequest
-	(*TierStats)(nil),             // 19: pocketd.v1.TierStats
-	(*NamespaceStats)(nil),        // 20: pocketd.v1.NamespaceStats
-	(*PocketStats)(nil),           // 21: pocketd.v1.PocketStats
-	(*IndexStats)(nil),            // 22: pocketd.v1.IndexStats
-	(*StatsResponse)(nil),         // 23: pocketd.v1.StatsResponse
-	(*ExplainRequest)(nil),        // 24: pocketd.v1.ExplainRequest
-	(*PocketFeatures)(nil),        // 25: pocketd.v1.PocketFeatures
-	(*IntentScore)(nil),           // 26: pocketd.v1.IntentScore
-	(*RouteFeatures)(nil),         // 27: pocketd.v1.RouteFeatures
-	(*PlannedStep)(nil),           // 28: pocketd.v1.PlannedStep
-	(*PolicyExplanation)(nil),     // 29: pocketd.v1.PolicyExplanation
-	(*ExplainResponse)(nil),       // 30: pocketd.v1.ExplainResponse
-	(*MemoryRecord)(nil),          // 31: pocketd.v1.MemoryRecord
-	(*timestamppb.Timestamp)(nil), // 32: google.protobuf.Timestamp
-	(Tier)(0),                     // 33: pocketd.v1.Tier
-	(MemoryKind)(0),               // 34: pocketd.v1.MemoryKind
-	(Modality)(0),                 // 35: pocketd.v1.Modality
-	(*ScoreBreakdown)(nil),        // 36: pocketd.v1.ScoreBreakdown
+	(*Supersession)(nil),          // 4: pocketd.v1.Supersession
+	(*RememberBatchRequest)(nil),  // 5: pocketd.v1.RememberBatchRequest
+	(*RememberBatchResponse)(nil), // 6: pocketd.v1.RememberBatchResponse
+	(*MemoryFilter)(nil),          // 7: pocketd.v1.MemoryFilter
+	(*RecallRequest)(nil),         // 8: pocketd.v1.RecallRequest
+	(*PlanStep)(nil),              // 9: pocketd.v1.PlanStep
+	(*PlanStepReport)(nil),        // 10: pocketd.v1.PlanStepReport
+	(*RecallHit)(nil),             // 11: pocketd.v1.RecallHit
+	(*RecallResponse)(nil),        // 12: pocketd.v1.RecallResponse
+	(*GetRequest)(nil),            // 13: pocketd.v1.GetRequest
+	(*GetResponse)(nil),           // 14: pocketd.v1.GetResponse
+	(*ForgetRequest)(nil),         // 15: pocketd.v1.ForgetRequest
+	(*ForgetResponse)(nil),        // 16: pocketd.v1.ForgetResponse
+	(*ListRequest)(nil),           // 17: pocketd.v1.ListRequest
+	(*ListResponse)(nil),          // 18: pocketd.v1.ListResponse
+	(*StatsRequest)(nil),          // 19: pocketd.v1.StatsRequest
+	(*TierStats)(nil),             // 20: pocketd.v1.TierStats
+	(*NamespaceStats)(nil),        // 21: pocketd.v1.NamespaceStats
+	(*PocketStats)(nil),           // 22: pocketd.v1.PocketStats
+	(*IndexStats)(nil),            // 23: pocketd.v1.IndexStats
+	(*StatsResponse)(nil),         // 24: pocketd.v1.StatsResponse
+	(*ExplainRequest)(nil),        // 25: pocketd.v1.ExplainRequest
+	(*PocketFeatures)(nil),        // 26: pocketd.v1.PocketFeatures
+	(*IntentScore)(nil),           // 27: pocketd.v1.IntentScore
+	(*RouteFeatures)(nil),         // 28: pocketd.v1.RouteFeatures
+	(*PlannedStep)(nil),           // 29: pocketd.v1.PlannedStep
+	(*PolicyExplanation)(nil),     // 30: pocketd.v1.PolicyExplanation
+	(*ExplainResponse)(nil),       // 31: pocketd.v1.ExplainResponse
+	(*AuthoritativeFact)(nil),     // 32: pocketd.v1.AuthoritativeFact
+	(*ReconcileRequest)(nil),      // 33: pocketd.v1.ReconcileRequest
+	(*ReconcileDecision)(nil),     // 34: pocketd.v1.ReconcileDecision
+	(*ReconcileResponse)(nil),     // 35: pocketd.v1.ReconcileResponse
+	(*UnsupersedeRequest)(nil),    // 36: pocketd.v1.UnsupersedeRequest
+	(*UnsupersedeResponse)(nil),   // 37: pocketd.v1.UnsupersedeResponse
+	(*EndSessionRequest)(nil),     // 38: pocketd.v1.EndSessionRequest
+	(*EndSessionResponse)(nil),    // 39: pocketd.v1.EndSessionResponse
+	(*MaintainRequest)(nil),       // 40: pocketd.v1.MaintainRequest
+	(*MaintainResponse)(nil),      // 41: pocketd.v1.MaintainResponse
+	(*MemoryRecord)(nil),          // 42: pocketd.v1.MemoryRecord
+	(*timestamppb.Timestamp)(nil), // 43: google.protobuf.Timestamp
+	(Tier)(0),                     // 44: pocketd.v1.Tier
+	(MemoryKind)(0),               // 45: pocketd.v1.MemoryKind
+	(Modality)(0),                 // 46: pocketd.v1.Modality
+	(*ScoreBreakdown)(nil),        // 47: pocketd.v1.ScoreBreakdown
+	(SourceType)(0),               // 48: pocketd.v1.SourceType
 }
 var file_pocketd_v1_memory_service_proto_depIdxs = []int32{
-	31, // 0: pocketd.v1.RememberRequest.record:type_name -> pocketd.v1.MemoryRecord
+	42, // 0: pocketd.v1.RememberRequest.record:type_name -> pocketd.v1.MemoryRecord
 	1,  // 1: pocketd.v1.RememberRequest.hints:type_name -> pocketd.v1.WriteHints
 	0,  // 2: pocketd.v1.RememberResponse.decision:type_name -> pocketd.v1.GateDecision
-	32, // 3: pocketd.v1.RememberResponse.expires_at:type_name -> google.protobuf.Timestamp
-	33, // 4: pocketd.v1.RememberResponse.tier:type_name -> pocketd.v1.Tier
-	2,  // 5: pocketd.v1.RememberBatchRequest.items:type_name -> pocketd.v1.RememberRequest
-	3,  // 6: pocketd.v1.RememberBatchResponse.results:type_name -> pocketd.v1.RememberResponse
-	34, // 7: pocketd.v1.MemoryFilter.kinds:type_name -> pocketd.v1.MemoryKind
-	35, // 8: pocketd.v1.MemoryFilter.modalities:type_name -> pocketd.v1.Modality
-	32, // 9: pocketd.v1.MemoryFilter.created_after:type_name -> google.protobuf.Timestamp
-	32, // 10: pocketd.v1.MemoryFilter.created_before:type_name -> google.protobuf.Timestamp
-	35, // 11: pocketd.v1.RecallRequest.query_modality:type_name -> pocketd.v1.Modality
-	6,  // 12: pocketd.v1.RecallRequest.filter:type_name -> pocketd.v1.MemoryFilter
-	8,  // 13: pocketd.v1.RecallRequest.plan:type_name -> pocketd.v1.PlanStep
-	32, // 14: pocketd.v1.RecallRequest.as_of:type_name -> google.protobuf.Timestamp
-	31, // 15: pocketd.v1.RecallHit.record:type_name -> pocketd.v1.MemoryRecord
-	36, // 16: pocketd.v1.RecallHit.score:type_name -> pocketd.v1.ScoreBreakdown
-	31, // 17: pocketd.v1.RecallHit.context:type_name -> pocketd.v1.MemoryRecord
-	10, // 18: pocketd.v1.RecallResponse.hits:type_name -> pocketd.v1.RecallHit
-	9,  // 19: pocketd.v1.RecallResponse.plan:type_name -> pocketd.v1.PlanStepReport
-	31, // 20: pocketd.v1.GetResponse.record:type_name -> pocketd.v1.MemoryRecord
-	6,  // 21: pocketd.v1.ForgetRequest.filter:type_name -> pocketd.v1.MemoryFilter
-	6,  // 22: pocketd.v1.ListRequest.filter:type_name -> pocketd.v1.MemoryFilter
-	31, // 23: pocketd.v1.ListResponse.records:type_name -> pocketd.v1.MemoryRecord
-	33, // 24: pocketd.v1.TierStats.tier:type_name -> pocketd.v1.Tier
-	19, // 25: pocketd.v1.NamespaceStats.tiers:type_name -> pocketd.v1.TierStats
-	21, // 26: pocketd.v1.NamespaceStats.pockets:type_name -> pocketd.v1.PocketStats
-	34, // 27: pocketd.v1.PocketStats.kind:type_name -> pocketd.v1.MemoryKind
-	33, // 28: pocketd.v1.PocketStats.tier:type_name -> pocketd.v1.Tier
-	35, // 29: pocketd.v1.PocketStats.modality:type_name -> pocketd.v1.Modality
-	32, // 30: pocketd.v1.PocketStats.oldest:type_name -> google.protobuf.Timestamp
-	32, // 31: pocketd.v1.PocketStats.newest:type_name -> google.protobuf.Timestamp
-	20, // 32: pocketd.v1.StatsResponse.namespaces:type_name -> pocketd.v1.NamespaceStats
-	22, // 33: pocketd.v1.StatsResponse.index:type_name -> pocketd.v1.IndexStats
-	7,  // 34: pocketd.v1.ExplainRequest.recall:type_name -> pocketd.v1.RecallRequest
-	32, // 35: pocketd.v1.PocketFeatures.oldest:type_name -> google.protobuf.Timestamp
-	32, // 36: pocketd.v1.PocketFeatures.newest:type_name -> google.protobuf.Timestamp
-	25, // 37: pocketd.v1.RouteFeatures.pockets:type_name -> pocketd.v1.PocketFeatures
-	32, // 38: pocketd.v1.RouteFeatures.window_start:type_name -> google.protobuf.Timestamp
-	32, // 39: pocketd.v1.RouteFeatures.window_end:type_name -> google.protobuf.Timestamp
-	26, // 40: pocketd.v1.RouteFeatures.intents:type_name -> pocketd.v1.IntentScore
-	28, // 41: pocketd.v1.PolicyExplanation.steps:type_name -> pocketd.v1.PlannedStep
-	11, // 42: pocketd.v1.PolicyExplanation.result:type_name -> pocketd.v1.RecallResponse
-	27, // 43: pocketd.v1.ExplainResponse.features:type_name -> pocketd.v1.RouteFeatures
-	29, // 44: pocketd.v1.ExplainResponse.policies:type_name -> pocketd.v1.PolicyExplanation
-	2,  // 45: pocketd.v1.MemoryService.Remember:input_type -> pocketd.v1.RememberRequest
-	4,  // 46: pocketd.v1.MemoryService.RememberBatch:input_type -> pocketd.v1.RememberBatchRequest
-	7,  // 47: pocketd.v1.MemoryService.Recall:input_type -> pocketd.v1.RecallRequest
-	12, // 48: pocketd.v1.MemoryService.Get:input_type -> pocketd.v1.GetRequest
-	14, // 49: pocketd.v1.MemoryService.Forget:input_type -> pocketd.v1.ForgetRequest
-	18, // 50: pocketd.v1.MemoryService.Stats:input_type -> pocketd.v1.StatsRequest
-	16, // 51: pocketd.v1.MemoryService.List:input_type -> pocketd.v1.ListRequest
-	24, // 52: pocketd.v1.MemoryService.Explain:input_type -> pocketd.v1.ExplainRequest
-	3,  // 53: pocketd.v1.MemoryService.Remember:output_type -> pocketd.v1.RememberResponse
-	5,  // 54: pocketd.v1.MemoryService.RememberBatch:output_type -> pocketd.v1.RememberBatchResponse
-	11, // 55: pocketd.v1.MemoryService.Recall:output_type -> pocketd.v1.RecallResponse
-	13, // 56: pocketd.v1.MemoryService.Get:output_type -> pocketd.v1.GetResponse
-	15, // 57: pocketd.v1.MemoryService.Forget:output_type -> pocketd.v1.ForgetResponse
-	23, // 58: pocketd.v1.MemoryService.Stats:output_type -> pocketd.v1.StatsResponse
-	17, // 59: pocketd.v1.MemoryService.List:output_type -> pocketd.v1.ListResponse
-	30, // 60: pocketd.v1.MemoryService.Explain:output_type -> pocketd.v1.ExplainResponse
-	53, // [53:61] is the sub-list for method output_type
-	45, // [45:53] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	43, // 3: pocketd.v1.RememberResponse.expires_at:type_name -> google.protobuf.Timestamp
+	44, // 4: pocketd.v1.RememberResponse.tier:type_name -> pocketd.v1.Tier
+	4,  // 5: pocketd.v1.RememberResponse.superseded:type_name -> pocketd.v1.Supersession
+	2,  // 6: pocketd.v1.RememberBatchRequest.items:type_name -> pocketd.v1.RememberRequest
+	3,  // 7: pocketd.v1.RememberBatchResponse.results:type_name -> pocketd.v1.RememberResponse
+	45, // 8: pocketd.v1.MemoryFilter.kinds:type_name -> pocketd.v1.MemoryKind
+	46, // 9: pocketd.v1.MemoryFilter.modalities:type_name -> pocketd.v1.Modality
+	43, // 10: pocketd.v1.MemoryFilter.created_after:type_name -> google.protobuf.Timestamp
+	43, // 11: pocketd.v1.MemoryFilter.created_before:type_name -> google.protobuf.Timestamp
+	46, // 12: pocketd.v1.RecallRequest.query_modality:type_name -> pocketd.v1.Modality
+	7,  // 13: pocketd.v1.RecallRequest.filter:type_name -> pocketd.v1.MemoryFilter
+	9,  // 14: pocketd.v1.RecallRequest.plan:type_name -> pocketd.v1.PlanStep
+	43, // 15: pocketd.v1.RecallRequest.as_of:type_name -> google.protobuf.Timestamp
+	42, // 16: pocketd.v1.RecallHit.record:type_name -> pocketd.v1.MemoryRecord
+	47, // 17: pocketd.v1.RecallHit.score:type_name -> pocketd.v1.ScoreBreakdown
+	42, // 18: pocketd.v1.RecallHit.context:type_name -> pocketd.v1.MemoryRecord
+	11, // 19: pocketd.v1.RecallResponse.hits:type_name -> pocketd.v1.RecallHit
+	10, // 20: pocketd.v1.RecallResponse.plan:type_name -> pocketd.v1.PlanStepReport
+	42, // 21: pocketd.v1.GetResponse.record:type_name -> pocketd.v1.MemoryRecord
+	7,  // 22: pocketd.v1.ForgetRequest.filter:type_name -> pocketd.v1.MemoryFilter
+	7,  // 23: pocketd.v1.ListRequest.filter:type_name -> pocketd.v1.MemoryFilter
+	42, // 24: pocketd.v1.ListResponse.records:type_name -> pocketd.v1.MemoryRecord
+	44, // 25: pocketd.v1.TierStats.tier:type_name -> pocketd.v1.Tier
+	20, // 26: pocketd.v1.NamespaceStats.tiers:type_name -> pocketd.v1.TierStats
+	22, // 27: pocketd.v1.NamespaceStats.pockets:type_name -> pocketd.v1.PocketStats
+	45, // 28: pocketd.v1.PocketStats.kind:type_name -> pocketd.v1.MemoryKind
+	44, // 29: pocketd.v1.PocketStats.tier:type_name -> pocketd.v1.Tier
+	46, // 30: pocketd.v1.PocketStats.modality:type_name -> pocketd.v1.Modality
+	43, // 31: pocketd.v1.PocketStats.oldest:type_name -> google.protobuf.Timestamp
+	43, // 32: pocketd.v1.PocketStats.newest:type_name -> google.protobuf.Timestamp
+	21, // 33: pocketd.v1.StatsResponse.namespaces:type_name -> pocketd.v1.NamespaceStats
+	23, // 34: pocketd.v1.StatsResponse.index:type_name -> pocketd.v1.IndexStats
+	8,  // 35: pocketd.v1.ExplainRequest.recall:type_name -> pocketd.v1.RecallRequest
+	43, // 36: pocketd.v1.PocketFeatures.oldest:type_name -> google.protobuf.Timestamp
+	43, // 37: pocketd.v1.PocketFeatures.newest:type_name -> google.protobuf.Timestamp
+	26, // 38: pocketd.v1.RouteFeatures.pockets:type_name -> pocketd.v1.PocketFeatures
+	43, // 39: pocketd.v1.RouteFeatures.window_start:type_name -> google.protobuf.Timestamp
+	43, // 40: pocketd.v1.RouteFeatures.window_end:type_name -> google.protobuf.Timestamp
+	27, // 41: pocketd.v1.RouteFeatures.intents:type_name -> pocketd.v1.IntentScore
+	29, // 42: pocketd.v1.PolicyExplanation.steps:type_name -> pocketd.v1.PlannedStep
+	12, // 43: pocketd.v1.PolicyExplanation.result:type_name -> pocketd.v1.RecallResponse
+	28, // 44: pocketd.v1.ExplainResponse.features:type_name -> pocketd.v1.RouteFeatures
+	30, // 45: pocketd.v1.ExplainResponse.policies:type_name -> pocketd.v1.PolicyExplanation
+	48, // 46: pocketd.v1.AuthoritativeFact.source_type:type_name -> pocketd.v1.SourceType
+	45, // 47: pocketd.v1.AuthoritativeFact.kind:type_name -> pocketd.v1.MemoryKind
+	32, // 48: pocketd.v1.ReconcileRequest.facts:type_name -> pocketd.v1.AuthoritativeFact
+	34, // 49: pocketd.v1.ReconcileResponse.decisions:type_name -> pocketd.v1.ReconcileDecision
+	3,  // 50: pocketd.v1.EndSessionResponse.summaries:type_name -> pocketd.v1.RememberResponse
+	2,  // 51: pocketd.v1.MemoryService.Remember:input_type -> pocketd.v1.RememberRequest
+	5,  // 52: pocketd.v1.MemoryService.RememberBatch:input_type -> pocketd.v1.RememberBatchRequest
+	8,  // 53: pocketd.v1.MemoryService.Recall:input_type -> pocketd.v1.RecallRequest
+	13, // 54: pocketd.v1.MemoryService.Get:input_type -> pocketd.v1.GetRequest
+	15, // 55: pocketd.v1.MemoryService.Forget:input_type -> pocketd.v1.ForgetRequest
+	19, // 56: pocketd.v1.MemoryService.Stats:input_type -> pocketd.v1.StatsRequest
+	17, // 57: pocketd.v1.MemoryService.List:input_type -> pocketd.v1.ListRequest
+	25, // 58: pocketd.v1.MemoryService.Explain:input_type -> pocketd.v1.ExplainRequest
+	33, // 59: pocketd.v1.MemoryService.Reconcile:input_type -> pocketd.v1.ReconcileRequest
+	36, // 60: pocketd.v1.MemoryService.Unsupersede:input_type -> pocketd.v1.UnsupersedeRequest
+	38, // 61: pocketd.v1.MemoryService.EndSession:input_type -> pocketd.v1.EndSessionRequest
+	40, // 62: pocketd.v1.MemoryService.Maintain:input_type -> pocketd.v1.MaintainRequest
+	3,  // 63: pocketd.v1.MemoryService.Remember:output_type -> pocketd.v1.RememberResponse
+	6,  // 64: pocketd.v1.MemoryService.RememberBatch:output_type -> pocketd.v1.RememberBatchResponse
+	12, // 65: pocketd.v1.MemoryService.Recall:output_type -> pocketd.v1.RecallResponse
+	14, // 66: pocketd.v1.MemoryService.Get:output_type -> pocketd.v1.GetResponse
+	16, // 67: pocketd.v1.MemoryService.Forget:output_type -> pocketd.v1.ForgetResponse
+	24, // 68: pocketd.v1.MemoryService.Stats:output_type -> pocketd.v1.StatsResponse
+	18, // 69: pocketd.v1.MemoryService.List:output_type -> pocketd.v1.ListResponse
+	31, // 70: pocketd.v1.MemoryService.Explain:output_type -> pocketd.v1.ExplainResponse
+	35, // 71: pocketd.v1.MemoryService.Reconcile:output_type -> pocketd.v1.ReconcileResponse
+	37, // 72: pocketd.v1.MemoryService.Unsupersede:output_type -> pocketd.v1.UnsupersedeResponse
+	39, // 73: pocketd.v1.MemoryService.EndSession:output_type -> pocketd.v1.EndSessionResponse
+	41, // 74: pocketd.v1.MemoryService.Maintain:output_type -> pocketd.v1.MaintainResponse
+	63, // [63:75] is the sub-list for method output_type
+	51, // [51:63] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_pocketd_v1_memory_service_proto_init() }
@@ -2923,19 +3757,19 @@ func file_pocketd_v1_memory_service_proto_init() {
 		return
 	}
 	file_pocketd_v1_memory_proto_init()
-	file_pocketd_v1_memory_service_proto_msgTypes[6].OneofWrappers = []any{}
-	file_pocketd_v1_memory_service_proto_msgTypes[13].OneofWrappers = []any{
+	file_pocketd_v1_memory_service_proto_msgTypes[7].OneofWrappers = []any{}
+	file_pocketd_v1_memory_service_proto_msgTypes[14].OneofWrappers = []any{
 		(*ForgetRequest_MemoryId)(nil),
 		(*ForgetRequest_Filter)(nil),
 	}
-	file_pocketd_v1_memory_service_proto_msgTypes[15].OneofWrappers = []any{}
+	file_pocketd_v1_memory_service_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pocketd_v1_memory_service_proto_rawDesc), len(file_pocketd_v1_memory_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   30,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -42,6 +42,10 @@ const (
 	MemoryService_Stats_FullMethodName         = "/pocketd.v1.MemoryService/Stats"
 	MemoryService_List_FullMethodName          = "/pocketd.v1.MemoryService/List"
 	MemoryService_Explain_FullMethodName       = "/pocketd.v1.MemoryService/Explain"
+	MemoryService_Reconcile_FullMethodName     = "/pocketd.v1.MemoryService/Reconcile"
+	MemoryService_Unsupersede_FullMethodName   = "/pocketd.v1.MemoryService/Unsupersede"
+	MemoryService_EndSession_FullMethodName    = "/pocketd.v1.MemoryService/EndSession"
+	MemoryService_Maintain_FullMethodName      = "/pocketd.v1.MemoryService/Maintain"
 )
 
 // MemoryServiceClient is the client API for MemoryService service.
@@ -79,6 +83,27 @@ type MemoryServiceClient interface {
 	// (a text-only query is still encoded). Errors: as Recall's, with fields under "recall.";
 	// INVALID_ARGUMENT for an unknown policy or a request that names its own plan.
 	Explain(ctx context.Context, in *ExplainRequest, opts ...grpc.CallOption) (*ExplainResponse, error)
+	// Reconciliation against authoritative facts (seed 000 §4.3): each fact (an official
+	// document, say) is stored, and the current memories of the same namespace that it
+	// contradicts on the same topic are marked obsolete, superseded by it (reason "reconcile").
+	// With dry_run nothing is stored or marked: the reply lists what would be. Every decision is
+	// logged and can be undone with Unsupersede. Errors: INVALID_ARGUMENT, FAILED_PRECONDITION
+	// (no vector and no encoder).
+	Reconcile(ctx context.Context, in *ReconcileRequest, opts ...grpc.CallOption) (*ReconcileResponse, error)
+	// Undoes supersessions: each named memory becomes current again (its superseded_by and
+	// supersede_reason are cleared). Errors: INVALID_ARGUMENT, NOT_FOUND (an unknown id, naming
+	// memory_ids[i]).
+	Unsupersede(ctx context.Context, in *UnsupersedeRequest, opts ...grpc.CallOption) (*UnsupersedeResponse, error)
+	// Ends a session: its hot turns are summarised into warm candidates (which pass the write
+	// gate, with derived_from naming the turns) and move to the warm tier. A session also ends
+	// `memory.hot.ttl_seconds` after its last turn. Errors: INVALID_ARGUMENT, NOT_FOUND (a
+	// session the namespace has no turns of).
+	EndSession(ctx context.Context, in *EndSessionRequest, opts ...grpc.CallOption) (*EndSessionResponse, error)
+	// Runs the lifecycle maintenance now (it also runs every
+	// `memory.lifecycle.maintenance.interval_seconds`): ended sessions, retention tier moves,
+	// expiry, topic compression. One run at a time: a call made during a run waits for it, then
+	// runs. Returns what it did.
+	Maintain(ctx context.Context, in *MaintainRequest, opts ...grpc.CallOption) (*MaintainResponse, error)
 }
 
 type memoryServiceClient struct {
@@ -169,6 +194,46 @@ func (c *memoryServiceClient) Explain(ctx context.Context, in *ExplainRequest, o
 	return out, nil
 }
 
+func (c *memoryServiceClient) Reconcile(ctx context.Context, in *ReconcileRequest, opts ...grpc.CallOption) (*ReconcileResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReconcileResponse)
+	err := c.cc.Invoke(ctx, MemoryService_Reconcile_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *memoryServiceClient) Unsupersede(ctx context.Context, in *UnsupersedeRequest, opts ...grpc.CallOption) (*UnsupersedeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UnsupersedeResponse)
+	err := c.cc.Invoke(ctx, MemoryService_Unsupersede_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *memoryServiceClient) EndSession(ctx context.Context, in *EndSessionRequest, opts ...grpc.CallOption) (*EndSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EndSessionResponse)
+	err := c.cc.Invoke(ctx, MemoryService_EndSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *memoryServiceClient) Maintain(ctx context.Context, in *MaintainRequest, opts ...grpc.CallOption) (*MaintainResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MaintainResponse)
+	err := c.cc.Invoke(ctx, MemoryService_Maintain_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MemoryServiceServer is the server API for MemoryService service.
 // All implementations must embed UnimplementedMemoryServiceServer
 // for forward compatibility.
@@ -204,6 +269,27 @@ type MemoryServiceServer interface {
 	// (a text-only query is still encoded). Errors: as Recall's, with fields under "recall.";
 	// INVALID_ARGUMENT for an unknown policy or a request that names its own plan.
 	Explain(context.Context, *ExplainRequest) (*ExplainResponse, error)
+	// Reconciliation against authoritative facts (seed 000 §4.3): each fact (an official
+	// document, say) is stored, and the current memories of the same namespace that it
+	// contradicts on the same topic are marked obsolete, superseded by it (reason "reconcile").
+	// With dry_run nothing is stored or marked: the reply lists what would be. Every decision is
+	// logged and can be undone with Unsupersede. Errors: INVALID_ARGUMENT, FAILED_PRECONDITION
+	// (no vector and no encoder).
+	Reconcile(context.Context, *ReconcileRequest) (*ReconcileResponse, error)
+	// Undoes supersessions: each named memory becomes current again (its superseded_by and
+	// supersede_reason are cleared). Errors: INVALID_ARGUMENT, NOT_FOUND (an unknown id, naming
+	// memory_ids[i]).
+	Unsupersede(context.Context, *UnsupersedeRequest) (*UnsupersedeResponse, error)
+	// Ends a session: its hot turns are summarised into warm candidates (which pass the write
+	// gate, with derived_from naming the turns) and move to the warm tier. A session also ends
+	// `memory.hot.ttl_seconds` after its last turn. Errors: INVALID_ARGUMENT, NOT_FOUND (a
+	// session the namespace has no turns of).
+	EndSession(context.Context, *EndSessionRequest) (*EndSessionResponse, error)
+	// Runs the lifecycle maintenance now (it also runs every
+	// `memory.lifecycle.maintenance.interval_seconds`): ended sessions, retention tier moves,
+	// expiry, topic compression. One run at a time: a call made during a run waits for it, then
+	// runs. Returns what it did.
+	Maintain(context.Context, *MaintainRequest) (*MaintainResponse, error)
 	mustEmbedUnimplementedMemoryServiceServer()
 }
 
@@ -237,6 +323,18 @@ func (UnimplementedMemoryServiceServer) List(context.Context, *ListRequest) (*Li
 }
 func (UnimplementedMemoryServiceServer) Explain(context.Context, *ExplainRequest) (*ExplainResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Explain not implemented")
+}
+func (UnimplementedMemoryServiceServer) Reconcile(context.Context, *ReconcileRequest) (*ReconcileResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Reconcile not implemented")
+}
+func (UnimplementedMemoryServiceServer) Unsupersede(context.Context, *UnsupersedeRequest) (*UnsupersedeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Unsupersede not implemented")
+}
+func (UnimplementedMemoryServiceServer) EndSession(context.Context, *EndSessionRequest) (*EndSessionResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method EndSession not implemented")
+}
+func (UnimplementedMemoryServiceServer) Maintain(context.Context, *MaintainRequest) (*MaintainResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Maintain not implemented")
 }
 func (UnimplementedMemoryServiceServer) mustEmbedUnimplementedMemoryServiceServer() {}
 func (UnimplementedMemoryServiceServer) testEmbeddedByValue()                       {}
@@ -403,6 +501,78 @@ func _MemoryService_Explain_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MemoryService_Reconcile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReconcileRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemoryServiceServer).Reconcile(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemoryService_Reconcile_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemoryServiceServer).Reconcile(ctx, req.(*ReconcileRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MemoryService_Unsupersede_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UnsupersedeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemoryServiceServer).Unsupersede(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemoryService_Unsupersede_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemoryServiceServer).Unsupersede(ctx, req.(*UnsupersedeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MemoryService_EndSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EndSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemoryServiceServer).EndSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemoryService_EndSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemoryServiceServer).EndSession(ctx, req.(*EndSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MemoryService_Maintain_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MaintainRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemoryServiceServer).Maintain(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemoryService_Maintain_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemoryServiceServer).Maintain(ctx, req.(*MaintainRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MemoryService_ServiceDesc is the grpc.ServiceDesc for MemoryService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -441,6 +611,22 @@ var MemoryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Explain",
 			Handler:    _MemoryService_Explain_Handler,
+		},
+		{
+			MethodName: "Reconcile",
+			Handler:    _MemoryService_Reconcile_Handler,
+		},
+		{
+			MethodName: "Unsupersede",
+			Handler:    _MemoryService_Unsupersede_Handler,
+		},
+		{
+			MethodName: "EndSession",
+			Handler:    _MemoryService_EndSession_Handler,
+		},
+		{
+			MethodName: "Maintain",
+			Handler:    _MemoryService_Maintain_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -95,7 +95,7 @@ class AccessStats(_message.Message):
     def __init__(self, access_count: _Optional[int] = ..., last_accessed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class MemoryRecord(_message.Message):
-    __slots__ = ("memory_id", "namespace", "session_id", "kind", "modality", "text", "vector", "blob", "source", "source_type", "importance", "created_at", "updated_at", "expires_at", "topic", "tags", "obsolete", "superseded_by", "group_id", "tier", "access", "occurred_at", "speaker", "turn")
+    __slots__ = ("memory_id", "namespace", "session_id", "kind", "modality", "text", "vector", "blob", "source", "source_type", "importance", "created_at", "updated_at", "expires_at", "topic", "tags", "obsolete", "superseded_by", "group_id", "tier", "access", "occurred_at", "speaker", "turn", "supersede_reason", "derived_from", "compressed_into")
     MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -120,6 +120,9 @@ class MemoryRecord(_message.Message):
     OCCURRED_AT_FIELD_NUMBER: _ClassVar[int]
     SPEAKER_FIELD_NUMBER: _ClassVar[int]
     TURN_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDE_REASON_FIELD_NUMBER: _ClassVar[int]
+    DERIVED_FROM_FIELD_NUMBER: _ClassVar[int]
+    COMPRESSED_INTO_FIELD_NUMBER: _ClassVar[int]
     memory_id: str
     namespace: str
     session_id: str
@@ -144,7 +147,10 @@ class MemoryRecord(_message.Message):
     occurred_at: _timestamp_pb2.Timestamp
     speaker: str
     turn: int
-    def __init__(self, memory_id: _Optional[str] = ..., namespace: _Optional[str] = ..., session_id: _Optional[str] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., modality: _Optional[_Union[Modality, str]] = ..., text: _Optional[str] = ..., vector: _Optional[_Iterable[float]] = ..., blob: _Optional[_Union[BlobRef, _Mapping]] = ..., source: _Optional[_Union[MemorySource, _Mapping]] = ..., source_type: _Optional[_Union[SourceType, str]] = ..., importance: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., topic: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., obsolete: _Optional[bool] = ..., superseded_by: _Optional[str] = ..., group_id: _Optional[str] = ..., tier: _Optional[_Union[Tier, str]] = ..., access: _Optional[_Union[AccessStats, _Mapping]] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., speaker: _Optional[str] = ..., turn: _Optional[int] = ...) -> None: ...
+    supersede_reason: str
+    derived_from: _containers.RepeatedScalarFieldContainer[str]
+    compressed_into: str
+    def __init__(self, memory_id: _Optional[str] = ..., namespace: _Optional[str] = ..., session_id: _Optional[str] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., modality: _Optional[_Union[Modality, str]] = ..., text: _Optional[str] = ..., vector: _Optional[_Iterable[float]] = ..., blob: _Optional[_Union[BlobRef, _Mapping]] = ..., source: _Optional[_Union[MemorySource, _Mapping]] = ..., source_type: _Optional[_Union[SourceType, str]] = ..., importance: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., topic: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., obsolete: _Optional[bool] = ..., superseded_by: _Optional[str] = ..., group_id: _Optional[str] = ..., tier: _Optional[_Union[Tier, str]] = ..., access: _Optional[_Union[AccessStats, _Mapping]] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., speaker: _Optional[str] = ..., turn: _Optional[int] = ..., supersede_reason: _Optional[str] = ..., derived_from: _Optional[_Iterable[str]] = ..., compressed_into: _Optional[str] = ...) -> None: ...
 
 class ScoreBreakdown(_message.Message):
     __slots__ = ("vector", "bm25", "fused", "decay", "final", "vector_hit", "keyword_hit", "exact_hit")

@@ -41,20 +41,32 @@ class RememberRequest(_message.Message):
     def __init__(self, record: _Optional[_Union[_memory_pb2.MemoryRecord, _Mapping]] = ..., hints: _Optional[_Union[WriteHints, _Mapping]] = ..., supersedes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RememberResponse(_message.Message):
-    __slots__ = ("memory_id", "decision", "reason", "importance", "expires_at", "tier")
+    __slots__ = ("memory_id", "decision", "reason", "importance", "expires_at", "tier", "superseded")
     MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
     DECISION_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     IMPORTANCE_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     TIER_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDED_FIELD_NUMBER: _ClassVar[int]
     memory_id: str
     decision: GateDecision
     reason: str
     importance: int
     expires_at: _timestamp_pb2.Timestamp
     tier: _memory_pb2.Tier
-    def __init__(self, memory_id: _Optional[str] = ..., decision: _Optional[_Union[GateDecision, str]] = ..., reason: _Optional[str] = ..., importance: _Optional[int] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tier: _Optional[_Union[_memory_pb2.Tier, str]] = ...) -> None: ...
+    superseded: _containers.RepeatedCompositeFieldContainer[Supersession]
+    def __init__(self, memory_id: _Optional[str] = ..., decision: _Optional[_Union[GateDecision, str]] = ..., reason: _Optional[str] = ..., importance: _Optional[int] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tier: _Optional[_Union[_memory_pb2.Tier, str]] = ..., superseded: _Optional[_Iterable[_Union[Supersession, _Mapping]]] = ...) -> None: ...
+
+class Supersession(_message.Message):
+    __slots__ = ("memory_id", "superseded_by", "reason")
+    MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDED_BY_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    memory_id: str
+    superseded_by: str
+    reason: str
+    def __init__(self, memory_id: _Optional[str] = ..., superseded_by: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class RememberBatchRequest(_message.Message):
     __slots__ = ("items",)
@@ -87,7 +99,7 @@ class MemoryFilter(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., kinds: _Optional[_Iterable[_Union[_memory_pb2.MemoryKind, str]]] = ..., modalities: _Optional[_Iterable[_Union[_memory_pb2.Modality, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., min_importance: _Optional[int] = ...) -> None: ...
 
 class RecallRequest(_message.Message):
-    __slots__ = ("namespace", "query_text", "query_vector", "query_modality", "top_k", "filter", "include_obsolete", "include_expired", "include_vectors", "min_score", "plan", "as_of", "context_turns", "route_policy")
+    __slots__ = ("namespace", "query_text", "query_vector", "query_modality", "top_k", "filter", "include_obsolete", "include_expired", "include_vectors", "min_score", "plan", "as_of", "context_turns", "route_policy", "include_cold")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     QUERY_TEXT_FIELD_NUMBER: _ClassVar[int]
     QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -102,6 +114,7 @@ class RecallRequest(_message.Message):
     AS_OF_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_TURNS_FIELD_NUMBER: _ClassVar[int]
     ROUTE_POLICY_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_COLD_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     query_text: str
     query_vector: _containers.RepeatedScalarFieldContainer[float]
@@ -116,7 +129,8 @@ class RecallRequest(_message.Message):
     as_of: _timestamp_pb2.Timestamp
     context_turns: int
     route_policy: str
-    def __init__(self, namespace: _Optional[str] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., query_modality: _Optional[_Union[_memory_pb2.Modality, str]] = ..., top_k: _Optional[int] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., include_obsolete: _Optional[bool] = ..., include_expired: _Optional[bool] = ..., include_vectors: _Optional[bool] = ..., min_score: _Optional[float] = ..., plan: _Optional[_Iterable[_Union[PlanStep, _Mapping]]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., context_turns: _Optional[int] = ..., route_policy: _Optional[str] = ...) -> None: ...
+    include_cold: bool
+    def __init__(self, namespace: _Optional[str] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., query_modality: _Optional[_Union[_memory_pb2.Modality, str]] = ..., top_k: _Optional[int] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., include_obsolete: _Optional[bool] = ..., include_expired: _Optional[bool] = ..., include_vectors: _Optional[bool] = ..., min_score: _Optional[float] = ..., plan: _Optional[_Iterable[_Union[PlanStep, _Mapping]]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., context_turns: _Optional[int] = ..., route_policy: _Optional[str] = ..., include_cold: _Optional[bool] = ...) -> None: ...
 
 class PlanStep(_message.Message):
     __slots__ = ("pocket", "depth")
@@ -437,3 +451,109 @@ class ExplainResponse(_message.Message):
     features: RouteFeatures
     policies: _containers.RepeatedCompositeFieldContainer[PolicyExplanation]
     def __init__(self, features: _Optional[_Union[RouteFeatures, _Mapping]] = ..., policies: _Optional[_Iterable[_Union[PolicyExplanation, _Mapping]]] = ...) -> None: ...
+
+class AuthoritativeFact(_message.Message):
+    __slots__ = ("text", "topic", "source_type", "vector", "kind")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    topic: str
+    source_type: _memory_pb2.SourceType
+    vector: _containers.RepeatedScalarFieldContainer[float]
+    kind: _memory_pb2.MemoryKind
+    def __init__(self, text: _Optional[str] = ..., topic: _Optional[str] = ..., source_type: _Optional[_Union[_memory_pb2.SourceType, str]] = ..., vector: _Optional[_Iterable[float]] = ..., kind: _Optional[_Union[_memory_pb2.MemoryKind, str]] = ...) -> None: ...
+
+class ReconcileRequest(_message.Message):
+    __slots__ = ("namespace", "facts", "dry_run")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    FACTS_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    facts: _containers.RepeatedCompositeFieldContainer[AuthoritativeFact]
+    dry_run: bool
+    def __init__(self, namespace: _Optional[str] = ..., facts: _Optional[_Iterable[_Union[AuthoritativeFact, _Mapping]]] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+
+class ReconcileDecision(_message.Message):
+    __slots__ = ("memory_id", "text", "fact_index", "supersede", "reason")
+    MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    FACT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    memory_id: str
+    text: str
+    fact_index: int
+    supersede: bool
+    reason: str
+    def __init__(self, memory_id: _Optional[str] = ..., text: _Optional[str] = ..., fact_index: _Optional[int] = ..., supersede: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ReconcileResponse(_message.Message):
+    __slots__ = ("fact_ids", "decisions", "applied")
+    FACT_IDS_FIELD_NUMBER: _ClassVar[int]
+    DECISIONS_FIELD_NUMBER: _ClassVar[int]
+    APPLIED_FIELD_NUMBER: _ClassVar[int]
+    fact_ids: _containers.RepeatedScalarFieldContainer[str]
+    decisions: _containers.RepeatedCompositeFieldContainer[ReconcileDecision]
+    applied: bool
+    def __init__(self, fact_ids: _Optional[_Iterable[str]] = ..., decisions: _Optional[_Iterable[_Union[ReconcileDecision, _Mapping]]] = ..., applied: _Optional[bool] = ...) -> None: ...
+
+class UnsupersedeRequest(_message.Message):
+    __slots__ = ("namespace", "memory_ids")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_IDS_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    memory_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, namespace: _Optional[str] = ..., memory_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class UnsupersedeResponse(_message.Message):
+    __slots__ = ("restored",)
+    RESTORED_FIELD_NUMBER: _ClassVar[int]
+    restored: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, restored: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class EndSessionRequest(_message.Message):
+    __slots__ = ("namespace", "session_id")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    session_id: str
+    def __init__(self, namespace: _Optional[str] = ..., session_id: _Optional[str] = ...) -> None: ...
+
+class EndSessionResponse(_message.Message):
+    __slots__ = ("summaries", "turns_moved")
+    SUMMARIES_FIELD_NUMBER: _ClassVar[int]
+    TURNS_MOVED_FIELD_NUMBER: _ClassVar[int]
+    summaries: _containers.RepeatedCompositeFieldContainer[RememberResponse]
+    turns_moved: int
+    def __init__(self, summaries: _Optional[_Iterable[_Union[RememberResponse, _Mapping]]] = ..., turns_moved: _Optional[int] = ...) -> None: ...
+
+class MaintainRequest(_message.Message):
+    __slots__ = ("namespace",)
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    def __init__(self, namespace: _Optional[str] = ...) -> None: ...
+
+class MaintainResponse(_message.Message):
+    __slots__ = ("sessions_ended", "moved_to_warm", "moved_to_cold", "topics_compressed", "compressed_records", "expired", "superseded", "resumed", "took_micros")
+    SESSIONS_ENDED_FIELD_NUMBER: _ClassVar[int]
+    MOVED_TO_WARM_FIELD_NUMBER: _ClassVar[int]
+    MOVED_TO_COLD_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_COMPRESSED_FIELD_NUMBER: _ClassVar[int]
+    COMPRESSED_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    EXPIRED_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDED_FIELD_NUMBER: _ClassVar[int]
+    RESUMED_FIELD_NUMBER: _ClassVar[int]
+    TOOK_MICROS_FIELD_NUMBER: _ClassVar[int]
+    sessions_ended: int
+    moved_to_warm: int
+    moved_to_cold: int
+    topics_compressed: int
+    compressed_records: int
+    expired: int
+    superseded: int
+    resumed: int
+    took_micros: int
+    def __init__(self, sessions_ended: _Optional[int] = ..., moved_to_warm: _Optional[int] = ..., moved_to_cold: _Optional[int] = ..., topics_compressed: _Optional[int] = ..., compressed_records: _Optional[int] = ..., expired: _Optional[int] = ..., superseded: _Optional[int] = ..., resumed: _Optional[int] = ..., took_micros: _Optional[int] = ...) -> None: ...

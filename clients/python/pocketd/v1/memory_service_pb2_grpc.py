@@ -76,6 +76,26 @@ class MemoryServiceStub:
                 request_serializer=pocketd_dot_v1_dot_memory__service__pb2.ExplainRequest.SerializeToString,
                 response_deserializer=pocketd_dot_v1_dot_memory__service__pb2.ExplainResponse.FromString,
                 _registered_method=True)
+        self.Reconcile = channel.unary_unary(
+                '/pocketd.v1.MemoryService/Reconcile',
+                request_serializer=pocketd_dot_v1_dot_memory__service__pb2.ReconcileRequest.SerializeToString,
+                response_deserializer=pocketd_dot_v1_dot_memory__service__pb2.ReconcileResponse.FromString,
+                _registered_method=True)
+        self.Unsupersede = channel.unary_unary(
+                '/pocketd.v1.MemoryService/Unsupersede',
+                request_serializer=pocketd_dot_v1_dot_memory__service__pb2.UnsupersedeRequest.SerializeToString,
+                response_deserializer=pocketd_dot_v1_dot_memory__service__pb2.UnsupersedeResponse.FromString,
+                _registered_method=True)
+        self.EndSession = channel.unary_unary(
+                '/pocketd.v1.MemoryService/EndSession',
+                request_serializer=pocketd_dot_v1_dot_memory__service__pb2.EndSessionRequest.SerializeToString,
+                response_deserializer=pocketd_dot_v1_dot_memory__service__pb2.EndSessionResponse.FromString,
+                _registered_method=True)
+        self.Maintain = channel.unary_unary(
+                '/pocketd.v1.MemoryService/Maintain',
+                request_serializer=pocketd_dot_v1_dot_memory__service__pb2.MaintainRequest.SerializeToString,
+                response_deserializer=pocketd_dot_v1_dot_memory__service__pb2.MaintainResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -151,6 +171,47 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Reconcile(self, request, context):
+        """Reconciliation against authoritative facts (seed 000 §4.3): each fact (an official
+        document, say) is stored, and the current memories of the same namespace that it
+        contradicts on the same topic are marked obsolete, superseded by it (reason "reconcile").
+        With dry_run nothing is stored or marked: the reply lists what would be. Every decision is
+        logged and can be undone with Unsupersede. Errors: INVALID_ARGUMENT, FAILED_PRECONDITION
+        (no vector and no encoder).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Unsupersede(self, request, context):
+        """Undoes supersessions: each named memory becomes current again (its superseded_by and
+        supersede_reason are cleared). Errors: INVALID_ARGUMENT, NOT_FOUND (an unknown id, naming
+        memory_ids[i]).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def EndSession(self, request, context):
+        """Ends a session: its hot turns are summarised into warm candidates (which pass the write
+        gate, with derived_from naming the turns) and move to the warm tier. A session also ends
+        `memory.hot.ttl_seconds` after its last turn. Errors: INVALID_ARGUMENT, NOT_FOUND (a
+        session the namespace has no turns of).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Maintain(self, request, context):
+        """Runs the lifecycle maintenance now (it also runs every
+        `memory.lifecycle.maintenance.interval_seconds`): ended sessions, retention tier moves,
+        expiry, topic compression. One run at a time: a call made during a run waits for it, then
+        runs. Returns what it did.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -193,6 +254,26 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.Explain,
                     request_deserializer=pocketd_dot_v1_dot_memory__service__pb2.ExplainRequest.FromString,
                     response_serializer=pocketd_dot_v1_dot_memory__service__pb2.ExplainResponse.SerializeToString,
+            ),
+            'Reconcile': grpc.unary_unary_rpc_method_handler(
+                    servicer.Reconcile,
+                    request_deserializer=pocketd_dot_v1_dot_memory__service__pb2.ReconcileRequest.FromString,
+                    response_serializer=pocketd_dot_v1_dot_memory__service__pb2.ReconcileResponse.SerializeToString,
+            ),
+            'Unsupersede': grpc.unary_unary_rpc_method_handler(
+                    servicer.Unsupersede,
+                    request_deserializer=pocketd_dot_v1_dot_memory__service__pb2.UnsupersedeRequest.FromString,
+                    response_serializer=pocketd_dot_v1_dot_memory__service__pb2.UnsupersedeResponse.SerializeToString,
+            ),
+            'EndSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.EndSession,
+                    request_deserializer=pocketd_dot_v1_dot_memory__service__pb2.EndSessionRequest.FromString,
+                    response_serializer=pocketd_dot_v1_dot_memory__service__pb2.EndSessionResponse.SerializeToString,
+            ),
+            'Maintain': grpc.unary_unary_rpc_method_handler(
+                    servicer.Maintain,
+                    request_deserializer=pocketd_dot_v1_dot_memory__service__pb2.MaintainRequest.FromString,
+                    response_serializer=pocketd_dot_v1_dot_memory__service__pb2.MaintainResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -413,6 +494,114 @@ class MemoryService:
             '/pocketd.v1.MemoryService/Explain',
             pocketd_dot_v1_dot_memory__service__pb2.ExplainRequest.SerializeToString,
             pocketd_dot_v1_dot_memory__service__pb2.ExplainResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Reconcile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pocketd.v1.MemoryService/Reconcile',
+            pocketd_dot_v1_dot_memory__service__pb2.ReconcileRequest.SerializeToString,
+            pocketd_dot_v1_dot_memory__service__pb2.ReconcileResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Unsupersede(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pocketd.v1.MemoryService/Unsupersede',
+            pocketd_dot_v1_dot_memory__service__pb2.UnsupersedeRequest.SerializeToString,
+            pocketd_dot_v1_dot_memory__service__pb2.UnsupersedeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EndSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pocketd.v1.MemoryService/EndSession',
+            pocketd_dot_v1_dot_memory__service__pb2.EndSessionRequest.SerializeToString,
+            pocketd_dot_v1_dot_memory__service__pb2.EndSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Maintain(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pocketd.v1.MemoryService/Maintain',
+            pocketd_dot_v1_dot_memory__service__pb2.MaintainRequest.SerializeToString,
+            pocketd_dot_v1_dot_memory__service__pb2.MaintainResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -417,7 +417,26 @@ export interface MemoryRecord {
    * Its position in its session, from 0. Optional on write: by default the next position of the
    * session (one past its largest). Only with a session_id; at most 10,000,000.
    */
-  turn?: number | undefined;
+  turn?:
+    | number
+    | undefined;
+  /**
+   * Server-set: why it was superseded, as a reason code, when obsolete: "client" (a write's
+   * `supersedes`), "reconcile" (an authoritative fact contradicted it), or "value:<what>" for a
+   * newer memory that stated a new value of the same thing (what changed: "number", "date",
+   * "entity", "negation", "object"). Empty when current.
+   */
+  supersedeReason: string;
+  /**
+   * The memories it was made from (a session's summary: its turns; a topic's summary: the
+   * memories it compresses). Set on write by the server only.
+   */
+  derivedFrom: string[];
+  /**
+   * Server-set: the topic summary that replaced it in recall (it then lives in the cold tier);
+   * empty when none. Get follows it; the summary's derived_from lists the originals.
+   */
+  compressedInto: string;
 }
 
 /** Why Recall scored a hit the way it did. Every score is in [0, 1] unless noted. */
@@ -802,6 +821,9 @@ function createBaseMemoryRecord(): MemoryRecord {
     occurredAt: undefined,
     speaker: "",
     turn: undefined,
+    supersedeReason: "",
+    derivedFrom: [],
+    compressedInto: "",
   };
 }
 
@@ -882,6 +904,15 @@ export const MemoryRecord: MessageFns<MemoryRecord> = {
     }
     if (message.turn !== undefined) {
       writer.uint32(192).uint32(message.turn);
+    }
+    if (message.supersedeReason !== "") {
+      writer.uint32(202).string(message.supersedeReason);
+    }
+    for (const v of message.derivedFrom) {
+      writer.uint32(210).string(v!);
+    }
+    if (message.compressedInto !== "") {
+      writer.uint32(218).string(message.compressedInto);
     }
     return writer;
   },
@@ -1101,6 +1132,30 @@ export const MemoryRecord: MessageFns<MemoryRecord> = {
             message.turn = reader.uint32();
             continue;
           }
+          case 25: {
+            if (tag !== 202) {
+              break;
+            }
+
+            message.supersedeReason = reader.string();
+            continue;
+          }
+          case 26: {
+            if (tag !== 210) {
+              break;
+            }
+
+            message.derivedFrom.push(reader.string());
+            continue;
+          }
+          case 27: {
+            if (tag !== 218) {
+              break;
+            }
+
+            message.compressedInto = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1177,6 +1232,21 @@ export const MemoryRecord: MessageFns<MemoryRecord> = {
         : undefined,
       speaker: isSet(object.speaker) ? globalThis.String(object.speaker) : "",
       turn: isSet(object.turn) ? globalThis.Number(object.turn) : undefined,
+      supersedeReason: isSet(object.supersedeReason)
+        ? globalThis.String(object.supersedeReason)
+        : isSet(object.supersede_reason)
+        ? globalThis.String(object.supersede_reason)
+        : "",
+      derivedFrom: globalThis.Array.isArray(object?.derivedFrom)
+        ? object.derivedFrom.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.derived_from)
+        ? object.derived_from.map((e: any) => globalThis.String(e))
+        : [],
+      compressedInto: isSet(object.compressedInto)
+        ? globalThis.String(object.compressedInto)
+        : isSet(object.compressed_into)
+        ? globalThis.String(object.compressed_into)
+        : "",
     };
   },
 
@@ -1254,6 +1324,15 @@ export const MemoryRecord: MessageFns<MemoryRecord> = {
     if (message.turn !== undefined) {
       obj.turn = Math.round(message.turn);
     }
+    if (message.supersedeReason !== "") {
+      obj.supersedeReason = message.supersedeReason;
+    }
+    if (message.derivedFrom?.length) {
+      obj.derivedFrom = message.derivedFrom;
+    }
+    if (message.compressedInto !== "") {
+      obj.compressedInto = message.compressedInto;
+    }
     return obj;
   },
 
@@ -1290,6 +1369,9 @@ export const MemoryRecord: MessageFns<MemoryRecord> = {
     message.occurredAt = object.occurredAt ?? undefined;
     message.speaker = object.speaker ?? "";
     message.turn = object.turn ?? undefined;
+    message.supersedeReason = object.supersedeReason ?? "";
+    message.derivedFrom = object.derivedFrom?.map((e) => e) || [];
+    message.compressedInto = object.compressedInto ?? "";
     return message;
   },
 };

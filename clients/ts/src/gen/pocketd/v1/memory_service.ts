@@ -25,6 +25,9 @@ import {
   modalityFromJSON,
   modalityToJSON,
   ScoreBreakdown,
+  SourceType,
+  sourceTypeFromJSON,
+  sourceTypeToJSON,
   Tier,
   tierFromJSON,
   tierToJSON,
@@ -151,6 +154,22 @@ export interface RememberResponse {
     | undefined;
   /** Where the memory landed (TIER_HOT for a new write); TIER_UNSPECIFIED when rejected. */
   tier: Tier;
+  /**
+   * The older memories this write made obsolete: those named in `supersedes` (reason
+   * "client"), and those found to state an older value of the same thing (reason
+   * "value:<what>", see MemoryRecord.supersede_reason).
+   */
+  superseded: Supersession[];
+}
+
+/** One memory made obsolete, and why. */
+export interface Supersession {
+  /** The memory made obsolete. */
+  memoryId: string;
+  /** The memory that superseded it. */
+  supersededBy: string;
+  /** The reason code (MemoryRecord.supersede_reason). */
+  reason: string;
 }
 
 export interface RememberBatchRequest {
@@ -254,6 +273,12 @@ export interface RecallRequest {
    * server's `router.policy`. Not with `plan`, which is a plan already.
    */
   routePolicy: string;
+  /**
+   * Also search the cold tier (the archive of memories moved out for low retention or
+   * compressed into a topic summary). It is priced high: without this flag only the router's
+   * safety net widens a plan to it.
+   */
+  includeCold: boolean;
 }
 
 /** One step of a recall plan. */
@@ -609,6 +634,105 @@ export interface ExplainResponse {
   policies: PolicyExplanation[];
 }
 
+/** An authoritative fact to reconcile memory against. */
+export interface AuthoritativeFact {
+  /** The fact's text. Required, at most `limits.max_text_chars`. */
+  text: string;
+  /**
+   * Its topic label (see MemoryRecord.topic): only memories of this topic, or of no topic but
+   * about the same thing, are weighed.
+   */
+  topic: string;
+  /** How far to trust it; default SOURCE_TYPE_OFFICIAL_DOCUMENT. */
+  sourceType: SourceType;
+  /** Its embedding; optional when the built-in encoder is enabled. */
+  vector: number[];
+  /** Its kind; default MEMORY_KIND_FACT. */
+  kind: MemoryKind;
+}
+
+export interface ReconcileRequest {
+  /** Whose memory. Required. */
+  namespace: string;
+  /** 1 to `limits.max_batch_items` facts. */
+  facts: AuthoritativeFact[];
+  /** Decide only: store and mark nothing. */
+  dryRun: boolean;
+}
+
+/** What reconciliation decided about one memory. */
+export interface ReconcileDecision {
+  /** The current memory weighed. */
+  memoryId: string;
+  /** Its text, for review. */
+  text: string;
+  /** Which fact (its index in the request). */
+  factIndex: number;
+  /** True: contradicted, so made obsolete (or, with dry_run, would be). */
+  supersede: boolean;
+  /** Why, in words and with the reason code first ("value:number: 3.2 → 4.0"). */
+  reason: string;
+}
+
+export interface ReconcileResponse {
+  /** The stored facts' ids, one per fact in order (empty with dry_run). */
+  factIds: string[];
+  /** The decisions, per fact, about the memories on the same topic. */
+  decisions: ReconcileDecision[];
+  /** Whether anything was applied (false with dry_run). */
+  applied: boolean;
+}
+
+export interface UnsupersedeRequest {
+  /** Whose memory. Required. */
+  namespace: string;
+  /** The obsolete memories to make current again: 1 to 1024 ids. */
+  memoryIds: string[];
+}
+
+export interface UnsupersedeResponse {
+  /** The ids that were obsolete and are now current (an id already current is not listed). */
+  restored: string[];
+}
+
+export interface EndSessionRequest {
+  /** Whose memory. Required. */
+  namespace: string;
+  /** The session to end. Required. */
+  sessionId: string;
+}
+
+export interface EndSessionResponse {
+  /** The session's summary candidates as the write gate judged them (derived_from names turns). */
+  summaries: RememberResponse[];
+  /** The session's turns moved from hot to warm. */
+  turnsMoved: number;
+}
+
+export interface MaintainRequest {
+  /** One namespace, or empty for all. */
+  namespace: string;
+}
+
+export interface MaintainResponse {
+  /** Sessions ended (TTL), and their turns moved hot → warm. */
+  sessionsEnded: number;
+  movedToWarm: number;
+  /** Warm memories moved to cold for low retention. */
+  movedToCold: number;
+  /** Topics compressed, the summaries written, and the originals moved to cold. */
+  topicsCompressed: number;
+  compressedRecords: number;
+  /** Memories past expires_at deleted from every tier. */
+  expired: number;
+  /** Memories made obsolete during the run (a summary's supersessions included). */
+  superseded: number;
+  /** A run interrupted by a crash and finished at start-up before this one (0 or 1). */
+  resumed: number;
+  /** Wall time of the run, in microseconds. */
+  tookMicros: number;
+}
+
 function createBaseWriteHints(): WriteHints {
   return { remember: false, errorResolved: false };
 }
@@ -806,7 +930,7 @@ export const RememberRequest: MessageFns<RememberRequest> = {
 };
 
 function createBaseRememberResponse(): RememberResponse {
-  return { memoryId: "", decision: 0, reason: "", importance: 0, expiresAt: undefined, tier: 0 };
+  return { memoryId: "", decision: 0, reason: "", importance: 0, expiresAt: undefined, tier: 0, superseded: [] };
 }
 
 export const RememberResponse: MessageFns<RememberResponse> = {
@@ -828,6 +952,9 @@ export const RememberResponse: MessageFns<RememberResponse> = {
     }
     if (message.tier !== 0) {
       writer.uint32(48).int32(message.tier);
+    }
+    for (const v of message.superseded) {
+      Supersession.encode(v!, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -893,6 +1020,14 @@ export const RememberResponse: MessageFns<RememberResponse> = {
             message.tier = reader.int32() as any;
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.superseded.push(Supersession.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -921,6 +1056,9 @@ export const RememberResponse: MessageFns<RememberResponse> = {
         ? fromJsonTimestamp(object.expires_at)
         : undefined,
       tier: isSet(object.tier) ? tierFromJSON(object.tier) : 0,
+      superseded: globalThis.Array.isArray(object?.superseded)
+        ? object.superseded.map((e: any) => Supersession.fromJSON(e))
+        : [],
     };
   },
 
@@ -944,6 +1082,9 @@ export const RememberResponse: MessageFns<RememberResponse> = {
     if (message.tier !== 0) {
       obj.tier = tierToJSON(message.tier);
     }
+    if (message.superseded?.length) {
+      obj.superseded = message.superseded.map((e) => Supersession.toJSON(e));
+    }
     return obj;
   },
 
@@ -958,6 +1099,116 @@ export const RememberResponse: MessageFns<RememberResponse> = {
     message.importance = object.importance ?? 0;
     message.expiresAt = object.expiresAt ?? undefined;
     message.tier = object.tier ?? 0;
+    message.superseded = object.superseded?.map((e) => Supersession.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseSupersession(): Supersession {
+  return { memoryId: "", supersededBy: "", reason: "" };
+}
+
+export const Supersession: MessageFns<Supersession> = {
+  encode(message: Supersession, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.memoryId !== "") {
+      writer.uint32(10).string(message.memoryId);
+    }
+    if (message.supersededBy !== "") {
+      writer.uint32(18).string(message.supersededBy);
+    }
+    if (message.reason !== "") {
+      writer.uint32(26).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Supersession {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSupersession();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.memoryId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.supersededBy = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Supersession {
+    return {
+      memoryId: isSet(object.memoryId)
+        ? globalThis.String(object.memoryId)
+        : isSet(object.memory_id)
+        ? globalThis.String(object.memory_id)
+        : "",
+      supersededBy: isSet(object.supersededBy)
+        ? globalThis.String(object.supersededBy)
+        : isSet(object.superseded_by)
+        ? globalThis.String(object.superseded_by)
+        : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+    };
+  },
+
+  toJSON(message: Supersession): unknown {
+    const obj: any = {};
+    if (message.memoryId !== "") {
+      obj.memoryId = message.memoryId;
+    }
+    if (message.supersededBy !== "") {
+      obj.supersededBy = message.supersededBy;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Supersession>, I>>(base?: I): Supersession {
+    return Supersession.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Supersession>, I>>(object: I): Supersession {
+    const message = createBaseSupersession();
+    message.memoryId = object.memoryId ?? "";
+    message.supersededBy = object.supersededBy ?? "";
+    message.reason = object.reason ?? "";
     return message;
   },
 };
@@ -1337,6 +1588,7 @@ function createBaseRecallRequest(): RecallRequest {
     asOf: undefined,
     contextTurns: 0,
     routePolicy: "",
+    includeCold: false,
   };
 }
 
@@ -1387,6 +1639,9 @@ export const RecallRequest: MessageFns<RecallRequest> = {
     }
     if (message.routePolicy !== "") {
       writer.uint32(114).string(message.routePolicy);
+    }
+    if (message.includeCold !== false) {
+      writer.uint32(120).bool(message.includeCold);
     }
     return writer;
   },
@@ -1526,6 +1781,14 @@ export const RecallRequest: MessageFns<RecallRequest> = {
             message.routePolicy = reader.string();
             continue;
           }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.includeCold = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1600,6 +1863,11 @@ export const RecallRequest: MessageFns<RecallRequest> = {
         : isSet(object.route_policy)
         ? globalThis.String(object.route_policy)
         : "",
+      includeCold: isSet(object.includeCold)
+        ? globalThis.Boolean(object.includeCold)
+        : isSet(object.include_cold)
+        ? globalThis.Boolean(object.include_cold)
+        : false,
     };
   },
 
@@ -1647,6 +1915,9 @@ export const RecallRequest: MessageFns<RecallRequest> = {
     if (message.routePolicy !== "") {
       obj.routePolicy = message.routePolicy;
     }
+    if (message.includeCold !== false) {
+      obj.includeCold = message.includeCold;
+    }
     return obj;
   },
 
@@ -1671,6 +1942,7 @@ export const RecallRequest: MessageFns<RecallRequest> = {
     message.asOf = object.asOf ?? undefined;
     message.contextTurns = object.contextTurns ?? 0;
     message.routePolicy = object.routePolicy ?? "";
+    message.includeCold = object.includeCold ?? false;
     return message;
   },
 };
@@ -4996,6 +5268,1146 @@ export const ExplainResponse: MessageFns<ExplainResponse> = {
   },
 };
 
+function createBaseAuthoritativeFact(): AuthoritativeFact {
+  return { text: "", topic: "", sourceType: 0, vector: [], kind: 0 };
+}
+
+export const AuthoritativeFact: MessageFns<AuthoritativeFact> = {
+  encode(message: AuthoritativeFact, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.text !== "") {
+      writer.uint32(10).string(message.text);
+    }
+    if (message.topic !== "") {
+      writer.uint32(18).string(message.topic);
+    }
+    if (message.sourceType !== 0) {
+      writer.uint32(24).int32(message.sourceType);
+    }
+    if (message.vector.length !== 0) {
+      writer.uint32(34).fork();
+      for (const v of message.vector) {
+        writer.float(v);
+      }
+      writer.join();
+    }
+    if (message.kind !== 0) {
+      writer.uint32(40).int32(message.kind);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuthoritativeFact {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuthoritativeFact();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.text = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.topic = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.sourceType = reader.int32() as any;
+            continue;
+          }
+          case 4: {
+            if (tag === 37) {
+              message.vector.push(reader.float());
+
+              continue;
+            }
+
+            if (tag === 34) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.vector.push(reader.float());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.kind = reader.int32() as any;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuthoritativeFact {
+    return {
+      text: isSet(object.text) ? globalThis.String(object.text) : "",
+      topic: isSet(object.topic) ? globalThis.String(object.topic) : "",
+      sourceType: isSet(object.sourceType)
+        ? sourceTypeFromJSON(object.sourceType)
+        : isSet(object.source_type)
+        ? sourceTypeFromJSON(object.source_type)
+        : 0,
+      vector: globalThis.Array.isArray(object?.vector) ? object.vector.map((e: any) => globalThis.Number(e)) : [],
+      kind: isSet(object.kind) ? memoryKindFromJSON(object.kind) : 0,
+    };
+  },
+
+  toJSON(message: AuthoritativeFact): unknown {
+    const obj: any = {};
+    if (message.text !== "") {
+      obj.text = message.text;
+    }
+    if (message.topic !== "") {
+      obj.topic = message.topic;
+    }
+    if (message.sourceType !== 0) {
+      obj.sourceType = sourceTypeToJSON(message.sourceType);
+    }
+    if (message.vector?.length) {
+      obj.vector = message.vector.map((e) => floatToJson(e));
+    }
+    if (message.kind !== 0) {
+      obj.kind = memoryKindToJSON(message.kind);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AuthoritativeFact>, I>>(base?: I): AuthoritativeFact {
+    return AuthoritativeFact.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AuthoritativeFact>, I>>(object: I): AuthoritativeFact {
+    const message = createBaseAuthoritativeFact();
+    message.text = object.text ?? "";
+    message.topic = object.topic ?? "";
+    message.sourceType = object.sourceType ?? 0;
+    message.vector = object.vector?.map((e) => e) || [];
+    message.kind = object.kind ?? 0;
+    return message;
+  },
+};
+
+function createBaseReconcileRequest(): ReconcileRequest {
+  return { namespace: "", facts: [], dryRun: false };
+}
+
+export const ReconcileRequest: MessageFns<ReconcileRequest> = {
+  encode(message: ReconcileRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    for (const v of message.facts) {
+      AuthoritativeFact.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.dryRun !== false) {
+      writer.uint32(24).bool(message.dryRun);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReconcileRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReconcileRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.facts.push(AuthoritativeFact.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.dryRun = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReconcileRequest {
+    return {
+      namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "",
+      facts: globalThis.Array.isArray(object?.facts) ? object.facts.map((e: any) => AuthoritativeFact.fromJSON(e)) : [],
+      dryRun: isSet(object.dryRun)
+        ? globalThis.Boolean(object.dryRun)
+        : isSet(object.dry_run)
+        ? globalThis.Boolean(object.dry_run)
+        : false,
+    };
+  },
+
+  toJSON(message: ReconcileRequest): unknown {
+    const obj: any = {};
+    if (message.namespace !== "") {
+      obj.namespace = message.namespace;
+    }
+    if (message.facts?.length) {
+      obj.facts = message.facts.map((e) => AuthoritativeFact.toJSON(e));
+    }
+    if (message.dryRun !== false) {
+      obj.dryRun = message.dryRun;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReconcileRequest>, I>>(base?: I): ReconcileRequest {
+    return ReconcileRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReconcileRequest>, I>>(object: I): ReconcileRequest {
+    const message = createBaseReconcileRequest();
+    message.namespace = object.namespace ?? "";
+    message.facts = object.facts?.map((e) => AuthoritativeFact.fromPartial(e)) || [];
+    message.dryRun = object.dryRun ?? false;
+    return message;
+  },
+};
+
+function createBaseReconcileDecision(): ReconcileDecision {
+  return { memoryId: "", text: "", factIndex: 0, supersede: false, reason: "" };
+}
+
+export const ReconcileDecision: MessageFns<ReconcileDecision> = {
+  encode(message: ReconcileDecision, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.memoryId !== "") {
+      writer.uint32(10).string(message.memoryId);
+    }
+    if (message.text !== "") {
+      writer.uint32(18).string(message.text);
+    }
+    if (message.factIndex !== 0) {
+      writer.uint32(24).uint32(message.factIndex);
+    }
+    if (message.supersede !== false) {
+      writer.uint32(32).bool(message.supersede);
+    }
+    if (message.reason !== "") {
+      writer.uint32(42).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReconcileDecision {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReconcileDecision();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.memoryId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.text = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.factIndex = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.supersede = reader.bool();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReconcileDecision {
+    return {
+      memoryId: isSet(object.memoryId)
+        ? globalThis.String(object.memoryId)
+        : isSet(object.memory_id)
+        ? globalThis.String(object.memory_id)
+        : "",
+      text: isSet(object.text) ? globalThis.String(object.text) : "",
+      factIndex: isSet(object.factIndex)
+        ? globalThis.Number(object.factIndex)
+        : isSet(object.fact_index)
+        ? globalThis.Number(object.fact_index)
+        : 0,
+      supersede: isSet(object.supersede) ? globalThis.Boolean(object.supersede) : false,
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+    };
+  },
+
+  toJSON(message: ReconcileDecision): unknown {
+    const obj: any = {};
+    if (message.memoryId !== "") {
+      obj.memoryId = message.memoryId;
+    }
+    if (message.text !== "") {
+      obj.text = message.text;
+    }
+    if (message.factIndex !== 0) {
+      obj.factIndex = Math.round(message.factIndex);
+    }
+    if (message.supersede !== false) {
+      obj.supersede = message.supersede;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReconcileDecision>, I>>(base?: I): ReconcileDecision {
+    return ReconcileDecision.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReconcileDecision>, I>>(object: I): ReconcileDecision {
+    const message = createBaseReconcileDecision();
+    message.memoryId = object.memoryId ?? "";
+    message.text = object.text ?? "";
+    message.factIndex = object.factIndex ?? 0;
+    message.supersede = object.supersede ?? false;
+    message.reason = object.reason ?? "";
+    return message;
+  },
+};
+
+function createBaseReconcileResponse(): ReconcileResponse {
+  return { factIds: [], decisions: [], applied: false };
+}
+
+export const ReconcileResponse: MessageFns<ReconcileResponse> = {
+  encode(message: ReconcileResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.factIds) {
+      writer.uint32(10).string(v!);
+    }
+    for (const v of message.decisions) {
+      ReconcileDecision.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.applied !== false) {
+      writer.uint32(24).bool(message.applied);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReconcileResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReconcileResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.factIds.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.decisions.push(ReconcileDecision.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.applied = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReconcileResponse {
+    return {
+      factIds: globalThis.Array.isArray(object?.factIds)
+        ? object.factIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.fact_ids)
+        ? object.fact_ids.map((e: any) => globalThis.String(e))
+        : [],
+      decisions: globalThis.Array.isArray(object?.decisions)
+        ? object.decisions.map((e: any) => ReconcileDecision.fromJSON(e))
+        : [],
+      applied: isSet(object.applied) ? globalThis.Boolean(object.applied) : false,
+    };
+  },
+
+  toJSON(message: ReconcileResponse): unknown {
+    const obj: any = {};
+    if (message.factIds?.length) {
+      obj.factIds = message.factIds;
+    }
+    if (message.decisions?.length) {
+      obj.decisions = message.decisions.map((e) => ReconcileDecision.toJSON(e));
+    }
+    if (message.applied !== false) {
+      obj.applied = message.applied;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReconcileResponse>, I>>(base?: I): ReconcileResponse {
+    return ReconcileResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReconcileResponse>, I>>(object: I): ReconcileResponse {
+    const message = createBaseReconcileResponse();
+    message.factIds = object.factIds?.map((e) => e) || [];
+    message.decisions = object.decisions?.map((e) => ReconcileDecision.fromPartial(e)) || [];
+    message.applied = object.applied ?? false;
+    return message;
+  },
+};
+
+function createBaseUnsupersedeRequest(): UnsupersedeRequest {
+  return { namespace: "", memoryIds: [] };
+}
+
+export const UnsupersedeRequest: MessageFns<UnsupersedeRequest> = {
+  encode(message: UnsupersedeRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    for (const v of message.memoryIds) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnsupersedeRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnsupersedeRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.memoryIds.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UnsupersedeRequest {
+    return {
+      namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "",
+      memoryIds: globalThis.Array.isArray(object?.memoryIds)
+        ? object.memoryIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.memory_ids)
+        ? object.memory_ids.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: UnsupersedeRequest): unknown {
+    const obj: any = {};
+    if (message.namespace !== "") {
+      obj.namespace = message.namespace;
+    }
+    if (message.memoryIds?.length) {
+      obj.memoryIds = message.memoryIds;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UnsupersedeRequest>, I>>(base?: I): UnsupersedeRequest {
+    return UnsupersedeRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UnsupersedeRequest>, I>>(object: I): UnsupersedeRequest {
+    const message = createBaseUnsupersedeRequest();
+    message.namespace = object.namespace ?? "";
+    message.memoryIds = object.memoryIds?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseUnsupersedeResponse(): UnsupersedeResponse {
+  return { restored: [] };
+}
+
+export const UnsupersedeResponse: MessageFns<UnsupersedeResponse> = {
+  encode(message: UnsupersedeResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.restored) {
+      writer.uint32(10).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnsupersedeResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnsupersedeResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.restored.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UnsupersedeResponse {
+    return {
+      restored: globalThis.Array.isArray(object?.restored) ? object.restored.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: UnsupersedeResponse): unknown {
+    const obj: any = {};
+    if (message.restored?.length) {
+      obj.restored = message.restored;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UnsupersedeResponse>, I>>(base?: I): UnsupersedeResponse {
+    return UnsupersedeResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UnsupersedeResponse>, I>>(object: I): UnsupersedeResponse {
+    const message = createBaseUnsupersedeResponse();
+    message.restored = object.restored?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseEndSessionRequest(): EndSessionRequest {
+  return { namespace: "", sessionId: "" };
+}
+
+export const EndSessionRequest: MessageFns<EndSessionRequest> = {
+  encode(message: EndSessionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    if (message.sessionId !== "") {
+      writer.uint32(18).string(message.sessionId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EndSessionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEndSessionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EndSessionRequest {
+    return {
+      namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "",
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+    };
+  },
+
+  toJSON(message: EndSessionRequest): unknown {
+    const obj: any = {};
+    if (message.namespace !== "") {
+      obj.namespace = message.namespace;
+    }
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EndSessionRequest>, I>>(base?: I): EndSessionRequest {
+    return EndSessionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EndSessionRequest>, I>>(object: I): EndSessionRequest {
+    const message = createBaseEndSessionRequest();
+    message.namespace = object.namespace ?? "";
+    message.sessionId = object.sessionId ?? "";
+    return message;
+  },
+};
+
+function createBaseEndSessionResponse(): EndSessionResponse {
+  return { summaries: [], turnsMoved: 0 };
+}
+
+export const EndSessionResponse: MessageFns<EndSessionResponse> = {
+  encode(message: EndSessionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.summaries) {
+      RememberResponse.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.turnsMoved !== 0) {
+      writer.uint32(16).uint32(message.turnsMoved);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EndSessionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEndSessionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.summaries.push(RememberResponse.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.turnsMoved = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EndSessionResponse {
+    return {
+      summaries: globalThis.Array.isArray(object?.summaries)
+        ? object.summaries.map((e: any) => RememberResponse.fromJSON(e))
+        : [],
+      turnsMoved: isSet(object.turnsMoved)
+        ? globalThis.Number(object.turnsMoved)
+        : isSet(object.turns_moved)
+        ? globalThis.Number(object.turns_moved)
+        : 0,
+    };
+  },
+
+  toJSON(message: EndSessionResponse): unknown {
+    const obj: any = {};
+    if (message.summaries?.length) {
+      obj.summaries = message.summaries.map((e) => RememberResponse.toJSON(e));
+    }
+    if (message.turnsMoved !== 0) {
+      obj.turnsMoved = Math.round(message.turnsMoved);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EndSessionResponse>, I>>(base?: I): EndSessionResponse {
+    return EndSessionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EndSessionResponse>, I>>(object: I): EndSessionResponse {
+    const message = createBaseEndSessionResponse();
+    message.summaries = object.summaries?.map((e) => RememberResponse.fromPartial(e)) || [];
+    message.turnsMoved = object.turnsMoved ?? 0;
+    return message;
+  },
+};
+
+function createBaseMaintainRequest(): MaintainRequest {
+  return { namespace: "" };
+}
+
+export const MaintainRequest: MessageFns<MaintainRequest> = {
+  encode(message: MaintainRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MaintainRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMaintainRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MaintainRequest {
+    return { namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "" };
+  },
+
+  toJSON(message: MaintainRequest): unknown {
+    const obj: any = {};
+    if (message.namespace !== "") {
+      obj.namespace = message.namespace;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<MaintainRequest>, I>>(base?: I): MaintainRequest {
+    return MaintainRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MaintainRequest>, I>>(object: I): MaintainRequest {
+    const message = createBaseMaintainRequest();
+    message.namespace = object.namespace ?? "";
+    return message;
+  },
+};
+
+function createBaseMaintainResponse(): MaintainResponse {
+  return {
+    sessionsEnded: 0,
+    movedToWarm: 0,
+    movedToCold: 0,
+    topicsCompressed: 0,
+    compressedRecords: 0,
+    expired: 0,
+    superseded: 0,
+    resumed: 0,
+    tookMicros: 0,
+  };
+}
+
+export const MaintainResponse: MessageFns<MaintainResponse> = {
+  encode(message: MaintainResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionsEnded !== 0) {
+      writer.uint32(8).uint32(message.sessionsEnded);
+    }
+    if (message.movedToWarm !== 0) {
+      writer.uint32(16).uint32(message.movedToWarm);
+    }
+    if (message.movedToCold !== 0) {
+      writer.uint32(24).uint32(message.movedToCold);
+    }
+    if (message.topicsCompressed !== 0) {
+      writer.uint32(32).uint32(message.topicsCompressed);
+    }
+    if (message.compressedRecords !== 0) {
+      writer.uint32(40).uint32(message.compressedRecords);
+    }
+    if (message.expired !== 0) {
+      writer.uint32(48).uint32(message.expired);
+    }
+    if (message.superseded !== 0) {
+      writer.uint32(56).uint32(message.superseded);
+    }
+    if (message.resumed !== 0) {
+      writer.uint32(64).uint32(message.resumed);
+    }
+    if (message.tookMicros !== 0) {
+      writer.uint32(72).uint64(message.tookMicros);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MaintainResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMaintainResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.sessionsEnded = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.movedToWarm = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.movedToCold = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.topicsCompressed = reader.uint32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.compressedRecords = reader.uint32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.expired = reader.uint32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.superseded = reader.uint32();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.resumed = reader.uint32();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.tookMicros = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MaintainResponse {
+    return {
+      sessionsEnded: isSet(object.sessionsEnded)
+        ? globalThis.Number(object.sessionsEnded)
+        : isSet(object.sessions_ended)
+        ? globalThis.Number(object.sessions_ended)
+        : 0,
+      movedToWarm: isSet(object.movedToWarm)
+        ? globalThis.Number(object.movedToWarm)
+        : isSet(object.moved_to_warm)
+        ? globalThis.Number(object.moved_to_warm)
+        : 0,
+      movedToCold: isSet(object.movedToCold)
+        ? globalThis.Number(object.movedToCold)
+        : isSet(object.moved_to_cold)
+        ? globalThis.Number(object.moved_to_cold)
+        : 0,
+      topicsCompressed: isSet(object.topicsCompressed)
+        ? globalThis.Number(object.topicsCompressed)
+        : isSet(object.topics_compressed)
+        ? globalThis.Number(object.topics_compressed)
+        : 0,
+      compressedRecords: isSet(object.compressedRecords)
+        ? globalThis.Number(object.compressedRecords)
+        : isSet(object.compressed_records)
+        ? globalThis.Number(object.compressed_records)
+        : 0,
+      expired: isSet(object.expired) ? globalThis.Number(object.expired) : 0,
+      superseded: isSet(object.superseded) ? globalThis.Number(object.superseded) : 0,
+      resumed: isSet(object.resumed) ? globalThis.Number(object.resumed) : 0,
+      tookMicros: isSet(object.tookMicros)
+        ? globalThis.Number(object.tookMicros)
+        : isSet(object.took_micros)
+        ? globalThis.Number(object.took_micros)
+        : 0,
+    };
+  },
+
+  toJSON(message: MaintainResponse): unknown {
+    const obj: any = {};
+    if (message.sessionsEnded !== 0) {
+      obj.sessionsEnded = Math.round(message.sessionsEnded);
+    }
+    if (message.movedToWarm !== 0) {
+      obj.movedToWarm = Math.round(message.movedToWarm);
+    }
+    if (message.movedToCold !== 0) {
+      obj.movedToCold = Math.round(message.movedToCold);
+    }
+    if (message.topicsCompressed !== 0) {
+      obj.topicsCompressed = Math.round(message.topicsCompressed);
+    }
+    if (message.compressedRecords !== 0) {
+      obj.compressedRecords = Math.round(message.compressedRecords);
+    }
+    if (message.expired !== 0) {
+      obj.expired = Math.round(message.expired);
+    }
+    if (message.superseded !== 0) {
+      obj.superseded = Math.round(message.superseded);
+    }
+    if (message.resumed !== 0) {
+      obj.resumed = Math.round(message.resumed);
+    }
+    if (message.tookMicros !== 0) {
+      obj.tookMicros = Math.round(message.tookMicros);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<MaintainResponse>, I>>(base?: I): MaintainResponse {
+    return MaintainResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MaintainResponse>, I>>(object: I): MaintainResponse {
+    const message = createBaseMaintainResponse();
+    message.sessionsEnded = object.sessionsEnded ?? 0;
+    message.movedToWarm = object.movedToWarm ?? 0;
+    message.movedToCold = object.movedToCold ?? 0;
+    message.topicsCompressed = object.topicsCompressed ?? 0;
+    message.compressedRecords = object.compressedRecords ?? 0;
+    message.expired = object.expired ?? 0;
+    message.superseded = object.superseded ?? 0;
+    message.resumed = object.resumed ?? 0;
+    message.tookMicros = object.tookMicros ?? 0;
+    return message;
+  },
+};
+
 /**
  * The memory of an agent: tiered (hot session memory, warm indexes, cold archive) and hybrid
  * (vector plus BM25) search.
@@ -5107,6 +6519,67 @@ export const MemoryServiceService = {
     responseSerialize: (value: ExplainResponse): Buffer => Buffer.from(ExplainResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ExplainResponse => ExplainResponse.decode(value),
   },
+  /**
+   * Reconciliation against authoritative facts (seed 000 §4.3): each fact (an official
+   * document, say) is stored, and the current memories of the same namespace that it
+   * contradicts on the same topic are marked obsolete, superseded by it (reason "reconcile").
+   * With dry_run nothing is stored or marked: the reply lists what would be. Every decision is
+   * logged and can be undone with Unsupersede. Errors: INVALID_ARGUMENT, FAILED_PRECONDITION
+   * (no vector and no encoder).
+   */
+  reconcile: {
+    path: "/pocketd.v1.MemoryService/Reconcile" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ReconcileRequest): Buffer => Buffer.from(ReconcileRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReconcileRequest => ReconcileRequest.decode(value),
+    responseSerialize: (value: ReconcileResponse): Buffer => Buffer.from(ReconcileResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReconcileResponse => ReconcileResponse.decode(value),
+  },
+  /**
+   * Undoes supersessions: each named memory becomes current again (its superseded_by and
+   * supersede_reason are cleared). Errors: INVALID_ARGUMENT, NOT_FOUND (an unknown id, naming
+   * memory_ids[i]).
+   */
+  unsupersede: {
+    path: "/pocketd.v1.MemoryService/Unsupersede" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UnsupersedeRequest): Buffer => Buffer.from(UnsupersedeRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UnsupersedeRequest => UnsupersedeRequest.decode(value),
+    responseSerialize: (value: UnsupersedeResponse): Buffer => Buffer.from(UnsupersedeResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UnsupersedeResponse => UnsupersedeResponse.decode(value),
+  },
+  /**
+   * Ends a session: its hot turns are summarised into warm candidates (which pass the write
+   * gate, with derived_from naming the turns) and move to the warm tier. A session also ends
+   * `memory.hot.ttl_seconds` after its last turn. Errors: INVALID_ARGUMENT, NOT_FOUND (a
+   * session the namespace has no turns of).
+   */
+  endSession: {
+    path: "/pocketd.v1.MemoryService/EndSession" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: EndSessionRequest): Buffer => Buffer.from(EndSessionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): EndSessionRequest => EndSessionRequest.decode(value),
+    responseSerialize: (value: EndSessionResponse): Buffer => Buffer.from(EndSessionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): EndSessionResponse => EndSessionResponse.decode(value),
+  },
+  /**
+   * Runs the lifecycle maintenance now (it also runs every
+   * `memory.lifecycle.maintenance.interval_seconds`): ended sessions, retention tier moves,
+   * expiry, topic compression. One run at a time: a call made during a run waits for it, then
+   * runs. Returns what it did.
+   */
+  maintain: {
+    path: "/pocketd.v1.MemoryService/Maintain" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: MaintainRequest): Buffer => Buffer.from(MaintainRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): MaintainRequest => MaintainRequest.decode(value),
+    responseSerialize: (value: MaintainResponse): Buffer => Buffer.from(MaintainResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): MaintainResponse => MaintainResponse.decode(value),
+  },
 } as const;
 
 export interface MemoryServiceServer extends UntypedServiceImplementation {
@@ -5150,6 +6623,35 @@ export interface MemoryServiceServer extends UntypedServiceImplementation {
    * INVALID_ARGUMENT for an unknown policy or a request that names its own plan.
    */
   explain: handleUnaryCall<ExplainRequest, ExplainResponse>;
+  /**
+   * Reconciliation against authoritative facts (seed 000 §4.3): each fact (an official
+   * document, say) is stored, and the current memories of the same namespace that it
+   * contradicts on the same topic are marked obsolete, superseded by it (reason "reconcile").
+   * With dry_run nothing is stored or marked: the reply lists what would be. Every decision is
+   * logged and can be undone with Unsupersede. Errors: INVALID_ARGUMENT, FAILED_PRECONDITION
+   * (no vector and no encoder).
+   */
+  reconcile: handleUnaryCall<ReconcileRequest, ReconcileResponse>;
+  /**
+   * Undoes supersessions: each named memory becomes current again (its superseded_by and
+   * supersede_reason are cleared). Errors: INVALID_ARGUMENT, NOT_FOUND (an unknown id, naming
+   * memory_ids[i]).
+   */
+  unsupersede: handleUnaryCall<UnsupersedeRequest, UnsupersedeResponse>;
+  /**
+   * Ends a session: its hot turns are summarised into warm candidates (which pass the write
+   * gate, with derived_from naming the turns) and move to the warm tier. A session also ends
+   * `memory.hot.ttl_seconds` after its last turn. Errors: INVALID_ARGUMENT, NOT_FOUND (a
+   * session the namespace has no turns of).
+   */
+  endSession: handleUnaryCall<EndSessionRequest, EndSessionResponse>;
+  /**
+   * Runs the lifecycle maintenance now (it also runs every
+   * `memory.lifecycle.maintenance.interval_seconds`): ended sessions, retention tier moves,
+   * expiry, topic compression. One run at a time: a call made during a run waits for it, then
+   * runs. Returns what it did.
+   */
+  maintain: handleUnaryCall<MaintainRequest, MaintainResponse>;
 }
 
 export interface MemoryServiceClient extends Client {
@@ -5298,6 +6800,91 @@ export interface MemoryServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ExplainResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Reconciliation against authoritative facts (seed 000 §4.3): each fact (an official
+   * document, say) is stored, and the current memories of the same namespace that it
+   * contradicts on the same topic are marked obsolete, superseded by it (reason "reconcile").
+   * With dry_run nothing is stored or marked: the reply lists what would be. Every decision is
+   * logged and can be undone with Unsupersede. Errors: INVALID_ARGUMENT, FAILED_PRECONDITION
+   * (no vector and no encoder).
+   */
+  reconcile(
+    request: ReconcileRequest,
+    callback: (error: ServiceError | null, response: ReconcileResponse) => void,
+  ): ClientUnaryCall;
+  reconcile(
+    request: ReconcileRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ReconcileResponse) => void,
+  ): ClientUnaryCall;
+  reconcile(
+    request: ReconcileRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ReconcileResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Undoes supersessions: each named memory becomes current again (its superseded_by and
+   * supersede_reason are cleared). Errors: INVALID_ARGUMENT, NOT_FOUND (an unknown id, naming
+   * memory_ids[i]).
+   */
+  unsupersede(
+    request: UnsupersedeRequest,
+    callback: (error: ServiceError | null, response: UnsupersedeResponse) => void,
+  ): ClientUnaryCall;
+  unsupersede(
+    request: UnsupersedeRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UnsupersedeResponse) => void,
+  ): ClientUnaryCall;
+  unsupersede(
+    request: UnsupersedeRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UnsupersedeResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Ends a session: its hot turns are summarised into warm candidates (which pass the write
+   * gate, with derived_from naming the turns) and move to the warm tier. A session also ends
+   * `memory.hot.ttl_seconds` after its last turn. Errors: INVALID_ARGUMENT, NOT_FOUND (a
+   * session the namespace has no turns of).
+   */
+  endSession(
+    request: EndSessionRequest,
+    callback: (error: ServiceError | null, response: EndSessionResponse) => void,
+  ): ClientUnaryCall;
+  endSession(
+    request: EndSessionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: EndSessionResponse) => void,
+  ): ClientUnaryCall;
+  endSession(
+    request: EndSessionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: EndSessionResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Runs the lifecycle maintenance now (it also runs every
+   * `memory.lifecycle.maintenance.interval_seconds`): ended sessions, retention tier moves,
+   * expiry, topic compression. One run at a time: a call made during a run waits for it, then
+   * runs. Returns what it did.
+   */
+  maintain(
+    request: MaintainRequest,
+    callback: (error: ServiceError | null, response: MaintainResponse) => void,
+  ): ClientUnaryCall;
+  maintain(
+    request: MaintainRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: MaintainResponse) => void,
+  ): ClientUnaryCall;
+  maintain(
+    request: MaintainRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: MaintainResponse) => void,
   ): ClientUnaryCall;
 }
 
