@@ -120,6 +120,12 @@ class Record(msgspec.Struct):
     # Server-set at write: whether the text says when ("last Saturday", "上周六"), the answer
     # type of a "when" question (kept in the record so that start-up need not scan every text).
     says_when: bool = False
+    # Server-set when obsolete: why ("client", "reconcile", "value:<what changed>").
+    supersede_reason: str = ""
+    # The memories it was made from (a session's or a topic's summary).
+    derived_from: tuple[str, ...] = ()
+    # The topic summary that replaced it in recall (it lives in the cold tier then).
+    compressed_into: str = ""
 
 
 def embedded_text(rec: Record, with_speaker: bool) -> str:
@@ -150,6 +156,14 @@ class NewMemory(msgspec.Struct):
     turn: int | None = None
 
 
+class Supersession(msgspec.Struct, frozen=True):
+    """One memory made obsolete by a write: which, by which, and the reason code."""
+
+    memory_id: str
+    superseded_by: str
+    reason: str
+
+
 class WriteResult(msgspec.Struct, frozen=True):
     memory_id: str
     decision: GateDecision
@@ -157,6 +171,7 @@ class WriteResult(msgspec.Struct, frozen=True):
     importance: int
     expires_at: float | None
     tier: Tier
+    superseded: tuple[Supersession, ...] = ()
 
 
 class MemoryFilter(msgspec.Struct, frozen=True):
@@ -182,6 +197,8 @@ class RecallQuery(msgspec.Struct):
     include_obsolete: bool = False
     include_expired: bool = False
     include_vectors: bool = False
+    # Also search the cold tier's pockets (priced high; see `memory.lifecycle.cold`).
+    include_cold: bool = False
     # The relevance floor on the fused score; None: `hybrid_search.min_score`.
     min_score: float | None = None
     # The pockets to search, in order; None: every pocket the filter allows.
