@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -432,3 +433,62 @@ class ColumnsSnapshots(Protocol):
     def discard(self) -> None:
         """Remove the kept snapshot, durably (the next start-up rebuilds the columns)."""
         ...
+
+
+class HotTurn(msgspec.Struct, frozen=True):
+    """A session's raw turn as the hot tier's session memory holds it (until the session ends):
+    what its summary is written from. `at` is its event time, `turn` its position."""
+
+    key: int
+    memory_id: str
+    namespace: str
+    session_id: str
+    kind: int
+    speaker: str
+    text: str
+    at: float
+    turn: int
+
+
+class HotSessions(Protocol):
+    """The hot tier's session memory: each session's raw recent turns (the live records of tier
+    hot with a session) and its last activity, which session end (EndSession, or
+    `memory.hot.ttl_seconds` idle) reads and removes. A follower of the revision feed; the
+    record store stays the truth it is loaded and resynced from. The built-in one is in
+    memory (`server.core.memory.state.sessions`); `server.adapters.redis_sessions` keeps it in
+    Redis, so that a restart keeps it."""
+
+    def follow(self, applied: Sequence[Applied]) -> None:
+        """A written record of tier hot with a session adds or replaces its turn (by key) and
+        makes its session active now (the clock's); an erased record, or one no longer of tier
+        hot or of a session, removes its key's turn."""
+        ...
+
+    def turns(self, namespace: str, session_id: str) -> list[HotTurn]:
+        """The session's turns, in turn order."""
+        ...
+
+    def idle(self, before: float) -> list[tuple[str, str]]:
+        """(namespace, session id) of the sessions last active before `before`, least recently
+        active first: those whose TTL has run out. Nothing is dropped by it."""
+        ...
+
+    def sessions(self, namespace: str) -> list[str]:
+        """The ids of the namespace's sessions that hold turns, sorted."""
+        ...
+
+    def end(self, namespace: str, session_id: str) -> list[HotTurn]:
+        """Remove the session at once and return its turns, in turn order."""
+        ...
+
+    def load(self, turns: Iterable[HotTurn]) -> None:
+        """Make the content exactly `turns` (the record store's, at start-up): erased turns are
+        not resurrected, and loading twice is loading once. A session already held keeps its
+        last activity; a new one is active now."""
+        ...
+
+    def healthy(self) -> None:
+        """Raise `UnavailableError` when the backend cannot be reached."""
+        ...
+
+    def close(self) -> None: ...
