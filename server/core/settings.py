@@ -324,6 +324,29 @@ class DecaySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         "几月",
         "几点",
     )
+    # A question about a past value ("which tool did we use before?", "以前用什么"): the newer
+    # of two memories of one slot is not put first (`lifecycle.supersede.older_factor`).
+    past_cues: tuple[str, ...] = (
+        "before",
+        "previously",
+        "used to",
+        "formerly",
+        "originally",
+        "in the past",
+        "earlier",
+        "prior to",
+        "old ",
+        "以前",
+        "之前",
+        "原来",
+        "过去",
+        "曾经",
+        "当初",
+        "原先",
+        "先前",
+        "本来",
+        "早先",
+    )
     # Ascending age thresholds in days (`after_days`) and the factor applied past each
     # (`factors`).
     after_days: tuple[Annotated[float, between(0.0, 36_500.0)], ...] = (7.0, 30.0)
@@ -618,9 +641,13 @@ class SupersedeSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True)
     # The cosine from which two memories may be about the same thing (measured on the built-in
     # encoder, USE-multilingual-v3, by `python -m bench update` on its tune half).
     cosine: Annotated[float, Meta(gt=0.0, le=1.0)] = 0.5
-    # The share of the older memory's subject terms the newer must share to be about the same
-    # thing, when the vectors alone do not say it.
-    subject_overlap: Ratio = 0.5
+    # A changed number, date or negation also needs the rest of the two texts' terms to agree
+    # this much (their Jaccard similarity without the numbers).
+    subject_overlap: Ratio = 0.25
+    # A changed name needs vectors this much closer than `cosine`; a changed object of the same
+    # verb (the weakest evidence), this much.
+    name_margin: Annotated[float, between(0.0, 1.0)] = 0.0
+    object_margin: Annotated[float, between(0.0, 1.0)] = 0.15
     # Ranking: of two current memories of one slot (cosine at least `slot_cosine`), the older's
     # score is multiplied by this, so the newer value ranks first even when unsure.
     slot_cosine: Annotated[float, Meta(gt=0.0, le=1.0)] = 0.8

@@ -174,8 +174,17 @@ def test_an_old_fact_ranks_below_a_contradicting_new_one(
         [mem("Version 2 of the app does not support Android", created_at=clock.now() - 40 * DAY)]
     )[0]
     new = engine.remember([mem("Version 2 of the app now supports Android phones")])[0]
+    # No client said so: the negation that flipped on the same thing is what supersedes.
+    assert [(s.memory_id, s.superseded_by, s.reason) for s in new.superseded] == [
+        (old.memory_id, new.memory_id, "value:negation")
+    ]
+    rec, _ = engine.get(NS, old.memory_id, False)
+    assert rec.obsolete and rec.superseded_by == new.memory_id
+    assert rec.supersede_reason == "value:negation"
     engine.indexer.catch_up()
-    res = engine.recall(RecallQuery(namespace=NS, text="Does version 2 of the app support Android"))
+    q = "Does version 2 of the app support Android"
+    assert old.memory_id not in ids(engine, text=q, top_k=10)
+    res = engine.recall(RecallQuery(namespace=NS, text=q, include_obsolete=True))
     order = [h.record.memory_id for h in res.hits]
     assert order.index(new.memory_id) < order.index(old.memory_id)
     old_hit = next(h for h in res.hits if h.record.memory_id == old.memory_id)

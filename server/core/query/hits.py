@@ -1,5 +1,6 @@
-"""The ranked hits of a Recall: the relevance floor, decay, obsolete last, then each hit's record,
-score breakdown, pocket and neighbouring turns."""
+"""The ranked hits of a Recall: the relevance floor, decay, a slot's values in order (newer first;
+an obsolete memory below its successor, and without `include_obsolete` not at all), then each
+hit's record, score breakdown, pocket and neighbouring turns."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from kernels.rank import rank_final
 from server.core.memory.model import Hit, MemoryFilter, Score
 from server.core.query.run import KeyArray, Reader, Run, Sources
 from server.core.query.scoring import Scorer
+from server.core.query.succession import Succession
 
 
 class Hits(Reader):
-    def __init__(self, src: Sources, scorer: Scorer) -> None:
+    def __init__(self, src: Sources, scorer: Scorer, succession: Succession) -> None:
         super().__init__(src)
         self._scorer = scorer
+        self._succession = succession
 
     def rank(self, run: Run, top_k: int) -> list[Hit]:
         q, vec = run.q, run.vec
@@ -30,7 +33,11 @@ class Hits(Reader):
             if len(keys) == 0:
                 return []
         decay = self._scorer.decay(run, keys)
-        order, final = rank_final(fused, decay, c.obsolete[keys], top_k)
+        # The slot rules adjust the decayed score; rank_final then multiplies by a decay of 1.
+        adjusted = self._succession.adjust(run, keys, (fused * decay).astype(np.float32))
+        # An obsolete memory was placed below its successor: it ranks by its adjusted score.
+        stale = np.zeros(len(keys), np.bool_) if q.include_obsolete else c.obsolete[keys]
+        order, final = rank_final(adjusted, np.ones(len(keys), np.float32), stale, top_k)
         chosen = [int(keys[i]) for i in order]
         context = {k: self._context(run, k) for k in chosen}
         around = sorted({int(n) for b, a in context.values() for n in (*b, *a)})

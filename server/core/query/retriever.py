@@ -9,7 +9,8 @@ out for numba; from `coarse_min_rows` vectors coarse to fine: its int8 codes sca
 then the best candidates reranked on their stored vectors), a large one by its HNSW graph,
 over-fetching in proportion to the filter's selectivity (usearch cannot filter during search).
 Hot pockets and every memory not yet indexed are scanned exactly in the hot tier, restricted to
-the plan's pockets. The keyword
+the plan's pockets. A cold pocket, in a plan only when asked for (`query.plan`), is scanned whole
+from its compressed segments. The keyword
 channel is one tantivy BM25 query over the plan's pockets with the filter inside it; memories
 not yet in BM25 are matched in the hot tier. Each channel then keeps its own best
 `candidates_per_channel` (the vector channel across every pocket it searched, by its search
@@ -45,9 +46,10 @@ from server.core.memory.timecues import cue_pattern, window
 from server.core.query.channels import KeywordChannel, VectorChannel
 from server.core.query.early_stop import EarlyStop
 from server.core.query.hits import Hits
-from server.core.query.plan import full_plan
+from server.core.query.plan import default_pockets, full_plan
 from server.core.query.run import Run, Sources
 from server.core.query.scoring import Scorer
+from server.core.query.succession import Succession
 from server.core.settings import MemorySettings
 
 
@@ -72,7 +74,7 @@ class Retriever:
         clock: Clock,
     ) -> None:
         self._s = settings.hybrid_search
-        self._costs = CostModel(settings.pockets, settings.hybrid_search.expansion_search)
+        self._costs = CostModel.from_settings(settings)
         self._cols = columns
         self._clock = clock
         src = Sources(self._s, columns, hot, vectors, keywords, store, self._costs)
@@ -80,10 +82,11 @@ class Retriever:
         self._stop = EarlyStop(src, self._scorer)
         self._vector = VectorChannel(src, self._stop)
         self._keyword = KeywordChannel(src, settings.context)
-        self._hits = Hits(src, self._scorer)
+        self._hits = Hits(src, self._scorer, Succession(src, settings.lifecycle.supersede))
         self._cues = tuple(c.lower() for c in self._s.image_cues)
         self._temporal = cue_pattern(settings.retrieval.temporal_cues)
         self._when = cue_pattern(settings.retrieval.when_cues)
+        self._past = cue_pattern(settings.retrieval.past_cues)
 
     def weights(self, q: RecallQuery) -> tuple[float, float]:
         """(vector, keyword) weights: the image pair when the query has an image or an image cue."""
@@ -97,15 +100,17 @@ class Retriever:
         return self._temporal.search(q.text.lower()) is not None
 
     def default_plan(
-        self, namespace: str, ns_id: int, flt: MemoryFilter, top_k: int
+        self, namespace: str, ns_id: int, flt: MemoryFilter, top_k: int, include_cold: bool = False
     ) -> list[PlanStep]:
-        """THE plan (`query.plan.full_plan`) over the pockets the filter allows."""
+        """THE plan (`query.plan.full_plan`) over the pockets the filter allows (the cold tier's
+        only with `include_cold`)."""
         cat = self._cols.catalog
         pockets = []
         for p in cat.allowed(ns_id, flt):
             key, size = cat.key(p), self._cols.pocket_size(p)
             pockets.append(_Pocket(key.name, size, self._costs.method(key.tier, size)))
-        return full_plan(pockets, self._s.candidates_per_channel, top_k)
+        plan = default_pockets(pockets, include_cold)
+        return full_plan(plan, self._s.candidates_per_channel, top_k)
 
     def recall(
         self, q: RecallQuery, deadline: Deadline, vector: Callable[[], Vector] | None = None
@@ -128,10 +133,13 @@ class Retriever:
             window=window(q.text, ref) if q.text else None,
             temporal=self.temporal(q),
             asks_when=self._when.search(q.text.lower()) is not None,
+            asks_past=self._past.search(q.text.lower()) is not None,
         )
         if ns_id >= 0:
             plan = (
-                self.default_plan(q.namespace, ns_id, q.filter, top_k) if q.plan is None else q.plan
+                self.default_plan(q.namespace, ns_id, q.filter, top_k, q.include_cold)
+                if q.plan is None
+                else q.plan
             )
             names = {
                 self._cols.catalog.key(p).name: p for p in self._cols.catalog.of_namespace(ns_id)

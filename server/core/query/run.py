@@ -74,6 +74,7 @@ class Run:
     window: tuple[float, float] | None = None
     temporal: bool = False
     asks_when: bool = False  # it asks when: the answer type is a memory that says when
+    asks_past: bool = False  # it asks for a past value: a slot's newer value is not put first
     # The plan's pockets as a table of pocket ids, for the dict it was made of.
     _table: tuple[dict[int, PlanStep], npt.NDArray[np.bool_]] | None = field(
         default=None, repr=False

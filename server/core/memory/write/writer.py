@@ -30,6 +30,7 @@ from server.core.memory.model import (
     Kind,
     NewMemory,
     Record,
+    Supersession,
     Tier,
     Vector,
     WriteResult,
@@ -39,6 +40,7 @@ from server.core.memory.ports import HotTier, MetadataColumns, RecordStore, Vect
 from server.core.memory.timecues import has_time_expression
 from server.core.memory.write.dedup import MergePolicy, normalised
 from server.core.memory.write.gate import ImportanceGate
+from server.core.memory.write.supersede import SupersedePolicy
 from server.core.settings import MemorySettings
 
 _DAY = 86_400.0
@@ -126,6 +128,7 @@ class Writer:
         self._s = settings
         self._gate = ImportanceGate(settings.write_policy)
         self._merge = MergePolicy(settings.write_policy, terms)
+        self._supersede = SupersedePolicy(settings.lifecycle.supersede, terms)
         self._store = store
         self._cols = columns
         self._hot = hot
@@ -263,7 +266,8 @@ class Writer:
         items of the same batch. Only current rows of the same kind are candidates (an index can
         still hold a ghost of a record whose kind an upsert changed, until the indexer runs).
         """
-        floor = self._s.write_policy.dedup_floor
+        merge_floor = self._s.write_policy.dedup_floor
+        value_floor = min(merge_floor, self._s.lifecycle.supersede.cosine)
         groups: dict[tuple[str, int, str], list[int]] = defaultdict(list)
         sessions: dict[tuple[str, str], list[int]] = defaultdict(list)
         for i, st in enumerate(staged):
@@ -272,12 +276,15 @@ class Writer:
             mode = self._merge.mode(st.record.kind)
             if mode == "identical_in_session" and st.record.session_id:
                 sessions[(st.record.namespace, st.record.session_id)].append(i)
-            elif mode == "similar" and st.unit is not None:
+            elif st.unit is not None and (mode == "similar" or self._supersede.eligible(st.record)):
                 # The warm pocket it would live in; hot rows are in the hot tier.
                 warm = msgspec.structs.replace(self._scheme.key_of(st.record), tier=Tier.WARM)
                 groups[(st.record.namespace, int(st.record.kind), warm.name)].append(i)
         out: dict[int, list[_Candidate]] = self._same_in_session(staged, sessions)
         for (ns, kind, pocket), idx in groups.items():
+            # Supersession weighs neighbours further than a merge does (a new value of the
+            # same thing reads less alike than a restatement).
+            floor = value_floor if self._supersede.eligible(_first(staged, idx)) else merge_floor
             units = np.stack(
                 [u for i in idx if (st := staged[i]) is not None and (u := st.unit) is not None]
             )
@@ -432,7 +439,11 @@ class Writer:
                 if st.record.key:
                     entries[st.record.key] = entry
             slots.append(entry)
-        superseded = self._mark_superseded(targets, slots, batch, now)
+        said: dict[int, list[Supersession]] = defaultdict(list)  # per item, what it superseded
+        marks = [[(k, "client") for k in keys] for keys in targets]
+        for i, found in self._value_changes(staged, dups, slots, doomed, said, now).items():
+            marks[i].extend(found)
+        superseded = self._mark_superseded(marks, slots, batch, said, now)
         # A turn that moved (another session, another place) leaves neighbours whose keyword
         # documents and mixed vectors still hold it: rewrite them in the same change, as Forget
         # does, so the indexer re-indexes them without it.
@@ -454,8 +465,9 @@ class Writer:
                 importance=slot.record.importance,
                 expires_at=slot.record.expires_at,
                 tier=slot.record.tier,
+                superseded=tuple(said.get(i, ())),
             )
-            for res, slot in zip(results, slots, strict=True)
+            for i, (res, slot) in enumerate(zip(results, slots, strict=True))
         ]
 
     def _merge_target(
@@ -493,31 +505,111 @@ class Writer:
             return entry
         return None
 
+    def _value_changes(
+        self,
+        staged: list[_Staged | None],
+        dups: dict[int, list[_Candidate]],
+        slots: list[_Pending | None],
+        doomed: set[int],
+        said: dict[int, list[Supersession]],
+        now: float,
+    ) -> dict[int, list[tuple[int, str]]]:
+        """Supersession without ids: for each new fact or preference, the stored current
+        neighbours it states a new value of (`SupersedePolicy`), as (key, reason code) per item.
+        When the stored neighbour is the newer one (history imported out of order), or both are
+        items of this batch, the older pending record is marked here instead."""
+        if not self._supersede.enabled:
+            return {}
+        out: dict[int, list[tuple[int, str]]] = defaultdict(list)
+        wanted = sorted({c.key for cands in dups.values() for c in cands if c.item < 0})
+        stored = self._store.get(wanted) if wanted else {}
+        for i, st in enumerate(staged):
+            slot = slots[i]
+            if st is None or slot is None or slot.cause != Cause.STORE:
+                continue  # a merge restates, an upsert rewrites: neither states a new value
+            if not self._supersede.eligible(slot.record):
+                continue
+            for c in dups.get(i, []):
+                other = slots[c.item] if c.item >= 0 else None
+                if c.item >= 0:
+                    if other is None or other is slot or other.record.obsolete:
+                        continue
+                    old = other.record
+                else:
+                    found = stored.get(c.key)
+                    if c.key in doomed or found is None or found.obsolete:
+                        continue
+                    old = found
+                new = slot.record
+                if new.obsolete:
+                    break
+                newer_is_new = new.created_at >= old.created_at
+                newer, older = (new, old) if newer_is_new else (old, new)
+                v = self._supersede.verdict(newer, older, c.cosine)
+                if not v.supersede:
+                    continue
+                if newer_is_new and other is None:
+                    out[i].append((c.key, v.code))
+                    continue
+                # The older one is pending in this batch: mark it in place.
+                pending = other if newer_is_new and other is not None else slot
+                pending.record = msgspec.structs.replace(
+                    pending.record,
+                    obsolete=True,
+                    superseded_by=newer.memory_id,
+                    supersede_reason=v.code,
+                    updated_at=now,
+                )
+                said[i].append(Supersession(older.memory_id, newer.memory_id, v.code))
+        return out
+
     def _mark_superseded(
         self,
-        targets: list[list[int]],
+        marks: list[list[tuple[int, str]]],
         slots: list[_Pending | None],
         batch: list[_Pending],
+        said: dict[int, list[Supersession]],
         now: float,
     ) -> list[Record]:
-        """The records that `targets` supersede, marked obsolete. A target that this batch also
-        writes (an upsert or a merge) is marked in place, so its new text is what is kept."""
+        """The records that `marks` supersede (key, reason code), marked obsolete. A target that
+        this batch also writes (an upsert or a merge) is marked in place, so its new text is what
+        is kept. A successor that is itself obsolete (an item of this batch that an even newer
+        one superseded) is followed to its head, so an obsolete record names a current one."""
         out: dict[int, Record] = {}
-        wanted = {k for keys in targets for k in keys}
+        wanted = {k for found in marks for k, _ in found}
         existing = self._store.get(sorted(wanted))
         written = {p.record.key: p for p in batch if p.record.key}
-        for keys, slot in zip(targets, slots, strict=True):
+        heads = {p.record.memory_id: p.record.superseded_by for p in batch if p.record.obsolete}
+        for i, (found, slot) in enumerate(zip(marks, slots, strict=True)):
             if slot is None:
                 continue
-            for key in keys:
+            head = slot.record.memory_id
+            for _ in range(len(heads)):
+                if head not in heads:
+                    break
+                head = heads[head]
+            for key, reason in found:
                 if key == slot.record.key:
                     continue
-                mark = {"obsolete": True, "superseded_by": slot.record.memory_id, "updated_at": now}
+                mark = {
+                    "obsolete": True,
+                    "superseded_by": head,
+                    "supersede_reason": reason,
+                    "updated_at": now,
+                }
                 if key in written:
                     written[key].record = msgspec.structs.replace(written[key].record, **mark)
-                elif (old := existing.get(key)) is not None:
+                    said[i].append(Supersession(written[key].record.memory_id, head, reason))
+                elif (old := existing.get(key)) is not None and key not in out:
                     out[key] = msgspec.structs.replace(old, **mark)
+                    said[i].append(Supersession(old.memory_id, head, reason))
         return list(out.values())
+
+
+def _first(staged: list[_Staged | None], idx: list[int]) -> Record:
+    st = staged[idx[0]]
+    assert st is not None
+    return st.record
 
 
 def _merge(base: Record, new: Record, now: float) -> Record:

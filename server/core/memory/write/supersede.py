@@ -1,0 +1,195 @@
+"""Supersession without ids: when a new fact or preference states a new value of the same thing.
+
+Clients rarely send `supersedes`: a user says "the team moved its chat over to Slack" a month after
+"our team talks on Microsoft Teams" and nothing links the two. The writer weighs each new fact or
+preference against its near neighbours of the same namespace and kind (the same probe that finds
+near-duplicates), and this policy decides, locally and in both languages:
+
+- **The same thing**: the vectors lie close (cosine ≥ `supersede.cosine`), or the two share most of
+  the older memory's subject terms (`subject_overlap`), and both are said by the same speaker.
+- **Not both true**: neither text says it adds to the other ("also", "another", "a second", "too";
+  "也", "还", "另一", "第二", "又"), and both are about the same holder: "my sister's address" never
+  replaces "my address" ("my son" / "my daughter", "我妹妹" / "我").
+- **A new value**: a number, date or time that differs (the identifiers of the merge policy), a
+  negation that flips ("does not support Android" → "supports Android", "不支持" → "支持"), a
+  named entity that differs (a capitalised name, a Latin word in Chinese text), or, the weakest, a
+  changed object: each text has content terms the other lacks.
+
+The verdict carries a reason code (`value:number`, `value:date`, `value:negation`, `value:entity`,
+`value:object`) that the reply and Get report. When unsure it does not mark: the ranking still
+prefers the newer of two current memories of one slot (`server.core.query.scoring`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from server.core.memo import TextMemo
+from server.core.memory.model import Kind, Record
+from server.core.memory.write.dedup import identifiers
+from server.core.settings import SupersedeSettings
+
+KINDS = frozenset({Kind.FACT, Kind.PREFERENCE})
+MEMO_TEXTS = 1024
+
+# Words that say the new statement adds to the old one rather than replacing it.
+_ADDS_EN = re.compile(
+    r"\b(?:also|another|too|as well|second|both|in addition|additionally|besides|plus|"
+    r"other one|one more|extra|new (?:second|additional)|additional)\b",
+    re.IGNORECASE,
+)
+_ADDS_ZH = re.compile(r"也|还有|另一|另外|第二|又|都|以及|再加|多了|同时")
+# Who the statement is about, when it is not the speaker: a relation or a possessive.
+_HOLDERS_EN = frozenset(
+    [
+        "wife",
+        "husband",
+        "partner",
+        "spouse",
+        "girlfriend",
+        "boyfriend",
+        "fiance",
+        "fiancee",
+        "son",
+        "daughter",
+        "kid",
+        "child",
+        "children",
+        "baby",
+        "mother",
+        "mom",
+        "mum",
+        "father",
+        "dad",
+        "parent",
+        "sister",
+        "brother",
+        "sibling",
+        "grandma",
+        "grandpa",
+        "grandmother",
+        "grandfather",
+        "aunt",
+        "uncle",
+        "cousin",
+        "niece",
+        "nephew",
+        "friend",
+        "roommate",
+        "neighbor",
+        "neighbour",
+        "colleague",
+        "coworker",
+        "boss",
+        "manager",
+        "teammate",
+        "landlord",
+        "dog",
+        "cat",
+        "pet",
+    ]
+)
+_HOLDER_EN = re.compile(r"\b(?:" + "|".join(_HOLDERS_EN) + r")s?\b", re.IGNORECASE)
+_HOLDER_ZH = re.compile(
+    r"妻子|老婆|太太|丈夫|老公|先生|男朋友|女朋友|对象|儿子|女儿|孩子|宝宝|妈妈|母亲|爸爸|父亲|"
+    r"父母|姐姐|妹妹|哥哥|弟弟|奶奶|爷爷|外婆|外公|姥姥|姥爷|阿姨|叔叔|舅舅|姑姑|表哥|表姐|"
+    r"表妹|表弟|堂哥|堂姐|侄子|侄女|朋友|室友|邻居|同事|老板|领导|经理|房东|狗|猫|宠物"
+)
+_NEGATION_EN = re.compile(
+    r"\b(?:not|no|never|none|nobody|nothing|neither|nor|without|cannot|"
+    r"(?:do|does|did|is|are|was|were|has|have|had|can|could|will|would|should|wo|ca)n['’]?t|"
+    r"no longer|stopped|quit|gave up)\b",
+    re.IGNORECASE,
+)
+_NEGATION_ZH = re.compile(r"不|没|未|无|别|非|停止|戒了|放弃")
+# A name: a capitalised word that does not begin a sentence, or a Latin word in Chinese text.
+_CAPITAL = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w&+-]*(?:\s+[A-Z][\w&+-]*)*")
+_LATIN = re.compile(r"[A-Za-z][A-Za-z0-9&+.-]*")
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_NOT_NAMES = frozenset({"i", "i'm", "i've", "i'd", "i'll"})
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether the newer memory supersedes the older, the reason code, and the words for logs."""
+
+    supersede: bool
+    code: str
+    detail: str
+
+
+def _holders(text: str) -> frozenset[str]:
+    return frozenset(
+        [m.lower().rstrip("s") for m in _HOLDER_EN.findall(text)] + _HOLDER_ZH.findall(text)
+    )
+
+
+def _negated(text: str) -> bool:
+    return bool(_NEGATION_EN.search(text) or _NEGATION_ZH.search(text))
+
+
+def _adds(text: str) -> bool:
+    return bool(_ADDS_EN.search(text) or _ADDS_ZH.search(text))
+
+
+def _entities(text: str) -> frozenset[str]:
+    """Capitalised names (not the first word of a sentence, not "I"); in Chinese text, its Latin
+    words (product and company names)."""
+    found = _LATIN.findall(text) if _CJK.search(text) else _CAPITAL.findall(text.strip())
+    return frozenset(f.lower() for f in found if f.lower() not in _NOT_NAMES)
+
+
+class SupersedePolicy:
+    """Decides whether a newer memory states a new value of what an older one said."""
+
+    def __init__(self, settings: SupersedeSettings, terms: Callable[[str], list[str]]) -> None:
+        self._s = settings
+        self._terms: TextMemo[frozenset[str]] = TextMemo(lambda t: frozenset(terms(t)), MEMO_TEXTS)
+        self._ids: TextMemo[frozenset[str]] = TextMemo(identifiers, MEMO_TEXTS)
+
+    @property
+    def enabled(self) -> bool:
+        return self._s.enabled
+
+    def eligible(self, rec: Record) -> bool:
+        """Only facts and preferences with a text state values that can change."""
+        return self._s.enabled and rec.kind in KINDS and bool(rec.text.strip())
+
+    def verdict(self, new: Record, old: Record, cosine: float) -> Verdict:
+        """Whether `new` (the later statement) supersedes `old`."""
+        if new.kind != old.kind or new.namespace != old.namespace or old.obsolete:
+            return Verdict(False, "", "not comparable")
+        if new.speaker != old.speaker:
+            return Verdict(False, "", "another speaker")
+        if new.created_at <= old.created_at:  # said at once, both hold (a list of facts)
+            return Verdict(False, "", "not later than the memory it would replace")
+        if cosine < self._s.cosine:
+            return Verdict(False, "", f"another subject (cosine {cosine:.2f})")
+        if _adds(new.text):
+            return Verdict(False, "", "the newer one adds to the older")
+        if _holders(new.text) != _holders(old.text):
+            return Verdict(False, "", "about someone else")
+        return self._changed(new.text, old.text, cosine)
+
+    def _changed(self, new: str, old: str, cosine: float) -> Verdict:
+        """The new value, strongest evidence first. A changed number needs the rest of the words
+        to agree (the subject terms, `subject_overlap`); a changed name or object, vectors that
+        lie closer (`cosine` + `name_margin`, + `object_margin`)."""
+        s = self._s
+        ids_old, ids_new = self._ids(old), self._ids(new)
+        a, b = self._terms(old) - ids_old, self._terms(new) - ids_new
+        shared = len(a & b) / len(a | b) if a | b else 0.0
+        if ids_old != ids_new and ids_old and ids_new and shared >= s.subject_overlap:
+            dated = any(not any(c.isdigit() for c in t) for t in ids_old ^ ids_new)
+            code = "value:date" if dated else "value:number"
+            return Verdict(True, code, f"{sorted(ids_old)} → {sorted(ids_new)}")
+        if _negated(new) != _negated(old) and shared >= s.subject_overlap:
+            return Verdict(True, "value:negation", f"a negation flipped (terms {shared:.2f})")
+        ent_old, ent_new = _entities(old) - ids_old, _entities(new) - ids_new
+        if ent_new - ent_old and ent_old - ent_new and cosine >= s.cosine + s.name_margin:
+            return Verdict(True, "value:entity", f"{sorted(ent_old)} → {sorted(ent_new)}")
+        if a & b and a - b and b - a and cosine >= s.cosine + s.object_margin:
+            return Verdict(True, "value:object", f"cosine {cosine:.2f}, changed terms")
+        return Verdict(False, "", f"no new value (cosine {cosine:.2f}, terms {shared:.2f})")

@@ -1,0 +1,100 @@
+"""The order of a slot's values: a newer value first, an obsolete one never above its successor.
+
+Two rules over a Recall's final scores, before the top k is cut:
+
+- **Newer first.** When the writer was unsure (`server.core.memory.write.supersede`), two current
+  facts or preferences can state two values of one thing. Among the best candidates, two of the
+  same kind whose vectors lie close (cosine ≥ `lifecycle.supersede.slot_cosine`) are one slot; when
+  the newer is nearly as relevant as the older (at least `older_factor` of its score), the older
+  ranks just below it. A question about the past ("before", "以前": `retrieval.past_cues`) is left
+  as it is.
+- **Below its successor.** With `include_obsolete`, an obsolete memory ranks by its own relevance
+  (so a question about the past finds it), but never above the current memory that superseded it
+  (its chain's head) when that memory is a candidate too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from server.core.memory.model import Kind, units
+from server.core.query.run import KeyArray, Reader, Run, Sources
+from server.core.settings import SupersedeSettings
+
+F32 = npt.NDArray[np.float32]
+# The best candidates weighed for "newer first" (a pairwise look: keep it small).
+SLOT_CANDIDATES = 24
+# Just below: the factor that puts a score under the one it yields to.
+BELOW = np.float32(1.0 - 1e-4)
+_VALUED = np.array([int(Kind.FACT), int(Kind.PREFERENCE)], dtype=np.int8)
+# How far a chain of successors is followed (each link a superseded memory).
+MAX_CHAIN = 16
+
+
+class Succession(Reader):
+    def __init__(self, src: Sources, settings: SupersedeSettings) -> None:
+        super().__init__(src)
+        self._sup = settings
+
+    def adjust(self, run: Run, keys: KeyArray, final: F32) -> F32:
+        """`final` with both rules applied (a copy; `keys` in the same order)."""
+        out = final.copy()
+        if len(keys) < 2:
+            return out
+        if self._sup.enabled and not run.asks_past:
+            self._newer_first(keys, out)
+        if run.q.include_obsolete:
+            self._below_successors(run, keys, out)
+        return out
+
+    def _newer_first(self, keys: KeyArray, out: F32) -> None:
+        c = self._cols
+        valued = np.isin(c.kind[keys], _VALUED) & ~c.obsolete[keys]
+        idx = np.nonzero(valued)[0]
+        if len(idx) < 2:
+            return
+        idx = idx[np.argsort(-out[idx], kind="stable")[:SLOT_CANDIDATES]]
+        got = self._store.get_vectors(keys[idx].tolist())
+        idx = np.array([i for i in idx.tolist() if int(keys[i]) in got], dtype=np.int64)
+        if len(idx) < 2:
+            return
+        mat = units(np.stack([got[int(keys[i])] for i in idx]))
+        close = (mat @ mat.T) >= self._sup.slot_cosine
+        kinds, born = c.kind[keys[idx]], c.created[keys[idx]]
+        # Newest first, so a chain of three values settles in one pass.
+        for a in np.argsort(-born, kind="stable").tolist():
+            for b in range(len(idx)):
+                i, j = int(idx[b]), int(idx[a])  # i: the older, j: the newer
+                if b == a or born[b] >= born[a] or not close[a, b] or kinds[a] != kinds[b]:
+                    continue
+                if out[i] > out[j] >= out[i] * self._sup.older_factor:
+                    out[i] = out[j] * BELOW
+
+    def _below_successors(self, run: Run, keys: KeyArray, out: F32) -> None:
+        obsolete = np.nonzero(self._cols.obsolete[keys])[0]
+        if len(obsolete) == 0:
+            return
+        at = {int(k): i for i, k in enumerate(keys.tolist())}
+        records = self._store.get([int(keys[i]) for i in obsolete])
+        for i in obsolete.tolist():
+            rec = records.get(int(keys[i]))
+            head = self._head(run.q.namespace, rec.superseded_by if rec is not None else "")
+            if head is not None and head in at and out[i] > out[at[head]] * BELOW:
+                out[i] = out[at[head]] * BELOW
+
+    def _head(self, namespace: str, successor: str) -> int | None:
+        """The key of the current memory at the end of a chain of successors, if any."""
+        for _ in range(MAX_CHAIN):
+            if not successor:
+                return None
+            key = self._store.key_of(namespace, successor)
+            if key is None:
+                return None
+            rec = self._store.get([key]).get(key)
+            if rec is None:
+                return None
+            if not rec.obsolete:
+                return key
+            successor = rec.superseded_by
+        return None
