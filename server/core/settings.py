@@ -644,9 +644,9 @@ class SupersedeSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True)
     # A changed number, date or negation also needs the rest of the two texts' terms to agree
     # this much (their Jaccard similarity without the numbers).
     subject_overlap: Ratio = 0.25
-    # A changed name needs vectors this much closer than `cosine`; a changed object of the same
-    # verb (the weakest evidence), this much.
+    # A changed name needs vectors this much closer than `cosine`.
     name_margin: Annotated[float, between(0.0, 1.0)] = 0.0
+    # A changed object of the same verb (the weakest evidence) needs vectors this much closer.
     object_margin: Annotated[float, between(0.0, 1.0)] = 0.15
     # Ranking: of two current memories of one slot (cosine at least `slot_cosine`), the older's
     # score is multiplied by this, so the newer value ranks first even when unsure.
