@@ -98,6 +98,10 @@ def write_result(res: WriteResult) -> spb.RememberResponse:
         reason=res.reason,
         importance=res.importance,
         tier=int(res.tier),  # type: ignore[arg-type]
+        superseded=[
+            spb.Supersession(memory_id=x.memory_id, superseded_by=x.superseded_by, reason=x.reason)
+            for x in res.superseded
+        ],
     )
     if res.expires_at is not None and res.decision != GateDecision.REJECTED:
         timestamp(res.expires_at, out.expires_at)
@@ -127,6 +131,7 @@ def recall_query(req: spb.RecallRequest, tenant: Tenant) -> RecallQuery:
         include_obsolete=req.include_obsolete,
         include_expired=req.include_expired,
         include_vectors=req.include_vectors,
+        include_cold=req.include_cold,
         min_score=req.min_score if req.HasField("min_score") else None,
         plan=[PlanStep(s.pocket, s.depth) for s in req.plan] if req.plan else None,
         as_of=ts_seconds(req.as_of) if req.HasField("as_of") else None,
@@ -158,6 +163,9 @@ def record_pb(rec: Record, tenant: Tenant, vector: Vector | None = None) -> pb.M
         tags=list(rec.tags),
         obsolete=rec.obsolete,
         superseded_by=rec.superseded_by,
+        supersede_reason=rec.supersede_reason,
+        derived_from=list(rec.derived_from),
+        compressed_into=rec.compressed_into,
         group_id=rec.group_id,
         tier=int(rec.tier),  # type: ignore[arg-type]
         speaker=rec.speaker,

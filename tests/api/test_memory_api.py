@@ -113,8 +113,14 @@ async def test_recall_orders_an_old_fact_below_a_new_one_over_grpc(server: Runni
             "n", "The app does not support Android", created_at=time.time() - 40 * DAY
         )
         new = await c.remember("n", "The app now supports Android")
+        # The flipped negation of the same thing superseded the old fact, no id given.
         hits = (await c.recall("n", "does the app support Android")).hits
+        assert old.memory_id not in [h.memory.memory_id for h in hits]
+        asked = "does the app support Android"
+        hits = (await c.recall("n", asked, include_obsolete=True)).hits
         assert [h.memory.memory_id for h in hits[:2]] == [new.memory_id, old.memory_id]
+        assert hits[1].memory.superseded_by == new.memory_id
+        assert hits[1].memory.supersede_reason == "value:negation"
         assert hits[1].score.decay == pytest.approx(0.4)
 
 

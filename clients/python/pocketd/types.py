@@ -49,6 +49,11 @@ class Memory:
     occurred_at: datetime | None = None
     speaker: str = ""
     turn: int | None = None
+    # Why it was superseded ("client", "reconcile", "value:<what changed>"); what it was made
+    # from (a summary's sources); the topic summary that replaced it in recall.
+    supersede_reason: str = ""
+    derived_from: tuple[str, ...] = ()
+    compressed_into: str = ""
 
     @classmethod
     def from_pb(cls, r: pb.MemoryRecord) -> Memory:
@@ -74,6 +79,9 @@ class Memory:
             occurred_at=_dt(r.occurred_at, r.HasField("occurred_at")),
             speaker=r.speaker,
             turn=r.turn if r.HasField("turn") else None,
+            supersede_reason=r.supersede_reason,
+            derived_from=tuple(r.derived_from),
+            compressed_into=r.compressed_into,
         )
 
 
