@@ -73,7 +73,7 @@ def run(sizes: list[int], queries: int, rerank: int) -> dict[str, object]:
             part = UsearchIndexSet(Path(tmp) / str(size), 384, "f16", 16, 64, 128).partition(
                 "ns", "p", create=True
             )
-            assert part is not None
+            assert isinstance(part, UsearchVectorIndex)  # a warm pocket's
             part.add(np.arange(size, dtype=np.int64), data.vectors[:size])
             log(f"{size} vectors indexed in {time.perf_counter() - t0:.1f} s")
             qs = data.vectors[:size][np.arange(queries) * 7919 % size]  # near stored vectors

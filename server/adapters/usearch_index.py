@@ -1,4 +1,6 @@
-"""Warm vector indexes: one usearch HNSW index per pocket (namespace, pocket name).
+"""The vector indexes: one usearch HNSW index per warm pocket (namespace, pocket name), and one
+cold archive partition per cold pocket (`server.adapters.cold_segments`: compressed segments,
+scanned exactly), both behind the `VectorIndex` port and in one snapshot.
 
 usearch's Python API has no filter callback, so filtering is done by partitioning (two pockets
 never share an index), then by over-fetch or, for selective filters and small pockets, an exact
@@ -15,6 +17,8 @@ point leaves a manifest whose files and sums agree (a file no manifest names is 
 start). On start the indexer replays the record store from that revision, so a crash
 between snapshots only costs catch-up time, never data. A manifest of an older layout (one index
 per namespace and kind) is deleted with its files: the indexes are rebuilt from the record store.
+A cold partition's entry names its segment, tail and tombstone files (in the cold directory), and
+the files of that directory that the manifest does not name are deleted at start in the same way.
 """
 
 from __future__ import annotations
@@ -23,19 +27,21 @@ import contextlib
 import hashlib
 import json
 import logging
-import math
 import os
 import secrets
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from usearch.index import Index
 
 from kernels.coarse import coarse_topk, quantize
+from server.adapters.cold_segments import ColdArchive, ColdArchiveError, ColdVectorIndex, is_cold
 from server.adapters.durable import fsync_dir
+from server.adapters.vector_cap import Cap
 from server.core.memory.model import Vector
 from server.core.memory.ports import KeyArray
 
@@ -146,34 +152,19 @@ class UsearchVectorIndex:
         self._lock = threading.Lock()
         self._sum = np.zeros(index.ndim, np.float64) if total is None else total
         self.changes = 0  # counts the changes to the indexed vectors (for the stats' cache)
-        # The cap holding every vector ever added: an anchor direction and the least cosine of
-        # any of them with it (a removal leaves it as it is, which keeps it true).
-        self._anchor: npt.NDArray[np.float64] | None = None if cap is None else cap[0]
-        self._floor = math.inf if cap is None else cap[1]
+        # The cap holding every vector ever added, less the f16 rounding of the stored vectors,
+        # which the search's similarities carry.
+        self._cap = Cap(index.ndim, CAP_SLACK, cap)
         if cap is None and len(index):  # a manifest from before caps were kept
             keys = np.fromiter(index.keys, dtype=np.uint64, count=len(index))
-            self._widen(np.asarray(index.get(keys, dtype="f32"), np.float32))
+            self._cap.widen(np.asarray(index.get(keys, dtype="f32"), np.float32))
         self.dirty = False
-
-    def _widen(self, vectors: Vector) -> None:
-        """Take `vectors` into the cap (the first ones choose its anchor: their mean)."""
-        v = vectors.reshape(-1, self._index.ndim).astype(np.float64)
-        if len(v) == 0:
-            return
-        if self._anchor is None:
-            mean = v.sum(axis=0)
-            norm = float(np.linalg.norm(mean))
-            self._anchor = mean / norm if norm > 0 else v[0] / np.linalg.norm(v[0])
-        # Less the f16 rounding of the stored vectors, which the search's similarities carry.
-        self._floor = min(self._floor, float((v @ self._anchor).min()) - CAP_SLACK)
 
     def cap(self) -> tuple[npt.NDArray[np.float64], float] | None:
         """(anchor, floor): every vector of the index has a cosine of at least `floor` with the
         unit `anchor`; None while it is empty."""
         with self._lock:
-            if self._anchor is None:
-                return None
-            return self._anchor.copy(), self._floor
+            return self._cap.get()
 
     def moments(self) -> tuple[npt.NDArray[np.float64], int]:
         """The sum of the indexed vectors and their count."""
@@ -205,7 +196,7 @@ class UsearchVectorIndex:
                     self._codes.upsert(k, np.asarray(v, np.float32))
                 self._keep_codes()
                 self._sum += v.astype(np.float64).sum(axis=0)
-                self._widen(v)
+                self._cap.widen(v)
                 self.dirty = True
                 self.changes += 1
 
@@ -332,11 +323,11 @@ class UsearchVectorIndex:
     def __len__(self) -> int:
         return len(self._index)
 
-    def save(self, rev: int) -> tuple[dict[str, object], Path | None]:
+    def save(self, rev: int) -> tuple[dict[str, object], list[Path]]:
         """Write the index if it changed, to a new file of revision `rev` (the manifest still
         names the old one until it is replaced, so a crash in between leaves the old file with
         its own sum); return the file, the vector sum and the cap it matches, for the manifest,
-        and the file it replaces (to delete once the manifest is replaced)."""
+        and the file it replaces, if any (to delete once the manifest is replaced)."""
         with self._lock:
             old = None
             if self.dirty:
@@ -348,11 +339,12 @@ class UsearchVectorIndex:
                 if new != self._path:
                     old, self._path = self._path, new
                 self.dirty = False
-            out: dict[str, object] = {"file": self._path.name, "sum": self._sum.tolist()}
-            if self._anchor is not None:
-                out["anchor"] = self._anchor.tolist()
-                out["floor"] = self._floor
-            return out, old
+            out = {"file": self._path.name, "sum": self._sum.tolist(), **self._cap.entry()}
+            return out, [] if old is None else [old]
+
+
+# A pocket's vector index: warm pockets' in usearch, cold pockets' in the cold archive.
+Partition = UsearchVectorIndex | ColdVectorIndex
 
 
 class UsearchIndexSet:
@@ -367,10 +359,13 @@ class UsearchIndexSet:
         expansion_add: int,
         expansion_search: int,
         coarse_rows: tuple[int, int] = (1, 0),
+        cold: ColdArchive | None = None,
     ) -> None:
         """`coarse_rows`: the index sizes scanned coarse to fine, whose codes each index keeps
-        (`memory.pockets.coarse_min_rows` to `exact_max_rows`; empty by default)."""
+        (`memory.pockets.coarse_min_rows` to `exact_max_rows`; empty by default); `cold`: where
+        the cold pockets' segments are kept (None: a cold pocket gets a usearch index too)."""
         self._root = root
+        self._cold = cold
         self._coarse_rows = coarse_rows
         self._root.mkdir(parents=True, exist_ok=True)
         self._ndim = ndim
@@ -382,13 +377,26 @@ class UsearchIndexSet:
             "expansion_search": expansion_search,
         }
         self._lock = threading.Lock()
-        self._parts: dict[tuple[str, str], UsearchVectorIndex] = {}
+        self._parts: dict[tuple[str, str], Partition] = {}
         self._saved_rev = 0
         self._load()
+        if self._cold is not None:
+            self._cold.sweep(p for p in self._parts.values() if isinstance(p, ColdVectorIndex))
+
+    def _stem(self, namespace: str, pocket: str) -> str:
+        return hashlib.sha1(f"{namespace}\0{pocket}".encode()).hexdigest()[:24]
 
     def _file(self, namespace: str, pocket: str) -> Path:
-        digest = hashlib.sha1(f"{namespace}\0{pocket}".encode()).hexdigest()[:24]
-        return self._root / f"{digest}.usearch"
+        return self._root / f"{self._stem(namespace, pocket)}.usearch"
+
+    def _new(self, namespace: str, pocket: str) -> Partition:
+        """An empty partition: a cold pocket's in the cold archive, any other's in usearch."""
+        if self._cold is not None and is_cold(pocket):
+            return self._cold.create(self._stem(namespace, pocket))
+        index = Index(ndim=self._ndim, **self._opts)  # type: ignore[arg-type]
+        return UsearchVectorIndex(
+            index, self._file(namespace, pocket), None, None, self._coarse_rows
+        )
 
     def _manifest(self) -> Path:
         return self._root / "manifest.json"
@@ -412,11 +420,14 @@ class UsearchIndexSet:
                 f"vector indexes in {self._root} have dimension {meta.get('ndim')}, "
                 f"but memory.embedding_dim is {self._ndim}"
             )
-        named = {part["file"] for part in meta["partitions"]}
+        named = {part["file"] for part in meta["partitions"] if "file" in part}
         for path in self._root.glob("*.usearch"):  # written by a save the crash cut short
             if path.name not in named:
                 path.unlink()
         for part in meta["partitions"]:
+            if "cold" in part:
+                self._parts[(part["namespace"], part["pocket"])] = self._restore_cold(part)
+                continue
             path = self._root / part["file"]
             index = Index(ndim=self._ndim, **self._opts)  # type: ignore[arg-type]
             if path.exists():
@@ -430,21 +441,32 @@ class UsearchIndexSet:
             )
         self._saved_rev = int(meta["rev"])
 
-    def partition(self, namespace: str, pocket: str, create: bool) -> UsearchVectorIndex | None:
+    def _restore_cold(self, entry: dict[str, Any]) -> ColdVectorIndex:
+        """A cold partition of the manifest; a file of it that cannot be read stops the
+        start-up, saying how to rebuild (the record store holds every cold record)."""
+        if self._cold is None:
+            raise ValueError(
+                f"the vector indexes in {self._root} hold cold pockets, but no cold archive"
+            )
+        try:
+            return self._cold.restore(self._stem(entry["namespace"], entry["pocket"]), entry)
+        except ColdArchiveError as exc:
+            raise ColdArchiveError(
+                f"{exc}. The record store still holds every cold memory: remove"
+                f" {self._manifest()} to rebuild the vector indexes from it"
+            ) from exc
+
+    def partition(self, namespace: str, pocket: str, create: bool) -> Partition | None:
         key = (namespace, pocket)
         part = self._parts.get(key)
         if part is None and create:
             with self._lock:
                 part = self._parts.get(key)
                 if part is None:
-                    index = Index(ndim=self._ndim, **self._opts)  # type: ignore[arg-type]
-                    part = UsearchVectorIndex(
-                        index, self._file(namespace, pocket), None, None, self._coarse_rows
-                    )
-                    self._parts[key] = part
+                    part = self._parts[key] = self._new(namespace, pocket)
         return part
 
-    def partitions(self, namespace: str) -> dict[str, UsearchVectorIndex]:
+    def partitions(self, namespace: str) -> dict[str, Partition]:
         """The namespace's indexes by pocket name."""
         with self._lock:
             return {p: idx for (ns, p), idx in self._parts.items() if ns == namespace}
@@ -456,8 +478,7 @@ class UsearchIndexSet:
         for (ns, pocket), part in sorted(parts.items()):
             entry, old = part.save(rev)
             entries.append({"namespace": ns, "pocket": pocket, **entry})
-            if old is not None:
-                replaced.append(old)
+            replaced += old
         meta = {"layout": LAYOUT, "rev": rev, "ndim": self._ndim, "partitions": entries}
         tmp = self._manifest().with_suffix(".tmp")
         with open(tmp, "w") as fh:

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from kernels.coarse import coarse_topk, coarse_topk_ref, quantize
-from server.adapters.usearch_index import CoarseCodes, UsearchIndexSet
+from server.adapters.usearch_index import CoarseCodes, UsearchIndexSet, UsearchVectorIndex
 
 DIM = 32
 
@@ -119,7 +119,7 @@ def test_an_index_keeps_codes_only_in_the_coarse_range(tmp_path: Path) -> None:
     part = UsearchIndexSet(tmp_path, DIM, "f16", 16, 64, 64, (10, 20)).partition(
         "ns", "p", create=True
     )
-    assert part is not None
+    assert isinstance(part, UsearchVectorIndex)
     part.add(np.arange(5, dtype=np.int64), unit_rows(rng, 5))
     assert part._codes is None
     part.add(np.arange(5, 15, dtype=np.int64), unit_rows(rng, 10))

@@ -1,6 +1,7 @@
 """The vector indexes (server/adapters/usearch_index.py): one HNSW index per (namespace, pocket),
 vector moments kept through add, upsert and remove, cosine search, and the manifest that a
-snapshot writes and a reopen reads."""
+snapshot writes and a reopen reads. The port's contract is checked on a warm pocket's usearch
+index and on a cold pocket's segments (server/adapters/cold_segments.py) alike."""
 
 from __future__ import annotations
 
@@ -11,16 +12,29 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from server.adapters.usearch_index import UsearchIndexSet, UsearchVectorIndex
+from server.adapters.cold_segments import ColdArchive
+from server.adapters.usearch_index import UsearchIndexSet
+from server.core.memory.ports import VectorIndex
+from server.core.settings import ColdSettings
 from tests.conftest import unit_vec
 
 NDIM = 16
 # f16 keeps about three significant digits per element.
 F16 = 2e-3
+# The fewest rows a cold segment may hold: the tests' adds seal some and leave a tail.
+SEGMENT_ROWS = 16
 
 
-def open_set(root: Path, ndim: int = NDIM) -> UsearchIndexSet:
-    return UsearchIndexSet(root, ndim, "f16", 16, 64, 64)
+def open_set(root: Path, ndim: int = NDIM, segment_rows: int = SEGMENT_ROWS) -> UsearchIndexSet:
+    cold = ColdArchive(root / "cold", ndim, ColdSettings(segment_rows=segment_rows))
+    return UsearchIndexSet(root, ndim, "f16", 16, 64, 64, cold=cold)
+
+
+@pytest.fixture(params=["fact/warm/text", "fact/cold/text"])
+def pocket(request: pytest.FixtureRequest) -> str:
+    """A warm pocket (a usearch index) or a cold one (compressed segments)."""
+    name: str = request.param
+    return name
 
 
 def vectors(n: int, seed: int) -> npt.NDArray[np.float32]:
@@ -53,8 +67,8 @@ def test_each_namespace_and_pocket_has_its_own_partition(tmp_path: Path) -> None
     assert b1.search(vectors(2, 0)[0], 5)[0].tolist() == [3]
 
 
-def test_moments_follow_add_upsert_and_remove(tmp_path: Path) -> None:
-    part = open_set(tmp_path).partition("a", "p", create=True)
+def test_moments_follow_add_upsert_and_remove(tmp_path: Path, pocket: str) -> None:
+    part = open_set(tmp_path).partition("a", pocket, create=True)
     assert part is not None
     total, n = part.moments()
     assert n == 0 and np.array_equal(total, np.zeros(NDIM))
@@ -87,8 +101,8 @@ def test_moments_follow_add_upsert_and_remove(tmp_path: Path) -> None:
     np.testing.assert_allclose(total, np.zeros(NDIM), atol=F16)
 
 
-def test_a_large_add_in_chunks_keeps_the_moments(tmp_path: Path) -> None:
-    part = open_set(tmp_path).partition("a", "p", create=True)
+def test_a_large_add_in_chunks_keeps_the_moments(tmp_path: Path, pocket: str) -> None:
+    part = open_set(tmp_path).partition("a", pocket, create=True)
     assert part is not None
     v = vectors(150, 3)  # more than one ADD_CHUNK
     part.add(np.arange(150, dtype=np.int64), v)
@@ -98,8 +112,8 @@ def test_a_large_add_in_chunks_keeps_the_moments(tmp_path: Path) -> None:
     np.testing.assert_allclose(part.get(np.arange(150, dtype=np.int64)), v, atol=F16)
 
 
-def test_search_returns_cosine_similarities_best_first(tmp_path: Path) -> None:
-    part = open_set(tmp_path).partition("a", "p", create=True)
+def test_search_returns_cosine_similarities_best_first(tmp_path: Path, pocket: str) -> None:
+    part = open_set(tmp_path).partition("a", pocket, create=True)
     assert part is not None
     v = vectors(30, 4)
     keys = np.arange(100, 130, dtype=np.int64)
@@ -114,15 +128,15 @@ def test_search_returns_cosine_similarities_best_first(tmp_path: Path) -> None:
     np.testing.assert_allclose(sims, exact[got_keys - 100], atol=F16)
     best = keys[np.argsort(-exact)[:10]]
     assert set(got_keys.tolist()) == set(best.tolist())
-    empty = open_set(tmp_path / "other").partition("a", "p", create=True)
+    empty = open_set(tmp_path / "other").partition("a", pocket, create=True)
     assert empty is not None
     k0, s0 = empty.search(q, 5)
     assert len(k0) == 0 and len(s0) == 0
     assert len(part.search(q, 0)[0]) == 0
 
 
-def test_search_batch_pads_missing_slots(tmp_path: Path) -> None:
-    part = open_set(tmp_path).partition("a", "p", create=True)
+def test_search_batch_pads_missing_slots(tmp_path: Path, pocket: str) -> None:
+    part = open_set(tmp_path).partition("a", pocket, create=True)
     assert part is not None
     v = vectors(3, 5)
     part.add(ks(1, 2, 3), v)
@@ -134,8 +148,8 @@ def test_search_batch_pads_missing_slots(tmp_path: Path) -> None:
     np.testing.assert_allclose(sims[0, :3], (v @ v[0])[keys[0, :3] - 1], atol=F16)
 
 
-def test_get_returns_zeros_for_missing_keys(tmp_path: Path) -> None:
-    part = open_set(tmp_path).partition("a", "p", create=True)
+def test_get_returns_zeros_for_missing_keys(tmp_path: Path, pocket: str) -> None:
+    part = open_set(tmp_path).partition("a", pocket, create=True)
     assert part is not None
     v = vectors(2, 6)
     part.add(ks(1, 2), v)
@@ -146,10 +160,12 @@ def test_get_returns_zeros_for_missing_keys(tmp_path: Path) -> None:
     assert not got[1].any()
 
 
-def test_save_then_reopen_restores_vectors_revision_and_moments(tmp_path: Path) -> None:
+def test_save_then_reopen_restores_vectors_revision_and_moments(
+    tmp_path: Path, pocket: str
+) -> None:
     s = open_set(tmp_path)
-    a = s.partition("a", "p1", create=True)
-    b = s.partition("b", "p1", create=True)
+    a = s.partition("a", pocket, create=True)
+    b = s.partition("b", pocket, create=True)
     assert a is not None and b is not None
     va, vb = vectors(10, 7), vectors(4, 8)
     a.add(np.arange(1, 11, dtype=np.int64), va)
@@ -164,9 +180,9 @@ def test_save_then_reopen_restores_vectors_revision_and_moments(tmp_path: Path) 
     r = open_set(tmp_path)
     assert r.saved_rev() == 9
     assert r.size() == 13
-    ra, rb = r.partition("a", "p1", create=False), r.partition("b", "p1", create=False)
+    ra, rb = r.partition("a", pocket, create=False), r.partition("b", pocket, create=False)
     assert ra is not None and rb is not None
-    assert set(r.partitions("a")) == {"p1"}
+    assert set(r.partitions("a")) == {pocket}
     assert (len(ra), len(rb)) == (9, 4)
     np.testing.assert_allclose(ra.get(np.arange(1, 10, dtype=np.int64)), va[:9], atol=F16)
     np.testing.assert_allclose(rb.get(np.arange(20, 24, dtype=np.int64)), vb, atol=F16)
@@ -176,21 +192,21 @@ def test_save_then_reopen_restores_vectors_revision_and_moments(tmp_path: Path) 
     assert ra.search(va[3], 1)[0].tolist() == [4]
 
 
-def test_a_saved_empty_partition_reopens_empty(tmp_path: Path) -> None:
+def test_a_saved_empty_partition_reopens_empty(tmp_path: Path, pocket: str) -> None:
     s = open_set(tmp_path)
-    s.partition("a", "never-filled", create=True)
+    s.partition("a", pocket, create=True)
     s.save(3)
     r = open_set(tmp_path)
-    part = r.partition("a", "never-filled", create=False)
+    part = r.partition("a", pocket, create=False)
     assert part is not None and len(part) == 0
     total, n = part.moments()
     assert n == 0 and not total.any()
     assert r.saved_rev() == 3
 
 
-def test_a_manifest_of_an_older_layout_is_discarded(tmp_path: Path) -> None:
+def test_a_manifest_of_an_older_layout_is_discarded(tmp_path: Path, pocket: str) -> None:
     s = open_set(tmp_path)
-    part = s.partition("a", "p", create=True)
+    part = s.partition("a", pocket, create=True)
     assert part is not None
     part.add(ks(1, 2), vectors(2, 10))
     s.save(12)
@@ -203,15 +219,16 @@ def test_a_manifest_of_an_older_layout_is_discarded(tmp_path: Path) -> None:
     r = open_set(tmp_path)
     assert r.saved_rev() == 0
     assert r.partitions("a") == {}
-    assert r.partition("a", "p", create=False) is None
+    assert r.partition("a", pocket, create=False) is None
     assert r.size() == 0
     assert not manifest.exists()
     assert list(tmp_path.glob("*.usearch")) == []
+    assert list((tmp_path / "cold").iterdir()) == []
 
 
-def test_a_manifest_of_another_dimension_is_refused(tmp_path: Path) -> None:
+def test_a_manifest_of_another_dimension_is_refused(tmp_path: Path, pocket: str) -> None:
     s = open_set(tmp_path)
-    part = s.partition("a", "p", create=True)
+    part = s.partition("a", pocket, create=True)
     assert part is not None
     part.add(ks(1), vectors(1, 11))
     s.save(1)
@@ -221,9 +238,11 @@ def test_a_manifest_of_another_dimension_is_refused(tmp_path: Path) -> None:
     assert open_set(tmp_path).saved_rev() == 1
 
 
-def test_the_cap_holds_every_vector_through_adds_removes_and_a_reopen(tmp_path: Path) -> None:
+def test_the_cap_holds_every_vector_through_adds_removes_and_a_reopen(
+    tmp_path: Path, pocket: str
+) -> None:
     s = open_set(tmp_path)
-    part = s.partition("ns", "p", True)
+    part = s.partition("ns", pocket, True)
     assert part is not None and part.cap() is None
     rng = np.random.default_rng(7)
     centre = unit_vec(rng, NDIM)
@@ -235,7 +254,7 @@ def test_the_cap_holds_every_vector_through_adds_removes_and_a_reopen(tmp_path: 
 
     live = np.array([k for k in range(60) if k not in (3, 4)], dtype=np.int64)
 
-    def held(index: UsearchVectorIndex) -> bool:
+    def held(index: VectorIndex) -> bool:
         cap = index.cap()
         assert cap is not None
         anchor, floor = cap
@@ -245,7 +264,7 @@ def test_the_cap_holds_every_vector_through_adds_removes_and_a_reopen(tmp_path: 
     first = part.cap()
     assert held(part)
     s.save(1)
-    again = open_set(tmp_path).partition("ns", "p", False)
+    again = open_set(tmp_path).partition("ns", pocket, False)
     assert again is not None and first is not None
     reopened = again.cap()
     assert reopened is not None and np.allclose(reopened[0], first[0])
@@ -255,7 +274,7 @@ def test_the_cap_holds_every_vector_through_adds_removes_and_a_reopen(tmp_path: 
     for p in meta["partitions"]:
         del p["anchor"], p["floor"]
     (tmp_path / "manifest.json").write_text(json.dumps(meta))
-    legacy = open_set(tmp_path).partition("ns", "p", False)
+    legacy = open_set(tmp_path).partition("ns", pocket, False)
     assert legacy is not None and held(legacy)
 
 
