@@ -90,7 +90,7 @@ def train_model(
     gap = float(np.abs(onnx_model.score(sample) - mlp.forward(sample)).max())
     if gap > PARITY:
         raise TrainError(f"the exported model differs from the trained one by {gap:.2e}")
-    costs = CostModel(m.pockets, m.hybrid_search.expansion_search)
+    costs = CostModel.from_settings(m)
     metrics = evaluate(
         test_set, onnx_model.score, r.min_confidence, m.hybrid_search.candidates_per_channel, costs
     )

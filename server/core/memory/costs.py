@@ -4,7 +4,9 @@ An exact scan costs one unit per vector. A coarse-to-fine scan costs `coarse_uni
 and one unit per reranked vector. An HNSW search visits about log2(n) layers' worth of
 neighbours at its breadth, `hnsw_units` units per (log2 n × breadth); a BM25 search costs
 `bm25_units` per posting it reads. The two factors are measured against an exact scan on the
-same machine by `python -m bench costs` and set in `memory.pockets`.
+same machine by `python -m bench costs` and set in `memory.pockets`. A cold pocket (the archive's
+compressed segments, decompressed and scanned whole) costs `memory.lifecycle.cold.units_per_vector`
+per vector: a price set high on purpose, which the router weighs before it plans one.
 """
 
 from __future__ import annotations
@@ -12,21 +14,33 @@ from __future__ import annotations
 import math
 
 from server.core.memory.model import Tier
-from server.core.settings import PocketSettings
+from server.core.settings import ColdSettings, MemorySettings, PocketSettings
 
 
 class CostModel:
     """Prices and picks the search method of a pocket."""
 
-    def __init__(self, settings: PocketSettings, breadth: int) -> None:
+    def __init__(
+        self, settings: PocketSettings, breadth: int, cold: ColdSettings | None = None
+    ) -> None:
+        """`cold`: the cold tier's price (None: its defaults)."""
         self._s = settings
         self._breadth = breadth
+        self._cold_units = (cold or ColdSettings()).units_per_vector
+
+    @classmethod
+    def from_settings(cls, memory: MemorySettings) -> CostModel:
+        """The cost model of a server's memory settings."""
+        return cls(memory.pockets, memory.hybrid_search.expansion_search, memory.lifecycle.cold)
 
     def method(self, tier: Tier, size: int) -> str:
-        """`hot` (the hot tier's exact scan), `exact` or `coarse` (a warm pocket of at most
-        `exact_max_rows`, scanned whole: see `scan`) or `hnsw`."""
+        """`hot` (the hot tier's exact scan), `cold` (the archive's segments, scanned whole),
+        `exact` or `coarse` (a warm pocket of at most `exact_max_rows`, scanned whole: see
+        `scan`) or `hnsw`."""
         if tier == Tier.HOT:
             return "hot"
+        if tier == Tier.COLD:
+            return "cold"
         return self.scan(size) if size <= self._s.exact_max_rows else "hnsw"
 
     def scan(self, size: int, depth: int = 0) -> str:
@@ -58,7 +72,13 @@ class CostModel:
         """The cost of searching a pocket of `size` vectors by `method` for `depth`."""
         if method == "hnsw":
             return self.hnsw(size, depth)
+        if method == "cold":
+            return self.cold(size)
         return self.coarse(size, depth) if method == "coarse" else self.exact(size)
+
+    def cold(self, rows: int) -> float:
+        """A scan of `rows` archived vectors (at any depth: every one is decompressed)."""
+        return self._cold_units * rows
 
     def search(self, tier: Tier, size: int, depth: int) -> float:
         """The cost of searching a pocket of `size` vectors for `depth` candidates."""
@@ -66,10 +86,13 @@ class CostModel:
 
     def per_vector(self, tier: Tier, size: int) -> float:
         """The cost of one scanned vector: 1 for an exact scan, `coarse_units` for a coarse
-        one; an HNSW distance costs the same dot product, plus the graph's overhead."""
+        one, the cold price for an archived one; an HNSW distance costs the same dot product,
+        plus the graph's overhead."""
         method = self.method(tier, size)
         if method == "hnsw":
             return self._s.hnsw_units
+        if method == "cold":
+            return self._cold_units
         return self._s.coarse_units if method == "coarse" else 1.0
 
     def bm25(self, postings: int) -> float:

@@ -1,6 +1,7 @@
 """The two channels of a Recall: the vector channel (the hot tier's exact scan, then each warm
-step by an exact scan, coarse to fine or HNSW) and the keyword channel (one BM25 query over the
-plan's pockets, and the hot tier's unindexed memories)."""
+step by an exact scan, coarse to fine or HNSW, and each cold step by a scan of its archive) and
+the keyword channel (one BM25 query over the plan's pockets, and the hot tier's unindexed
+memories)."""
 
 from __future__ import annotations
 
@@ -52,10 +53,10 @@ class VectorChannel(Reader):
         hk, hs = self._hot.scan(q.namespace, query, depth, lambda k: run.mask(self._cols, k))
         hot_seen = self._hot.count(q.namespace)
         for pid, step in run.pockets.items():
-            if cat.key(pid).tier != Tier.HOT:
+            if (tier := cat.key(pid).tier) != Tier.HOT:
                 part = self._vectors.partition(q.namespace, step.pocket, False)
                 n = 0 if part is None else len(part)
-                run.hnsw_vectors += n if self._costs.method(Tier.WARM, n) == "hnsw" else 0
+                run.hnsw_vectors += n if self._costs.method(tier, n) == "hnsw" else 0
         # A selective filter's matching rows, found in one pass over the columns for the whole
         # plan, then split by pocket.
         matching: dict[int, KeyArray] | None = None
@@ -115,24 +116,28 @@ class VectorChannel(Reader):
         matching: KeyArray | None,
         deadline: Deadline,
     ) -> StepReport:
-        """One warm pocket's vector candidates; `matching`: a selective filter's rows of it."""
+        """One warm or cold pocket's vector candidates; `matching`: a selective filter's rows of
+        it. A cold pocket is scanned whole (or its matching rows read), as an exact step is, and
+        reports method `cold` at the archive's price."""
         q = run.q
+        tier = self._cols.catalog.key(pid).tier
+        scan = "cold" if tier == Tier.COLD else "exact"  # how its rows are scanned exactly
         part = self._vectors.partition(q.namespace, step.pocket, False)
         size = 0 if part is None else len(part)
         if part is None or size == 0 or step.depth <= 0:
-            return StepReport(step.pocket, step.depth, "exact", 0, 0.0)
-        method = self._costs.method(Tier.WARM, size)
+            return StepReport(step.pocket, step.depth, scan, 0, 0.0)
+        method = self._costs.method(tier, size)
         if matching is not None:
             keys = matching
             if len(keys) == 0:
-                return StepReport(step.pocket, step.depth, "exact", 0, 0.0)
+                return StepReport(step.pocket, step.depth, scan, 0, 0.0)
             if len(keys) <= self._s.exact_scan_max_rows:
                 mat = part.get(keys)
                 idx, sims = exact_topk(mat, query, np.any(mat != 0, axis=1), step.depth)
                 run.add_vectors(keys[idx], sims)
-                cost = self._costs.exact(len(keys))
+                cost = self._costs.of(scan, len(keys), step.depth)
                 best = float(sims.max()) if len(sims) else 0.0
-                return StepReport(step.pocket, step.depth, "exact", len(keys), cost, best)
+                return StepReport(step.pocket, step.depth, scan, len(keys), cost, best)
             fetch = math.ceil(step.depth * self._s.overfetch * size / len(keys))
         else:
             fetch = math.ceil(step.depth * self._s.overfetch)
@@ -140,9 +145,9 @@ class VectorChannel(Reader):
         if method == "coarse":  # a deep step can rerank so much that the exact scan is cheaper
             method = self._costs.scan(size, fetch)
         for _ in range(DEEPER):
-            if method == "exact":  # a brute-force scan of the whole pocket: cheaper than its graph
+            if method in ("exact", "cold"):  # the whole pocket (a warm one: cheaper than its graph)
                 keys, sims = part.search(query, fetch, exact=True)
-                cost += self._costs.exact(size)
+                cost += self._costs.of(method, size, fetch)
             elif method == "coarse":  # its int8 codes, then the best candidates' own vectors
                 keys, sims = part.coarse_search(query, fetch, self._costs.rerank(fetch))
                 cost += self._costs.coarse(size, fetch)
@@ -162,8 +167,9 @@ class VectorChannel(Reader):
             if keep.sum() >= step.depth or len(keys) < fetch or fetch >= size:
                 break
             deadline.check("a deeper vector search")
-            fetch = min(size, fetch * 4)
-            if method != "exact" and fetch * 2 >= size:  # the whole pocket: an exact scan
+            # An archive is decompressed whole by every scan: the next one keeps all it finds.
+            fetch = size if method == "cold" else min(size, fetch * 4)
+            if method in ("coarse", "hnsw") and fetch * 2 >= size:  # the whole pocket, exactly
                 method, fetch = "exact", size
         kept = sims[keep][: step.depth]
         run.add_vectors(keys[keep][: step.depth], kept)
@@ -200,6 +206,9 @@ class KeywordChannel(Reader):
         depth = self._s.candidates_per_channel
         terms = self._keywords.analyze(q.text)
         ident = exact_identifiers(terms)
+        # The default plan leaves the cold pockets out: so must the BM25 query, or their
+        # documents would fill the list that the mask then empties.
+        everything = everything and not self._cold_left_out(run)
         pockets = None if everything else tuple(s.pocket for s in run.pockets.values())
         kq = KeywordQuery(
             namespace=q.namespace,
@@ -248,6 +257,14 @@ class KeywordChannel(Reader):
         # may still hold an older version of a memory written again), as its vector does.
         run.kw.update(zip(hk.tolist(), hs.tolist(), strict=True))
         run.exact = res.exact | self._hot_exact(run, ident)
+
+    def _cold_left_out(self, run: Run) -> bool:
+        """Whether the namespace has a cold pocket that the plan does not search."""
+        cat = self._cols.catalog
+        return any(
+            p not in run.pockets and cat.key(p).tier == Tier.COLD
+            for p in cat.of_namespace(run.ns_id)
+        )
 
     def _hot_exact(self, run: Run, ident: tuple[str, ...]) -> frozenset[int]:
         """Unindexed memories that hold every identifier of the query."""

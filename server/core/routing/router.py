@@ -12,9 +12,13 @@ they run the heuristic (cold start), and the decision says so.
 
 It widens a plan to `full`, and records why, when:
 - the query names a critical pattern (allergy, medication, payment, identity, security, and the
-  configured `safety_cues`): missing one of those memories costs more than any scan (§5.2);
+  configured `safety_cues`): missing one of those memories costs more than any scan (§5.2), so
+  this safety net widens it to every pocket, the cold tier's archive included;
 - the policy is unsure: its most probable pocket is below `min_confidence` (a query with no
   vector and no rule that fired is).
+
+The cold pockets are candidates only when the query asks for them (`include_cold`): the full
+plan leaves them out (`query.plan.default_pockets`), and so do the routed policies.
 
 `full` is the reference policy (every pocket the filter allows, at full depth) and the switch:
 `router.policy: full`, or a Recall's `route_policy: full`, turns routing off.
@@ -33,7 +37,7 @@ import random
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import msgspec
@@ -49,6 +53,7 @@ from server.core.memory.model import (
     RecallResult,
 )
 from server.core.memory.timecues import window
+from server.core.query.plan import default_pockets
 from server.core.query.ports import RoutedPlan
 from server.core.routing.budget import RoutedStep
 from server.core.routing.features import FeatureExtractor, QueryFeatures
@@ -85,6 +90,7 @@ class Context:
     now: float
     vector: npt.NDArray[np.float32] | None
     similarity: dict[str, float]  # intent → the query's similarity to its examples ({}: none)
+    cold: list[PocketStats] = field(default_factory=list)  # the cold pockets left out
 
     @property
     def nothing(self) -> float:
@@ -142,7 +148,7 @@ class Router:
         self._waiting = threading.BoundedSemaphore(2)
         self._depth = memory.hybrid_search.candidates_per_channel
         self._top_k = memory.hybrid_search.top_k
-        self._costs = CostModel(memory.pockets, memory.hybrid_search.expansion_search)
+        self._costs = CostModel.from_settings(memory)
         self._features = FeatureExtractor(settings, analyze)
         self._pockets = pockets
         self._term_hits = term_hits
@@ -151,7 +157,9 @@ class Router:
         self, q: RecallQuery, vector: npt.NDArray[np.float32] | None, now: float
     ) -> Context:
         f = self._features.extract(q.text, vector, q.image_query)
-        pockets = list(self._pockets(q.namespace, q.filter))
+        every = list(self._pockets(q.namespace, q.filter))
+        pockets = default_pockets(every, q.include_cold)
+        kept = {id(p) for p in pockets}
         top_k = q.top_k or self._top_k
         full = full_plan(pockets, self._depth, top_k, self._costs)
         full_cost = sum(s.cost_units for s in full)
@@ -180,6 +188,7 @@ class Router:
             ref,
             vector,
             similarity,
+            [p for p in every if id(p) not in kept],
         )
 
     def decide(
@@ -205,13 +214,17 @@ class Router:
             raise ValueError(f"unknown routing policy {asked!r}; expected one of {POLICIES}")
         f = ctx.features
         matrix = self._rows(ctx) if rows and ctx.pockets else None
-        if asked == "full" or not ctx.pockets or f.safety:
+        safety = bool(f.safety) and asked != "full" and bool(ctx.pockets or ctx.cold)
+        if asked == "full" or not ctx.pockets or safety:
             why = "" if asked == "full" else "no pockets" if not ctx.pockets else ""
-            if f.safety and asked != "full" and ctx.pockets:
+            steps = ctx.full
+            if safety:  # every pocket, the archive's too
                 why = f"safety: {', '.join(f.safety)}"
+                steps = full_plan([*ctx.pockets, *ctx.cold], self._depth, ctx.top_k, self._costs)
             return Decision(
-                asked, "full", ctx.full, ctx.rules if why else [], why, ctx.full_cost,
-                ctx.full_cost, ctx, [1.0] * len(ctx.pockets), rows=matrix,
+                asked, "full", steps, ctx.rules if why else [], why,
+                sum(s.cost_units for s in steps), ctx.full_cost, ctx, [1.0] * len(ctx.pockets),
+                rows=matrix,
             )  # fmt: skip
         model = (
             self._models.model(namespace)
