@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kernels.warmup import compile_all
+from server.adapters.cold_segments import ColdArchive, ColdArchiveError
 from server.adapters.columns_file import ColumnsFile
 from server.adapters.decision_log import FileDecisionLog
 from server.adapters.difficulty_models import load_difficulty
@@ -331,11 +332,13 @@ def assemble_engine(
     snapshots: ColumnsSnapshots,
     background_nice: int = 0,
     write_encoder: TextEncoder | None = None,
+    lifecycle: LifecycleAdapters | None = None,
 ) -> MemoryEngine:
     """The engine and its parts over the given stores (`snapshots`: where the metadata
     columns' checkpoint is kept). `background_nice`: the niceness of the
     indexer's and the maintenance's threads; `write_encoder`: the encoder of memories, apart
-    from the queries' (the same one when None)."""
+    from the queries' (the same one when None); `lifecycle`: the hot tier's session memory,
+    the summariser and the maintenance journal (default: in memory, extractive)."""
     columns = Columns(PocketCatalog(PocketScheme(settings.pockets)))
     hot = MemoryHotTier(settings.embedding_dim, keywords.analyze, clock)
     publish = threading.Lock()  # the writer's synchronous followers and the indexer's marks
@@ -348,7 +351,7 @@ def assemble_engine(
         keywords.analyze,
         clock,
         publish,
-        followers=(columns, hot),
+        followers=(columns, hot, *(() if lifecycle is None else (lifecycle.sessions,))),
     )
     indexer = Indexer(
         settings.index,
@@ -374,18 +377,78 @@ def assemble_engine(
         settings.access_flush_seconds,
         background_nice,
     )
+    encoding = Encoding(encoder, write_encoder, settings.embedding_dim)
+    if lifecycle is None:
+        lifecycle = LifecycleAdapters(MemoryHotSessions(clock), None, MemoryJournal())
+        writer.follow_also(lifecycle.sessions)
     parts = EngineParts(
         columns=columns,
         hot=hot,
-        encoding=Encoding(encoder, write_encoder, settings.embedding_dim),
+        encoding=encoding,
         writer=writer,
         retriever=Retriever(settings, columns, hot, vectors, keywords, store, clock),
         indexer=indexer,
         access=access,
         maintenance=maintenance,
         checkpoint=checkpoint,
+        lifecycle=assemble_lifecycle(
+            settings, lifecycle, encoding, writer, store, columns, clock, background_nice
+        ),
     )
     return MemoryEngine(settings, parts, store, vectors, keywords, clock)
+
+
+@dataclass(frozen=True)
+class LifecycleAdapters:
+    """What the lifecycle is given from outside the core: the hot tier's session memory (in
+    memory or Redis), the summariser (None: the extractive one over the write encoder), and the
+    maintenance journal."""
+
+    sessions: HotSessions
+    summariser: Summariser | None
+    journal: MaintenanceJournal
+
+
+def assemble_lifecycle(
+    settings: MemorySettings,
+    given: LifecycleAdapters,
+    encoding: Encoding,
+    writer: Writer,
+    store: RecordStore,
+    columns: Columns,
+    clock: Clock,
+    nice: int,
+) -> Lifecycle:
+    """Session ends, reconciliation, retention, compression and the schedule that runs them."""
+    lc = settings.lifecycle
+    encode = None
+    if encoding.available():
+
+        def encode(texts: Sequence[str]) -> Vector:
+            return encoding.encode(list(texts), "a summary", no_deadline(), write=True)
+
+    summariser = given.summariser
+    if summariser is None and encode is not None:
+        summariser = ExtractiveSummariser(encode)
+    terms = writer.terms
+    ender = SessionEnder(
+        settings, given.sessions, summariser, writer, store, columns, clock, encode
+    )
+    maintainer = Maintainer(
+        ender,
+        Retention(lc.retention, columns, store, writer, clock),
+        Compressor(lc.compression, summariser, columns, store, writer, clock, encode),
+        columns,
+        given.journal,
+        clock,
+    )
+    return Lifecycle(
+        sessions=given.sessions,
+        ender=ender,
+        reconciler=Reconciler(SupersedePolicy(lc.supersede, terms), store, writer, clock),
+        maintainer=maintainer,
+        schedule=LifecycleSchedule(maintainer, lc.maintenance, nice),
+    )
 
 
 class CountedDecisions:
@@ -421,10 +484,8 @@ def build_engine(
     keywords = TantivyKeywordIndex(
         data / "keywords", m.index.keyword_heap_bytes, m.index.keyword_term_cache
     )
-    engine = assemble_engine(
-        m,
-        SqliteRecordStore(data / "records.sqlite3", m.index.record_cache_bytes),
-        UsearchIndexSet(
+    try:
+        vectors = UsearchIndexSet(
             data / "vectors",
             m.embedding_dim,
             m.index.vector_dtype,
@@ -432,7 +493,14 @@ def build_engine(
             m.index.expansion_add,
             m.hybrid_search.expansion_search,
             (m.pockets.coarse_min_rows, m.pockets.exact_max_rows),
-        ),
+            ColdArchive(data / "cold", m.embedding_dim, m.lifecycle.cold),
+        )
+    except ColdArchiveError as exc:  # the operator's to fix (the message says how)
+        raise StartupError(str(exc)) from exc
+    engine = assemble_engine(
+        m,
+        SqliteRecordStore(data / "records.sqlite3", m.index.record_cache_bytes),
+        vectors,
         keywords,
         encoder,
         SystemClock(),
