@@ -22,6 +22,7 @@ from typing import Any
 import msgspec
 import numpy as np
 import pytest
+import redis
 from hypothesis import settings as hsettings
 
 from server.adapters.columns_file import ColumnsFile
@@ -36,6 +37,7 @@ from server.api.server import GrpcServer
 from server.core.agent.ledger import Ledger
 from server.core.engine import MemoryEngine
 from server.core.settings import MemorySettings, Settings, resolve_thresholds
+from tests.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_DIR = ROOT / "models" / "use-m3"
@@ -211,3 +213,29 @@ async def stop_server(srv: RunningServer, executor: WorkerPools) -> None:
         srv.loop.close()
     srv.engine.close()
     executor.shutdown()
+
+
+@pytest.fixture(scope="session")
+def shared_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One redis-server for the tests that only need a Redis (`redis_url`)."""
+    srv = RedisServer(tmp_path_factory.mktemp("redis"))
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def redis_url(shared_redis: RedisServer) -> str:
+    """The URL of an emptied Redis (a real redis-server: see tests/redis_server.py)."""
+    with redis.Redis.from_url(shared_redis.url) as client:
+        client.flushall()
+    return shared_redis.url
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server of the test's own, which it may kill and start again."""
+    srv = RedisServer(tmp_path / "redis")
+    srv.start()
+    yield srv
+    srv.stop()
