@@ -293,7 +293,8 @@ class ColdVectorIndex:
                 f" of vectors of dimension {rows.ndim}; this server's is {self._ndim})"
             )
         keys = np.frombuffer(rows.keys, "<i8").astype(np.int64)
-        vecs = np.frombuffer(rows.vectors, "<f2").astype(np.float16).reshape(n, self._ndim)
+        vecs = np.frombuffer(rows.vectors, "<f2").astype(np.float16, copy=False)  # a read-only view
+        vecs = vecs.reshape(n, self._ndim)
         return keys, vecs
 
     # --- mutation (the indexer's thread)
