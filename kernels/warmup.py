@@ -15,6 +15,7 @@ from kernels.coarse import coarse_topk, quantize
 from kernels.decay import step_decay
 from kernels.fusion import fused_scores
 from kernels.rank import rank_final
+from kernels.retention import retention
 from kernels.scan import exact_topk
 
 
@@ -29,4 +30,8 @@ def compile_all() -> float:
     exact_topk(np.zeros((4, 3), dtype=np.float32), np.zeros(3, dtype=np.float32), b, 2)
     codes, inv = quantize(np.ones((4, 3), dtype=np.float32))
     coarse_topk(codes, inv, 4, codes[0], 2)
+    never = np.full(4, np.nan)
+    retention(
+        np.ones(4, np.int8), np.zeros(4), never, np.zeros(4, np.int32), 1.0, 0.5, 0.5, 30.0, 4.0
+    )
     return time.perf_counter() - t0

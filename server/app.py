@@ -26,7 +26,9 @@ import sqlite3
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import IO, Any
@@ -37,10 +39,13 @@ from server.adapters.columns_file import ColumnsFile
 from server.adapters.decision_log import FileDecisionLog
 from server.adapters.difficulty_models import load_difficulty
 from server.adapters.durable import fsync_dir
+from server.adapters.journal_file import JournalFile
 from server.adapters.metrics import PrometheusMetrics
 from server.adapters.model_store import ModelStore, ModelWatcher
 from server.adapters.onnx_encoder import ModelMissingError, OnnxTextEncoder
 from server.adapters.onnx_policy import OnnxPocketModel
+from server.adapters.openai_summariser import build_summariser
+from server.adapters.redis_sessions import RedisUnreachableError, open_redis_sessions
 from server.adapters.sqlite_ledger import SqliteLedgerStore
 from server.adapters.sqlite_store import SqliteRecordStore
 from server.adapters.tantivy_index import TantivyKeywordIndex
@@ -60,10 +65,19 @@ from server.core.agent.toolcache import ToolCache
 from server.core.clock import Clock
 from server.core.deadline import no_deadline
 from server.core.engine import EngineParts, MemoryEngine
+from server.core.memory.lifecycle.compress import Compressor
+from server.core.memory.lifecycle.parts import Lifecycle
+from server.core.memory.lifecycle.reconcile import Reconciler
+from server.core.memory.lifecycle.retention import Retention
+from server.core.memory.lifecycle.run import LifecycleSchedule, Maintainer, MemoryJournal
+from server.core.memory.lifecycle.session_end import SessionEnder
+from server.core.memory.model import Vector
 from server.core.memory.pockets import PocketCatalog, PocketScheme
 from server.core.memory.ports import (
     ColumnsSnapshots,
+    HotSessions,
     KeywordIndex,
+    MaintenanceJournal,
     RecordStore,
     TextEncoder,
     VectorIndexSet,
@@ -74,6 +88,9 @@ from server.core.memory.state.columns import Columns
 from server.core.memory.state.hot import MemoryHotTier
 from server.core.memory.state.indexer import Indexer
 from server.core.memory.state.maintenance import Maintenance
+from server.core.memory.state.sessions import MemoryHotSessions, hot_turns
+from server.core.memory.summarise import ExtractiveSummariser, Summariser
+from server.core.memory.write.supersede import SupersedePolicy
 from server.core.memory.write.writer import Writer
 from server.core.metrics import Metrics, NoMetrics
 from server.core.query.encoding import Encoding
@@ -339,6 +356,8 @@ def assemble_engine(
     indexer's and the maintenance's threads; `write_encoder`: the encoder of memories, apart
     from the queries' (the same one when None); `lifecycle`: the hot tier's session memory,
     the summariser and the maintenance journal (default: in memory, extractive)."""
+    if lifecycle is None:
+        lifecycle = LifecycleAdapters(MemoryHotSessions(clock), None, MemoryJournal())
     columns = Columns(PocketCatalog(PocketScheme(settings.pockets)))
     hot = MemoryHotTier(settings.embedding_dim, keywords.analyze, clock)
     publish = threading.Lock()  # the writer's synchronous followers and the indexer's marks
@@ -351,7 +370,7 @@ def assemble_engine(
         keywords.analyze,
         clock,
         publish,
-        followers=(columns, hot, *(() if lifecycle is None else (lifecycle.sessions,))),
+        followers=(columns, hot, lifecycle.sessions),
     )
     indexer = Indexer(
         settings.index,
@@ -378,9 +397,6 @@ def assemble_engine(
         background_nice,
     )
     encoding = Encoding(encoder, write_encoder, settings.embedding_dim)
-    if lifecycle is None:
-        lifecycle = LifecycleAdapters(MemoryHotSessions(clock), None, MemoryJournal())
-        writer.follow_also(lifecycle.sessions)
     parts = EngineParts(
         columns=columns,
         hot=hot,
@@ -392,7 +408,15 @@ def assemble_engine(
         maintenance=maintenance,
         checkpoint=checkpoint,
         lifecycle=assemble_lifecycle(
-            settings, lifecycle, encoding, writer, store, columns, clock, background_nice
+            settings,
+            lifecycle,
+            encoding,
+            writer,
+            store,
+            columns,
+            keywords.analyze,
+            clock,
+            background_nice,
         ),
     )
     return MemoryEngine(settings, parts, store, vectors, keywords, clock)
@@ -416,6 +440,7 @@ def assemble_lifecycle(
     writer: Writer,
     store: RecordStore,
     columns: Columns,
+    terms: Callable[[str], list[str]],
     clock: Clock,
     nice: int,
 ) -> Lifecycle:
@@ -430,7 +455,6 @@ def assemble_lifecycle(
     summariser = given.summariser
     if summariser is None and encode is not None:
         summariser = ExtractiveSummariser(encode)
-    terms = writer.terms
     ender = SessionEnder(
         settings, given.sessions, summariser, writer, store, columns, clock, encode
     )
@@ -466,6 +490,37 @@ class CountedDecisions:
         self._sink.close()
 
 
+def lifecycle_adapters(
+    m: MemorySettings,
+    store: RecordStore,
+    encoder: TextEncoder | None,
+    clock: Clock,
+    data: Path,
+) -> LifecycleAdapters:
+    """The hot tier's session memory (in memory, or Redis: exit 2 naming memory.hot.url when
+    it cannot be reached), the configured summariser and the journal file."""
+    if m.hot.backend == "redis":
+        try:
+            sessions: HotSessions = open_redis_sessions(
+                m.hot, clock, lambda: hot_turns(store.scan_live())
+            )
+        except RedisUnreachableError as exc:
+            raise StartupError(str(exc)) from exc
+    else:
+        sessions = MemoryHotSessions(clock)
+    summariser = None
+    if encoder is not None:
+
+        def encode(texts: Sequence[str]) -> Vector:
+            return encoder.encode(list(texts))
+
+        try:
+            summariser = build_summariser(m.lifecycle.session_end, encode)
+        except ValueError as exc:
+            raise StartupError(f"memory.lifecycle.session_end: {exc}") from exc
+    return LifecycleAdapters(sessions, summariser, JournalFile(data / "maintenance.journal"))
+
+
 def build_engine(
     settings: Settings,
     encoder: OnnxTextEncoder | None,
@@ -497,16 +552,19 @@ def build_engine(
         )
     except ColdArchiveError as exc:  # the operator's to fix (the message says how)
         raise StartupError(str(exc)) from exc
+    store = SqliteRecordStore(data / "records.sqlite3", m.index.record_cache_bytes)
+    clock = SystemClock()
     engine = assemble_engine(
         m,
-        SqliteRecordStore(data / "records.sqlite3", m.index.record_cache_bytes),
+        store,
         vectors,
         keywords,
         encoder,
-        SystemClock(),
+        clock,
         ColumnsFile(data / "columns"),
         settings.server.background_nice,
         write_encoder,
+        lifecycle_adapters(m, store, write_encoder or encoder, clock, data),
     )
     r = settings.router
     decisions = CountedDecisions(

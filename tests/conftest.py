@@ -25,7 +25,9 @@ import pytest
 import redis
 from hypothesis import settings as hsettings
 
+from server.adapters.cold_segments import ColdArchive
 from server.adapters.columns_file import ColumnsFile
+from server.adapters.journal_file import JournalFile
 from server.adapters.onnx_encoder import OnnxTextEncoder
 from server.adapters.sqlite_ledger import SqliteLedgerStore
 from server.adapters.sqlite_store import SqliteRecordStore
@@ -36,6 +38,7 @@ from server.api.calls import WorkerPools
 from server.api.server import GrpcServer
 from server.core.agent.ledger import Ledger
 from server.core.engine import MemoryEngine
+from server.core.memory.state.sessions import MemoryHotSessions
 from server.core.settings import MemorySettings, Settings, resolve_thresholds
 from tests.redis_server import RedisServer
 
@@ -106,7 +109,7 @@ def open_engine(
     settings: MemorySettings | None = None,
     background_nice: int = 0,
 ) -> MemoryEngine:
-    from server.app import assemble_engine, thresholds_of
+    from server.app import LifecycleAdapters, assemble_engine, thresholds_of
 
     s = resolve_thresholds(settings or MemorySettings(), thresholds_of(encoder))
     eng = assemble_engine(
@@ -120,6 +123,7 @@ def open_engine(
             s.index.expansion_add,
             s.hybrid_search.expansion_search,
             (s.pockets.coarse_min_rows, s.pockets.exact_max_rows),
+            ColdArchive(data / "cold", s.embedding_dim, s.lifecycle.cold),
         ),
         TantivyKeywordIndex(
             data / "keywords", s.index.keyword_heap_bytes, s.index.keyword_term_cache
@@ -128,6 +132,9 @@ def open_engine(
         clock,
         ColumnsFile(data / "columns"),
         background_nice,
+        lifecycle=LifecycleAdapters(
+            MemoryHotSessions(clock), None, JournalFile(data / "maintenance.journal")
+        ),
     )
     eng.load()
     return eng

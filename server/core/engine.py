@@ -26,8 +26,13 @@ from server.core.errors import (
 )
 from server.core.memory.changes import Applied
 from server.core.memory.costs import CostModel
+from server.core.memory.lifecycle.parts import Lifecycle
+from server.core.memory.lifecycle.reconcile import ReconcileResult
+from server.core.memory.lifecycle.session_end import SessionEndResult
 from server.core.memory.model import (
     IndexState,
+    Kind,
+    MaintainReport,
     MemoryFilter,
     NamespaceStats,
     NewMemory,
@@ -62,6 +67,8 @@ from server.core.query.retriever import Retriever
 from server.core.settings import MemorySettings
 
 log = logging.getLogger(__name__)
+# The current memories a reconciled fact is weighed against (a Recall of it).
+RECONCILE_CANDIDATES = 20
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,7 @@ class EngineParts:
     access: AccessRecorder
     maintenance: Maintenance
     checkpoint: Checkpoint
+    lifecycle: Lifecycle
 
 
 class MemoryEngine:
@@ -109,13 +117,14 @@ class MemoryEngine:
         self.columns = parts.columns
         self.hot = parts.hot
         self._encoding = parts.encoding
-        self._costs = CostModel(settings.pockets, settings.hybrid_search.expansion_search)
+        self._costs = CostModel.from_settings(settings)
         self._writer = parts.writer
         self.retriever = parts.retriever
         self.indexer = parts.indexer
         self.access = parts.access
         self.maintenance = parts.maintenance
         self._checkpoint = parts.checkpoint
+        self.lifecycle = parts.lifecycle
 
     def load(self) -> dict[str, float]:
         """Load the metadata columns (their checkpoint and the changes since, else a scan of
@@ -128,10 +137,12 @@ class MemoryEngine:
         t1 = time.perf_counter()
         c = self.columns
         hot_keys = np.nonzero((c.ns >= 0) & (c.tier == int(Tier.HOT)))[0].tolist()
+        hot_records: list[Record] = []
         for start in range(0, len(hot_keys), 4096):  # hot memories live in the hot tier only
             part = hot_keys[start : start + 4096]
             records = self._store.get(part)
             chunk = [records[k] for k in part if k in records]  # in key order, as written
+            hot_records.extend(chunk)
             vecs = self._store.get_vectors([r.key for r in chunk])
             # Rebuilt like a follower, at revision 0: indexed already (nothing to wait for).
             self.hot.follow([Applied(0, r.key, r.namespace, r, vecs.get(r.key)) for r in chunk])
@@ -147,6 +158,7 @@ class MemoryEngine:
             rev = rows[-1].rev
         self.indexer.start()
         self.maintenance.start()
+        self.lifecycle.start(hot_records)
         log.info(
             "loaded %d records (%s), %d awaiting the indexer",
             n,
@@ -164,6 +176,7 @@ class MemoryEngine:
     def close(self) -> None:
         """Flush the access counts, snapshot the columns, stop indexing, snapshot the indexes
         and close the stores."""
+        self.lifecycle.stop()
         self.maintenance.stop()
         try:
             self._checkpoint.save()
@@ -275,6 +288,56 @@ class MemoryEngine:
         if not shadow:
             self.access.hit((h.record.key for h in res.hits), self._clock.now())
         return res
+
+    def reconcile(
+        self, namespace: str, facts: list[NewMemory], dry_run: bool, deadline: Deadline
+    ) -> ReconcileResult:
+        """Weigh each authoritative fact against the current facts and preferences a Recall of
+        it finds (`server.core.memory.lifecycle.reconcile`); store the facts and mark what
+        they contradict unless `dry_run`."""
+        texts = [f.record.text for f in facts]
+        need = [i for i, f in enumerate(facts) if f.vector is None]
+        if need:
+            vecs = self._encoding.encode(
+                [texts[i] for i in need], "a fact", deadline, Location("facts", need[0]), True
+            )
+            for row, i in enumerate(need):
+                facts[i].vector = vecs[row]
+        candidates = []
+        for fact in facts:
+            assert fact.vector is not None
+            q = RecallQuery(
+                namespace=namespace,
+                text=fact.record.text,
+                vector=unit(fact.vector),
+                top_k=RECONCILE_CANDIDATES,
+                min_score=0.0,
+                filter=MemoryFilter(kinds=(Kind.FACT, Kind.PREFERENCE)),
+            )
+            hits = self.retriever.recall(q, deadline).hits
+            candidates.append([(h.record, h.score.vector) for h in hits])
+        rec = self.lifecycle.reconciler
+        decisions = rec.decide(facts, candidates)
+        if dry_run:
+            return ReconcileResult([], decisions, False)
+        ids = rec.apply(facts, decisions, deadline)
+        self.indexer.wake()
+        return ReconcileResult(ids, decisions, True)
+
+    def unsupersede(self, namespace: str, memory_ids: list[str], deadline: Deadline) -> list[str]:
+        out = self.lifecycle.reconciler.unsupersede(namespace, memory_ids, deadline)
+        self.indexer.wake()
+        return out
+
+    def end_session(self, namespace: str, session_id: str, deadline: Deadline) -> SessionEndResult:
+        out = self.lifecycle.ender.end(namespace, session_id, deadline)
+        self.indexer.wake()
+        return out
+
+    def maintain(self, namespace: str, deadline: Deadline) -> MaintainReport:
+        out = self.lifecycle.maintainer.run(namespace, deadline)
+        self.indexer.wake()
+        return out
 
     def can_encode(self) -> bool:
         """Whether a text with no vector can be stored (the built-in encoder is on)."""

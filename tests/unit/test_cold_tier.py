@@ -7,16 +7,12 @@ scanned by the vector channel as method `cold` and kept out of the keyword chann
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
 
 import msgspec
 import numpy as np
 import pytest
 
-import tests.conftest as conftest
-from server.adapters.cold_segments import ColdArchive, ColdVectorIndex
-from server.adapters.usearch_index import UsearchIndexSet
+from server.adapters.cold_segments import ColdVectorIndex
 from server.core.engine import MemoryEngine
 from server.core.memory.changes import Cause, Put
 from server.core.memory.costs import CostModel
@@ -33,17 +29,9 @@ WARM = "fact/warm/text"
 
 
 @pytest.fixture
-def engine_with_archive(
-    monkeypatch: pytest.MonkeyPatch, engine_factory: Callable[..., MemoryEngine]
-) -> Callable[[], MemoryEngine]:
+def engine_with_archive(engine_factory: Callable[..., MemoryEngine]) -> Callable[[], MemoryEngine]:
     """Engines whose vector indexes keep the cold pockets in the archive beside them, as
-    `server.app.build_engine` opens them."""
-
-    def with_archive(root: Path, ndim: int, *args: Any, **kw: Any) -> UsearchIndexSet:
-        kw["cold"] = ColdArchive(root.parent / "cold", ndim, ColdSettings())
-        return UsearchIndexSet(root, ndim, *args, **kw)
-
-    monkeypatch.setattr(conftest, "UsearchIndexSet", with_archive)
+    `server.app.build_engine` (and tests.conftest.open_engine) open them."""
     return engine_factory
 
 

@@ -250,8 +250,11 @@ class EngineMachine(RuleBasedStateMachine):
         for k in live.tolist():
             assert mine[int(cols.ns[k])] == names[int(fresh.ns[k])]
             for name in ARRAYS:
-                if name not in ("ns", "pocket", "session"):
-                    assert getattr(cols, name)[k] == getattr(fresh, name)[k], (k, name)
+                # Access counts are a cache of the store's (Touch has no revision to replay):
+                # after a crash they may lag by the accesses since the last snapshot.
+                if name not in ("ns", "pocket", "session", "accesses", "last_access"):
+                    got, want = getattr(cols, name)[k], getattr(fresh, name)[k]
+                    assert got == want or (np.isnan(got) and np.isnan(want)), (k, name)
             assert (
                 cols.catalog.key(int(cols.pocket[k])).name
                 == fresh.catalog.key(int(fresh.pocket[k])).name

@@ -34,6 +34,11 @@ class Cause(enum.Enum):
     TIER_MOVE = "tier_move"
     FORGET = "forget"
     REEMBED = "reembed"
+    # The lifecycle (server.core.memory.lifecycle): a topic's summary and its originals moved
+    # to cold; a memory past expires_at; a supersession undone.
+    COMPRESS = "compress"
+    EXPIRE = "expire"
+    UNSUPERSEDE = "unsupersede"
 
 
 @dataclass(frozen=True)

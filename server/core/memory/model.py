@@ -149,6 +149,9 @@ class NewMemory(msgspec.Struct):
     explicit_importance: int | None = None
     hints: WriteHints = msgspec.field(default_factory=WriteHints)
     supersedes: tuple[str, ...] = ()
+    # The reason code the `supersedes` targets are marked with ("client"; "reconcile" for an
+    # authoritative fact).
+    supersede_reason: str = "client"
     client_memory_id: bool = False
     # When it happened, as the client said; None: now. (1970-01-01 is a valid time, not "unset".)
     created_at: float | None = None
@@ -328,6 +331,21 @@ class IndexState(msgspec.Struct, frozen=True):
     @property
     def catching_up(self) -> bool:
         return self.indexed_rev < self.head_rev
+
+
+class MaintainReport(msgspec.Struct, frozen=True):
+    """What one maintenance run did (`server.core.memory.lifecycle.run`)."""
+
+    sessions_ended: int = 0
+    moved_to_warm: int = 0
+    moved_to_cold: int = 0
+    topics_compressed: int = 0
+    compressed_records: int = 0
+    expired: int = 0
+    superseded: int = 0
+    # A run that a crash interrupted, finished at start-up before this one (0 or 1).
+    resumed: int = 0
+    took_micros: int = 0
 
 
 class Stats(msgspec.Struct, frozen=True):

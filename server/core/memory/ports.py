@@ -319,8 +319,17 @@ class MetadataColumns(Protocol):
     session: npt.NDArray[np.int32]
     turn: npt.NDArray[np.int32]
     says_when: BoolArray
+    importance: npt.NDArray[np.int8]
+    expires: npt.NDArray[np.float64]
+    stored: npt.NDArray[np.float64]
+    accesses: npt.NDArray[np.int32]
+    last_access: npt.NDArray[np.float64]
 
     def follow(self, applied: Sequence[Applied]) -> None: ...
+
+    def touch(self, tally: dict[int, tuple[int, float]]) -> None:
+        """Fold committed accesses (key → (count, last time)) into the access columns."""
+        ...
 
     def put(self, rec: Record) -> int:
         """Insert or update a row (rebuilding after a restart); return its pocket id."""
@@ -492,3 +501,20 @@ class HotSessions(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class MaintenanceJournal(Protocol):
+    """Where a maintenance run is recorded while it runs, so that one a crash interrupted is
+    finished at the next start-up (each of its steps is one change: applied whole or not)."""
+
+    def begin(self, namespace: str) -> None:
+        """Record, durably, that a run over `namespace` ("" : every one) began."""
+        ...
+
+    def end(self) -> None:
+        """Record, durably, that the run finished."""
+        ...
+
+    def pending(self) -> str | None:
+        """The namespace of a run that began and never finished, else None."""
+        ...

@@ -41,6 +41,7 @@ class Checkpoint:
         self._sink = sink
         self._every = every_s
         self._saved_rev: int | None = None  # none saved by this process yet
+        self._saved_touches = 0
         self._saved_at = 0.0
         self._discarded = False  # the columns missed a change: nothing is saved until restart
 
@@ -80,7 +81,7 @@ class Checkpoint:
     def save_if_due(self) -> bool:
         """Save when the columns have moved on since the last save and `every_s` has passed
         (at once after a start-up that could not use or did not find a snapshot)."""
-        if self._discarded or self._cols.rev == self._saved_rev:
+        if self._discarded or (self._cols.rev, self._cols.touches) == self._saved:
             return False
         if self._saved_rev is not None and time.monotonic() - self._saved_at < self._every:
             return False
@@ -95,11 +96,17 @@ class Checkpoint:
             self._sink.discard()
             self._discarded = True
             return
+        touches = self._cols.touches
         snap = self._cols.snapshot()
-        if snap.rev == self._saved_rev:
+        if (snap.rev, touches) == self._saved:
             return
         self._sink.save(snap)
         self._saved_rev, self._saved_at = snap.rev, time.monotonic()
+        self._saved_touches = touches
+
+    @property
+    def _saved(self) -> tuple[int | None, int]:
+        return self._saved_rev, self._saved_touches
 
 
 def _applied(row: ChangedRow) -> Applied:

@@ -43,9 +43,12 @@ ARRAYS = (
     "pocket",
     "turn",
     "says_when",
+    "stored",
+    "accesses",
+    "last_access",
     "ns",
 )
-_EMPTY = {"ns": -1, "expires": np.inf, "pocket": -1, "turn": -1}
+_EMPTY = {"ns": -1, "expires": np.inf, "pocket": -1, "turn": -1, "last_access": np.nan}
 
 
 class Columns:
@@ -71,6 +74,10 @@ class Columns:
         self._newest: dict[int, tuple[float, int]] = {}
         self._latest: dict[int, float] = {}
         self.rev = 0  # the last revision followed
+        # Accesses folded in (`touch`): they have no revision, so a snapshot is due after them
+        # too. After a crash the access columns lag the store by those since the last snapshot
+        # (retention reads them; nothing else does).
+        self.touches = 0
         # A change failed half-way: these columns may miss part of it while `rev` moves past it,
         # so no snapshot of them may be kept (the next start-up scans the store).
         self.broken = False
@@ -90,6 +97,11 @@ class Columns:
         self.pocket = np.full(n, -1, dtype=np.int32)
         self.turn = np.full(n, -1, dtype=np.int32)
         self.says_when = np.zeros(n, dtype=np.bool_)
+        # What retention weighs (`kernels.retention`): when pocketd stored it, how often and when
+        # last it was returned (NaN: never).
+        self.stored = np.zeros(n, dtype=np.float64)
+        self.accesses = np.zeros(n, dtype=np.int32)
+        self.last_access = np.full(n, np.nan, dtype=np.float64)
 
     def _grow(self, key: int) -> None:
         n = len(self.ns)
@@ -153,6 +165,9 @@ class Columns:
         self.pocket[k] = pocket
         self.turn[k] = rec.turn
         self.says_when[k] = rec.says_when
+        self.stored[k] = rec.stored_at or rec.created_at
+        self.accesses[k] = rec.access_count
+        self.last_access[k] = np.nan if rec.last_accessed_at is None else rec.last_accessed_at
         if rec.session_id and rec.turn >= 0:
             self._sessions.setdefault((ns, sid), array("q")).append(k)
             if rec.tier == Tier.HOT and rec.created_at >= self._newest.get(ns, (-math.inf, 0))[0]:
@@ -191,6 +206,17 @@ class Columns:
             except BaseException:
                 self.broken = True
                 raise
+
+    def touch(self, tally: dict[int, tuple[int, float]]) -> None:
+        """Fold counted accesses in, as the store did (`Touch` has no revision: the writer hands
+        the tally here after committing it)."""
+        with self._lock:
+            self.touches += 1
+            for k, (n, last) in tally.items():
+                if 0 <= k < len(self.ns) and self.ns[k] >= 0:
+                    self.accesses[k] += n
+                    prev = self.last_access[k]
+                    self.last_access[k] = last if np.isnan(prev) else max(prev, last)
 
     def drop(self, key: int) -> None:
         with self._lock:

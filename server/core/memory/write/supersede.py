@@ -173,6 +173,20 @@ class SupersedePolicy:
             return Verdict(False, "", "about someone else")
         return self._changed(new.text, old.text, cosine)
 
+    def contradicts(self, fact: Record, old: Record, cosine: float) -> Verdict:
+        """Whether an authoritative fact contradicts a current memory (reconciliation): on the
+        same topic (the same label, or no label on the memory and close vectors) and about the
+        same holder, a new value. Who said it and when do not matter: the fact wins."""
+        if not fact.text.strip() or not old.text.strip() or old.obsolete:
+            return Verdict(False, "", "not comparable")
+        if fact.topic and old.topic and fact.topic != old.topic:
+            return Verdict(False, "", f"another topic ({old.topic})")
+        if not (fact.topic and old.topic == fact.topic) and cosine < self._s.cosine:
+            return Verdict(False, "", f"another subject (cosine {cosine:.2f})")
+        if _holders(fact.text) != _holders(old.text):
+            return Verdict(False, "", "about someone else")
+        return self._changed(fact.text, old.text, cosine)
+
     def _changed(self, new: str, old: str, cosine: float) -> Verdict:
         """The new value, strongest evidence first. A changed number needs the rest of the words
         to agree (the subject terms, `subject_overlap`); a changed name or object, vectors that

@@ -167,15 +167,29 @@ class Writer:
         or an upsert never writes back a stale count."""
         with self._lock:
             self._commit([Touch(k, n, last) for k, (n, last) in tally.items()])
+            self._cols.touch(tally)
 
-    def forget(self, keys: list[int], deadline: Deadline) -> int:
-        """Erase records; return how many were live. Their neighbouring turns are rewritten in
-        the same change, so the indexer rebuilds their context fields without the forgotten
-        words (which would otherwise stay findable through a neighbour)."""
+    def change(
+        self, build: Callable[[], Sequence[Op]], deadline: Deadline, what: str
+    ) -> list[Applied]:
+        """Apply the operations `build` returns as one change, through the same lock and the
+        same publish as every write: `build` runs under the lock, so what it reads (the store,
+        the columns) is what the change applies to. The lifecycle's moves, compressions,
+        expiries and (un)supersessions come through here."""
+        with self._lock:
+            ops = build()
+            deadline.check(what)
+            return self._commit(ops) if ops else []
+
+    def forget(self, keys: list[int], deadline: Deadline, cause: Cause = Cause.FORGET) -> int:
+        """Erase records (`cause`: a Forget, or expiry); return how many were live. Their
+        neighbouring turns are rewritten in the same change, so the indexer rebuilds their
+        context fields without the forgotten words (which would otherwise stay findable through
+        a neighbour)."""
         with self._lock:
             deadline.check("the delete")
-            rewrite = self._rewrite_neighbours(keys, set(keys), Cause.FORGET)
-            applied = self._commit([*(Erase(k) for k in keys), *rewrite])
+            rewrite = self._rewrite_neighbours(keys, set(keys), cause)
+            applied = self._commit([*(Erase(k, cause) for k in keys), *rewrite])
             return sum(1 for a in applied if a.record is None)
 
     def _rewrite_neighbours(self, keys: list[int], written: set[int], cause: Cause) -> list[Put]:
@@ -440,7 +454,10 @@ class Writer:
                     entries[st.record.key] = entry
             slots.append(entry)
         said: dict[int, list[Supersession]] = defaultdict(list)  # per item, what it superseded
-        marks = [[(k, "client") for k in keys] for keys in targets]
+        marks = [
+            [(k, item.supersede_reason) for k in keys]
+            for keys, item in zip(targets, items, strict=True)
+        ]
         for i, found in self._value_changes(staged, dups, slots, doomed, said, now).items():
             marks[i].extend(found)
         superseded = self._mark_superseded(marks, slots, batch, said, now)

@@ -55,6 +55,11 @@ def records(n: int) -> list[Record]:
     return out
 
 
+def _same_nan(v: object) -> object:
+    """NaN (a never-accessed memory's last access) as a value equal to itself."""
+    return "nan" if isinstance(v, float) and v != v else v
+
+
 def state(cols: Columns) -> dict[str, object]:
     """What the columns answer, by names rather than ids."""
     live = np.nonzero(cols.ns >= 0)[0].tolist()
@@ -64,7 +69,11 @@ def state(cols: Columns) -> dict[str, object]:
             k: (
                 ns_name[int(cols.ns[k])],
                 cols.catalog.key(int(cols.pocket[k])).name,
-                *(getattr(cols, name)[k].item() for name in ARRAYS if name not in ("ns", "pocket")),
+                *(
+                    _same_nan(getattr(cols, name)[k].item())
+                    for name in ARRAYS
+                    if name not in ("ns", "pocket")
+                ),
                 cols.tags.get(k),
                 [a.tolist() for a in cols.neighbours(k, 2)],
             )
