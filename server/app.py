@@ -387,16 +387,29 @@ def assemble_engine(
     )
     access = AccessRecorder(writer.add_access)
     checkpoint = Checkpoint(columns, store, snapshots, settings.index.columns_snapshot_seconds)
+    encoding = Encoding(encoder, write_encoder, settings.embedding_dim)
+    life = assemble_lifecycle(
+        settings,
+        lifecycle,
+        encoding,
+        writer,
+        store,
+        columns,
+        keywords.analyze,
+        clock,
+        background_nice,
+    )
     maintenance = Maintenance(
         [
             ("access statistics", access.flush),
+            # Before the tier moves: a session idle past the TTL is summarised, then moved.
+            ("session ends", lambda: life.ender.expire(no_deadline())),
             ("tier moves", lambda: writer.move_tiers(no_deadline())),
             ("metadata snapshot", checkpoint.save_if_due),
         ],
         settings.access_flush_seconds,
         background_nice,
     )
-    encoding = Encoding(encoder, write_encoder, settings.embedding_dim)
     parts = EngineParts(
         columns=columns,
         hot=hot,
@@ -407,17 +420,7 @@ def assemble_engine(
         access=access,
         maintenance=maintenance,
         checkpoint=checkpoint,
-        lifecycle=assemble_lifecycle(
-            settings,
-            lifecycle,
-            encoding,
-            writer,
-            store,
-            columns,
-            keywords.analyze,
-            clock,
-            background_nice,
-        ),
+        lifecycle=life,
     )
     return MemoryEngine(settings, parts, store, vectors, keywords, clock)
 

@@ -12,6 +12,7 @@ by the hot tier's cap too), so nothing the hot session memory lost is missed.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -56,9 +57,15 @@ class SessionEnder:
         self._cols = columns
         self._clock = clock
         self._encode = encode
+        # One session end at a time (EndSession, the TTL tick and a maintenance run may meet).
+        self._lock = threading.Lock()
 
     def end(self, namespace: str, session_id: str, deadline: Deadline) -> SessionEndResult:
         """End one session. NOT_FOUND when the namespace holds no turn of it."""
+        with self._lock:
+            return self._end(namespace, session_id, deadline)
+
+    def _end(self, namespace: str, session_id: str, deadline: Deadline) -> SessionEndResult:
         ns_id = self._cols.ns_id(namespace)
         keys: list[int] = self._cols.session_keys(ns_id, session_id).tolist() if ns_id >= 0 else []
         records = [r for r in self._store.get(keys).values()]
