@@ -37,6 +37,7 @@ from server.adapters.usearch_index import UsearchIndexSet
 from server.api.calls import WorkerPools
 from server.api.server import GrpcServer
 from server.core.agent.ledger import Ledger
+from server.core.clock import Clock
 from server.core.engine import MemoryEngine
 from server.core.memory.state.sessions import MemoryHotSessions
 from server.core.settings import MemorySettings, Settings, resolve_thresholds
@@ -105,16 +106,28 @@ def make_settings(tmp: Path, **memory: object) -> Settings:
 def open_engine(
     data: Path,
     encoder: OnnxTextEncoder | None,
-    clock: FakeClock,
+    clock: Clock,
     settings: MemorySettings | None = None,
     background_nice: int = 0,
+    composed_lifecycle: bool = False,
 ) -> MemoryEngine:
-    from server.app import LifecycleAdapters, assemble_engine, thresholds_of
+    """An engine over `data`. Its lifecycle's parts: an in-process session memory, no
+    summariser; with `composed_lifecycle`, the composition root's (`memory.hot.backend`, the
+    configured summariser)."""
+    from server.app import LifecycleAdapters, assemble_engine, lifecycle_adapters, thresholds_of
 
     s = resolve_thresholds(settings or MemorySettings(), thresholds_of(encoder))
+    store = SqliteRecordStore(data / "records.sqlite3", s.index.record_cache_bytes)
+    lifecycle = (
+        lifecycle_adapters(s, store, encoder, clock, data)
+        if composed_lifecycle
+        else LifecycleAdapters(
+            MemoryHotSessions(clock), None, JournalFile(data / "maintenance.journal")
+        )
+    )
     eng = assemble_engine(
         s,
-        SqliteRecordStore(data / "records.sqlite3", s.index.record_cache_bytes),
+        store,
         UsearchIndexSet(
             data / "vectors",
             s.embedding_dim,
@@ -132,9 +145,7 @@ def open_engine(
         clock,
         ColumnsFile(data / "columns"),
         background_nice,
-        lifecycle=LifecycleAdapters(
-            MemoryHotSessions(clock), None, JournalFile(data / "maintenance.journal")
-        ),
+        lifecycle=lifecycle,
     )
     eng.load()
     return eng
@@ -186,18 +197,25 @@ class RunningServer:
 
 
 async def start_server(
-    tmp: Path, encoder: OnnxTextEncoder | None, settings: Settings | None = None
+    tmp: Path,
+    encoder: OnnxTextEncoder | None,
+    settings: Settings | None = None,
+    clock: Clock | None = None,
+    composed_lifecycle: bool = False,
 ) -> tuple[RunningServer, WorkerPools]:
+    """A server in `tmp` on port 0; `clock`: its engine's and ledger's (None: the system's);
+    `composed_lifecycle`: as `open_engine`'s."""
     settings = settings or make_settings(tmp)
     from server.app import SystemClock, agent_loop
 
+    clock = clock or SystemClock()
     executor = WorkerPools(4, 2)
     count = TokenCounter(TOKENIZER).count
     srv = GrpcServer(settings, executor, count)
     port = await srv.start("127.0.0.1:0")
-    eng = open_engine(tmp, encoder, SystemClock(), settings.memory)  # type: ignore[arg-type]
+    eng = open_engine(tmp, encoder, clock, settings.memory, 0, composed_lifecycle)
     store = SqliteLedgerStore(tmp / "ledger.sqlite3")
-    ledger = Ledger(store, SystemClock(), settings.ledger)
+    ledger = Ledger(store, clock, settings.ledger)
     await srv.ledger_ready(ledger)
     loop = agent_loop(settings, ledger, eng, encoder, count, store)
     await srv.agent_ready(loop)
