@@ -6,7 +6,9 @@ preference against its near neighbours of the same namespace and kind (the same 
 near-duplicates), and this policy decides, locally and in both languages:
 
 - **The same thing**: the vectors lie close (cosine ≥ `supersede.cosine`), or the two share most of
-  the older memory's subject terms (`subject_overlap`), and both are said by the same speaker.
+  the older memory's subject terms (`subject_overlap`), both are said by the same speaker, and
+  two `topic` labels, when both have one, are the same (a client's labels that differ say two
+  things, as reconciliation reads them).
 - **Not both true**: neither text says it adds to the other ("also", "another", "a second", "too";
   "也", "还", "另一", "第二", "又"), and both are about the same holder: "my sister's address" never
   replaces "my address" ("my son" / "my daughter", "我妹妹" / "我").
@@ -163,6 +165,8 @@ class SupersedePolicy:
             return Verdict(False, "", "not comparable")
         if new.speaker != old.speaker:
             return Verdict(False, "", "another speaker")
+        if new.topic and old.topic and new.topic != old.topic:
+            return Verdict(False, "", f"another topic ({old.topic})")
         if new.created_at <= old.created_at:  # said at once, both hold (a list of facts)
             return Verdict(False, "", "not later than the memory it would replace")
         if cosine < self._s.cosine:
