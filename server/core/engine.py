@@ -299,7 +299,7 @@ class MemoryEngine:
         need = [i for i, f in enumerate(facts) if f.vector is None]
         if need:
             vecs = self._encoding.encode(
-                [texts[i] for i in need], "a fact", deadline, Location("facts", need[0]), True
+                [texts[i] for i in need], "a fact", deadline, Location("facts", index=need[0]), True
             )
             for row, i in enumerate(need):
                 facts[i].vector = vecs[row]

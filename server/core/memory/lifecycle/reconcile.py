@@ -107,7 +107,7 @@ class Reconciler:
         for i, mid in enumerate(memory_ids):
             key = self._store.key_of(namespace, mid)
             if key is None:
-                raise NotFoundError("memory", mid, where=Location("memory_ids", i))
+                raise NotFoundError("memory", mid, where=Location("memory_ids", index=i))
             keys.append(key)
         restored: list[str] = []
 
