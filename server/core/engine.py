@@ -176,8 +176,10 @@ class MemoryEngine:
     def close(self) -> None:
         """Flush the access counts, snapshot the columns, stop indexing, snapshot the indexes
         and close the stores."""
-        self.lifecycle.stop()
+        # The maintenance first: its last tick ends idle sessions, reading the session memory
+        # that stopping the lifecycle closes (a Redis client would reconnect, and leak).
         self.maintenance.stop()
+        self.lifecycle.stop()
         try:
             self._checkpoint.save()
         except Exception:  # the next start-up scans the store instead
