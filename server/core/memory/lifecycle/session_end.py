@@ -78,11 +78,14 @@ class SessionEnder:
         )
         return SessionEndResult(summaries, len(moved))
 
-    def expire(self, deadline: Deadline) -> tuple[int, int]:
-        """End every session idle for `hot.ttl_seconds`; return (sessions, turns moved)."""
+    def expire(self, deadline: Deadline, only: str = "") -> tuple[int, int]:
+        """End every session idle for `hot.ttl_seconds` (of namespace `only`, when given);
+        return (sessions, turns moved)."""
         before = self._clock.now() - self._s.hot.ttl_seconds
         ended = moved = 0
         for namespace, session_id in self._sessions.idle(before):
+            if only and namespace != only:
+                continue
             deadline.check("ending idle sessions")
             try:
                 got = self.end(namespace, session_id, deadline)
