@@ -648,11 +648,15 @@ class SupersedeSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True)
     name_margin: Annotated[float, between(0.0, 1.0)] = 0.0
     # A changed object of the same verb (the weakest evidence) needs vectors this much closer.
     object_margin: Annotated[float, between(0.0, 1.0)] = 0.15
-    # Ranking: of two current memories of one slot (cosine at least `slot_cosine`), the older's
-    # score is multiplied by this, so the newer value ranks first even when unsure.
-    slot_cosine: Annotated[float, Meta(gt=0.0, le=1.0)] = 0.8
-    # The factor on the older of two current memories of one slot (see `slot_cosine`).
-    older_factor: Annotated[float, Meta(gt=0.0, le=1.0)] = 0.8
+    # Ranking: two current memories of one kind whose vectors lie this close, and that are not
+    # plainly both true (one adds to the other, or they are about two people), are one slot: the
+    # newer value ranks first even when the writer was unsure (tuned on `python -m bench update`'s
+    # tune half).
+    slot_cosine: Annotated[float, Meta(gt=0.0, le=1.0)] = 0.4
+    # The newer of a slot takes the older's place in the ranking when its score is at least this
+    # share of the older's (a question worded like the old value still finds the new one); an
+    # older memory yields once, to the newer one of its slot closest to it.
+    older_factor: Annotated[float, Meta(gt=0.0, le=1.0)] = 0.2
 
 
 class RetentionSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -4,10 +4,14 @@ Two rules over a Recall's final scores, before the top k is cut:
 
 - **Newer first.** When the writer was unsure (`server.core.memory.write.supersede`), two current
   facts or preferences can state two values of one thing. Among the best candidates, two of the
-  same kind whose vectors lie close (cosine ≥ `lifecycle.supersede.slot_cosine`) are one slot; when
-  the newer is nearly as relevant as the older (at least `older_factor` of its score), the older
-  ranks just below it. A question about the past ("before", "以前": `retrieval.past_cues`) is left
-  as it is.
+  same kind whose vectors lie close (cosine ≥ `lifecycle.supersede.slot_cosine`) and that are not
+  plainly both true (`supersede.both_hold`: the newer adds to the older, or they are about two
+  holders) are one slot. When the newer is relevant enough (at least `older_factor` of the
+  older's score), it takes the older's place and the older ranks just below it: a question worded
+  like the old value ("what's my manager's name?" against "my manager is Priya") still finds the
+  new one ("I report to Tom") where it found the old. An older memory yields once, to the newer
+  memory of its slot closest to it. A question about the past ("before", "以前":
+  `retrieval.past_cues`) is left as it is.
 - **Below its successor.** With `include_obsolete`, an obsolete memory ranks by its own relevance
   (so a question about the past finds it), but never above the current memory that superseded it
   (its chain's head) when that memory is a candidate too.
@@ -19,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from server.core.memory.model import Kind, units
+from server.core.memory.write.supersede import both_hold
 from server.core.query.run import KeyArray, Reader, Run, Sources
 from server.core.settings import SupersedeSettings
 
@@ -60,16 +65,26 @@ class Succession(Reader):
         if len(idx) < 2:
             return
         mat = units(np.stack([got[int(keys[i])] for i in idx]))
-        close = (mat @ mat.T) >= self._sup.slot_cosine
+        sims = mat @ mat.T
+        close = sims >= self._sup.slot_cosine
         kinds, born = c.kind[keys[idx]], c.created[keys[idx]]
-        # Newest first, so a chain of three values settles in one pass.
-        for a in np.argsort(-born, kind="stable").tolist():
-            for b in range(len(idx)):
-                i, j = int(idx[b]), int(idx[a])  # i: the older, j: the newer
-                if b == a or born[b] >= born[a] or not close[a, b] or kinds[a] != kinds[b]:
-                    continue
-                if out[i] > out[j] >= out[i] * self._sup.older_factor:
-                    out[i] = out[j] * BELOW
+        records = self._store.get([int(keys[i]) for i in idx])
+        text = [r.text if (r := records.get(int(keys[i]))) is not None else "" for i in idx]
+        # Each older memory, best first, yields its place once: to the newer memory of its slot
+        # that lies closest to it, when that one is relevant enough. Once, so that a run of newer
+        # neighbours cannot push it down the list one by one.
+        for b in np.argsort(-out[idx], kind="stable").tolist():
+            i = int(idx[b])
+            floor = out[i] * self._sup.older_factor
+            later = np.nonzero(close[b] & (born > born[b]) & (kinds == kinds[b]))[0].tolist()
+            mates = [
+                a
+                for a in later
+                if out[i] > out[int(idx[a])] >= floor and not both_hold(text[a], text[b])
+            ]
+            if mates:
+                j = int(idx[max(mates, key=lambda m: float(sims[m, b]))])
+                out[j], out[i] = out[i], out[i] * BELOW
 
     def _below_successors(self, run: Run, keys: KeyArray, out: F32) -> None:
         obsolete = np.nonzero(self._cols.obsolete[keys])[0]
