@@ -396,8 +396,11 @@ class Writer:
                 )
                 if rec.key and (prev := self._store.get([rec.key]).get(rec.key)) is not None:
                     # An upsert rewrites the content; the server-set state stays: a superseded
-                    # memory does not become current again by being rewritten.
+                    # memory does not become current again by being rewritten, nor loses why,
+                    # and a summary's and a compressed original's links stay.
                     rec.obsolete, rec.superseded_by = prev.obsolete, prev.superseded_by
+                    rec.supersede_reason = prev.supersede_reason
+                    rec.derived_from, rec.compressed_into = prev.derived_from, prev.compressed_into
                     rec.access_count = prev.access_count
                     rec.last_accessed_at = prev.last_accessed_at
                     rec.stored_at = prev.stored_at or now
