@@ -770,6 +770,11 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
             engine = await opening
         log.info("draining (up to %.1fs)", settings.server.drain_seconds)
         await grpc_server.drain(settings.server.drain_seconds)
+    except StartupError:
+        # The engine did not open (an unreachable Redis, a damaged cold segment): close the
+        # port while the loop still runs; left to grpc's clean-up at exit, it logs a traceback.
+        await grpc_server.drain(0.0)
+        raise
     finally:
         # The calls' work first (cancelled calls stop at their next deadline check), then the
         # stores: nothing still running can touch a closed store.
