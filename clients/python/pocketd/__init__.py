@@ -9,37 +9,48 @@ with Client("127.0.0.1:50051") as c:
 
 from pocketd.budgets import task_budget
 from pocketd.client import AsyncClient, Client
-from pocketd.requests import InsecureTokenError, MemoryInput, Tls
+from pocketd.requests import Fact, InsecureTokenError, MemoryInput, Tls
 from pocketd.tasks import AsyncTask, Task
 from pocketd.types import (
     Hit,
     IndexStats,
+    MaintainReport,
     Memory,
     NamespaceStats,
     Page,
     PlanStepReport,
     RecallResult,
+    ReconcileDecision,
+    ReconcileResult,
     RememberResult,
     Score,
+    SessionEnd,
     Stats,
+    Supersession,
 )
 
 __all__ = [
     "AsyncClient",
     "AsyncTask",
     "Client",
+    "Fact",
     "Hit",
     "IndexStats",
     "InsecureTokenError",
+    "MaintainReport",
     "Memory",
     "MemoryInput",
     "NamespaceStats",
     "Page",
     "PlanStepReport",
     "RecallResult",
+    "ReconcileDecision",
+    "ReconcileResult",
     "RememberResult",
     "Score",
+    "SessionEnd",
     "Stats",
+    "Supersession",
     "Task",
     "Tls",
     "task_budget",

@@ -1,8 +1,9 @@
 """`Client` (blocking) and `AsyncClient` (asyncio) for pocketd's MemoryService.
 
-Every call has a deadline (`timeout` seconds, default 5). Recall, Get and Stats are retried by
-gRPC on UNAVAILABLE (see `requests.RETRY_SERVICE_CONFIG`); writes are not, since repeating a
-write without a client-chosen `memory_id` could store it twice. Errors surface as
+Every call has a deadline (`timeout` seconds, default 5; a batch's and a reconciliation's grow
+with their size, and `maintain` waits up to `MAINTAIN_TIMEOUT`). Recall, Get and Stats are
+retried by gRPC on UNAVAILABLE (see `requests.RETRY_SERVICE_CONFIG`); writes are not, since
+repeating a write without a client-chosen `memory_id` could store it twice. Errors surface as
 `grpc.RpcError` with the server's status and rich details.
 """
 
@@ -13,6 +14,7 @@ from types import TracebackType
 from typing import Any
 
 from pocketd.requests import (
+    Fact,
     MemoryInput,
     Tls,
     batch_timeout,
@@ -22,15 +24,28 @@ from pocketd.requests import (
     memory_filter,
     open_channel,
     recall_request,
+    reconcile_request,
 )
 from pocketd.tasks import AsyncTask, Task
-from pocketd.types import Memory, Page, RecallResult, RememberResult, Stats
+from pocketd.types import (
+    MaintainReport,
+    Memory,
+    Page,
+    RecallResult,
+    ReconcileResult,
+    RememberResult,
+    SessionEnd,
+    Stats,
+)
 from pocketd.v1 import ledger_service_pb2 as lpb
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 
 DEFAULT_TIMEOUT = 5.0
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+# A maintenance run may take a while: wait as long as the server lets a call run
+# (`server.max_call_seconds`, 60 s by default) unless the client's timeout is longer.
+MAINTAIN_TIMEOUT = 60.0
 
 
 class Client:
@@ -72,8 +87,9 @@ class Client:
 
     def recall(self, namespace: str, text: str = "", **options: Any) -> RecallResult:
         """Hybrid search. `options`: vector, top_k, image, include_obsolete, include_expired,
-        min_score (the relevance floor, None: the server's 0.1), as_of, context_turns, plan
-        ((pocket, depth) steps), route_policy, and the filter fields of `requests.memory_filter`."""
+        include_cold (the cold archive too), min_score (the relevance floor, None: the
+        server's 0.1), as_of, context_turns, plan ((pocket, depth) steps), route_policy, and the
+        filter fields of `requests.memory_filter`."""
         req = recall_request(namespace, text, **options)
         return RecallResult.from_pb(self._stub.Recall(req, timeout=self.timeout))
 
@@ -121,6 +137,34 @@ class Client:
         return Stats.from_pb(
             self._stub.Stats(spb.StatsRequest(namespace=namespace), timeout=self.timeout)
         )
+
+    def reconcile(
+        self, namespace: str, facts: Sequence[Fact | str], dry_run: bool = False
+    ) -> ReconcileResult:
+        """Store authoritative facts (`Fact`, or a plain text) and mark the current memories on
+        their topic that they contradict obsolete (reason "reconcile"); `dry_run`: only say
+        what would be marked."""
+        req = reconcile_request(namespace, facts, dry_run)
+        resp = self._stub.Reconcile(req, timeout=batch_timeout(self.timeout, len(facts)))
+        return ReconcileResult.from_pb(resp)
+
+    def unsupersede(self, namespace: str, memory_ids: Sequence[str]) -> tuple[str, ...]:
+        """Make obsolete memories current again; returns the ids that were obsolete."""
+        req = spb.UnsupersedeRequest(namespace=namespace, memory_ids=list(memory_ids))
+        return tuple(self._stub.Unsupersede(req, timeout=self.timeout).restored)
+
+    def end_session(self, namespace: str, session_id: str) -> SessionEnd:
+        """End a session: its turns are summarised into warm memories and move to warm."""
+        req = spb.EndSessionRequest(namespace=namespace, session_id=session_id)
+        return SessionEnd.from_pb(self._stub.EndSession(req, timeout=self.timeout))
+
+    def maintain(self, namespace: str = "") -> MaintainReport:
+        """Run the lifecycle maintenance now, over one namespace or ("") every one the token
+        sees (a token must grant every namespace to ask for all); it waits for a run already
+        under way, then runs, for up to `MAINTAIN_TIMEOUT` or the client's timeout."""
+        req = spb.MaintainRequest(namespace=namespace)
+        wait = max(self.timeout, MAINTAIN_TIMEOUT)
+        return MaintainReport.from_pb(self._stub.Maintain(req, timeout=wait))
 
     def task(
         self,
@@ -197,8 +241,9 @@ class AsyncClient:
 
     async def recall(self, namespace: str, text: str = "", **options: Any) -> RecallResult:
         """Hybrid search. `options`: vector, top_k, image, include_obsolete, include_expired,
-        min_score (the relevance floor, None: the server's 0.1), as_of, context_turns, plan
-        ((pocket, depth) steps), route_policy, and the filter fields of `requests.memory_filter`."""
+        include_cold (the cold archive too), min_score (the relevance floor, None: the
+        server's 0.1), as_of, context_turns, plan ((pocket, depth) steps), route_policy, and the
+        filter fields of `requests.memory_filter`."""
         req = recall_request(namespace, text, **options)
         return RecallResult.from_pb(await self._stub.Recall(req, timeout=self.timeout))
 
@@ -243,6 +288,30 @@ class AsyncClient:
     async def stats(self, namespace: str = "") -> Stats:
         resp = await self._stub.Stats(spb.StatsRequest(namespace=namespace), timeout=self.timeout)
         return Stats.from_pb(resp)
+
+    async def reconcile(
+        self, namespace: str, facts: Sequence[Fact | str], dry_run: bool = False
+    ) -> ReconcileResult:
+        """As `Client.reconcile`."""
+        req = reconcile_request(namespace, facts, dry_run)
+        resp = await self._stub.Reconcile(req, timeout=batch_timeout(self.timeout, len(facts)))
+        return ReconcileResult.from_pb(resp)
+
+    async def unsupersede(self, namespace: str, memory_ids: Sequence[str]) -> tuple[str, ...]:
+        """As `Client.unsupersede`."""
+        req = spb.UnsupersedeRequest(namespace=namespace, memory_ids=list(memory_ids))
+        return tuple((await self._stub.Unsupersede(req, timeout=self.timeout)).restored)
+
+    async def end_session(self, namespace: str, session_id: str) -> SessionEnd:
+        """As `Client.end_session`."""
+        req = spb.EndSessionRequest(namespace=namespace, session_id=session_id)
+        return SessionEnd.from_pb(await self._stub.EndSession(req, timeout=self.timeout))
+
+    async def maintain(self, namespace: str = "") -> MaintainReport:
+        """As `Client.maintain`."""
+        req = spb.MaintainRequest(namespace=namespace)
+        wait = max(self.timeout, MAINTAIN_TIMEOUT)
+        return MaintainReport.from_pb(await self._stub.Maintain(req, timeout=wait))
 
     async def close(self) -> None:
         await self._channel.close()

@@ -235,6 +235,41 @@ class MemoryInput:
         )
 
 
+@dataclass(frozen=True)
+class Fact:
+    """An authoritative fact for `reconcile`: its text, its topic (only memories of that topic,
+    or of none and about the same thing, are weighed), how far to trust it, and optionally its
+    vector and kind."""
+
+    text: str
+    topic: str = ""
+    source_type: str | int = "official_document"
+    vector: Sequence[float] | None = None
+    kind: str | int = "fact"
+
+    def to_pb(self) -> spb.AuthoritativeFact:
+        f = spb.AuthoritativeFact(
+            text=self.text,
+            topic=self.topic,
+            source_type=_enum(pb.SourceType, "SOURCE_TYPE_", self.source_type),  # type: ignore[arg-type]
+            kind=_enum(pb.MemoryKind, "MEMORY_KIND_", self.kind),  # type: ignore[arg-type]
+        )
+        if self.vector is not None:
+            f.vector.extend(self.vector)
+        return f
+
+
+def reconcile_request(
+    namespace: str, facts: Sequence[Fact | str], dry_run: bool
+) -> spb.ReconcileRequest:
+    """A ReconcileRequest; a plain string is a `Fact` with that text and no topic."""
+    return spb.ReconcileRequest(
+        namespace=namespace,
+        facts=[(Fact(f) if isinstance(f, str) else f).to_pb() for f in facts],
+        dry_run=dry_run,
+    )
+
+
 def memory_filter(
     session_id: str = "",
     kinds: Sequence[str | int] = (),
@@ -280,6 +315,7 @@ def recall_request(
     image: bool = False,
     include_obsolete: bool = False,
     include_expired: bool = False,
+    include_cold: bool = False,
     min_score: float | None = None,
     as_of: datetime | float | None = None,
     context_turns: int = 0,
@@ -298,6 +334,7 @@ def recall_request(
         query_modality=pb.MODALITY_IMAGE if image else pb.MODALITY_UNSPECIFIED,
         include_obsolete=include_obsolete,
         include_expired=include_expired,
+        include_cold=include_cold,
         context_turns=context_turns,
         plan=[spb.PlanStep(pocket=p, depth=d) for p, d in plan],
         route_policy=route_policy,

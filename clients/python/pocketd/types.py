@@ -173,6 +173,16 @@ class RecallResult:
 
 
 @dataclass(frozen=True)
+class Supersession:
+    """An older memory a write made obsolete: which, by which, and why ("client", "reconcile",
+    "value:<what changed>")."""
+
+    memory_id: str
+    superseded_by: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class RememberResult:
     """The write gate's verdict: decision is "stored", "merged" or "rejected"."""
 
@@ -181,6 +191,11 @@ class RememberResult:
     reason: str
     importance: int
     expires_at: datetime | None
+    # Where it landed ("hot", "warm"; "unspecified" when rejected).
+    tier: str = "unspecified"
+    # The older memories it made obsolete: those it named, and those that stated an older
+    # value of the same thing.
+    superseded: tuple[Supersession, ...] = ()
 
     @property
     def stored(self) -> bool:
@@ -194,6 +209,85 @@ class RememberResult:
             reason=r.reason,
             importance=r.importance,
             expires_at=_dt(r.expires_at, r.HasField("expires_at")),
+            tier=_name(pb.Tier, r.tier, "TIER_"),
+            superseded=tuple(
+                Supersession(x.memory_id, x.superseded_by, x.reason) for x in r.superseded
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class ReconcileDecision:
+    """What reconciliation decided about one current memory: contradicted by the fact at
+    `fact_index` (`supersede`), or kept, and why (the reason code first)."""
+
+    memory_id: str
+    text: str
+    fact_index: int
+    supersede: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class ReconcileResult:
+    """The stored facts' ids in order (none with dry_run), the decisions, and whether they
+    were applied."""
+
+    fact_ids: tuple[str, ...]
+    decisions: tuple[ReconcileDecision, ...]
+    applied: bool
+
+    @classmethod
+    def from_pb(cls, r: spb.ReconcileResponse) -> ReconcileResult:
+        return cls(
+            fact_ids=tuple(r.fact_ids),
+            decisions=tuple(
+                ReconcileDecision(d.memory_id, d.text, d.fact_index, d.supersede, d.reason)
+                for d in r.decisions
+            ),
+            applied=r.applied,
+        )
+
+
+@dataclass(frozen=True)
+class SessionEnd:
+    """An ended session: its summaries as the write gate judged them (Get shows each one's
+    `derived_from`), and how many of its turns moved from hot to warm."""
+
+    summaries: tuple[RememberResult, ...]
+    turns_moved: int
+
+    @classmethod
+    def from_pb(cls, r: spb.EndSessionResponse) -> SessionEnd:
+        return cls(tuple(RememberResult.from_pb(x) for x in r.summaries), r.turns_moved)
+
+
+@dataclass(frozen=True)
+class MaintainReport:
+    """What a maintenance run did (see MaintainResponse in the proto)."""
+
+    sessions_ended: int
+    moved_to_warm: int
+    moved_to_cold: int
+    topics_compressed: int
+    compressed_records: int
+    expired: int
+    superseded: int
+    resumed: int
+    took_micros: int
+
+    @classmethod
+    def from_pb(cls, r: spb.MaintainResponse) -> MaintainReport:
+        return cls(
+            sessions_ended=r.sessions_ended,
+            moved_to_warm=r.moved_to_warm,
+            moved_to_cold=r.moved_to_cold,
+            topics_compressed=r.topics_compressed,
+            compressed_records=r.compressed_records,
+            expired=r.expired,
+            superseded=r.superseded,
+            resumed=r.resumed,
+            took_micros=r.took_micros,
         )
 
 
