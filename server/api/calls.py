@@ -1,12 +1,12 @@
 """How one MemoryService call is run: admission, its deadline, the worker pool, and its log line.
 
-- **Admission**: at most `server.max_concurrent_calls` reads, as many single writes (Remember),
-  as many bulk writes (RememberBatch) and as many agent calls (LedgerService, AgentService) are
-  in flight (validating, queued for a worker, or running), counted apart and across every
-  service, so that writers held back by backpressure never crowd out reads, an import never
-  takes a Remember's slot, and Steps never crowd out either. With more than one tenant, a tenant
-  has at most `server.max_calls_per_tenant` of each in flight, a StepBatch counting as its
-  Steps. One more
+- **Admission**: at most `server.max_concurrent_calls` reads, as many single writes (Remember,
+  Unsupersede, EndSession), as many bulk writes (RememberBatch, Reconcile, Maintain) and as many
+  agent calls (LedgerService, AgentService) are in flight (validating, queued for a worker, or
+  running), counted apart and across every service, so that writers held back by backpressure
+  never crowd out reads, an import or a maintenance run never takes a Remember's slot, and Steps
+  never crowd out either. With more than one tenant, a tenant has at most
+  `server.max_calls_per_tenant` of each in flight, a StepBatch counting as its Steps. One more
   gets RESOURCE_EXHAUSTED at once, with a QuotaFailure naming the setting, instead of queueing
   without end. A call counts until its work has really stopped, not merely until its client has
   gone. The pools serve tenants in turn (`server.api.fairpool`).

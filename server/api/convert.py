@@ -4,7 +4,7 @@ requests that passed validation."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -13,11 +13,14 @@ from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
 from server.api.fields import MAX_SECONDS, MIN_SECONDS
 from server.api.fields import seconds as ts_seconds
+from server.core.memory.lifecycle.reconcile import ReconcileResult
+from server.core.memory.lifecycle.session_end import SessionEndResult
 from server.core.memory.model import (
     Blob,
     GateDecision,
     Hit,
     Kind,
+    MaintainReport,
     MemoryFilter,
     Modality,
     NewMemory,
@@ -295,3 +298,58 @@ def stats_response(st: Stats, tenant: Tenant) -> spb.StatsResponse:
         )
     )
     return out
+
+
+def authoritative_fact(f: spb.AuthoritativeFact, namespace: str) -> NewMemory:
+    """One fact of a Reconcile, as the write it becomes (`namespace` as the core keeps it): an
+    official document's fact unless it says otherwise."""
+    return NewMemory(
+        record=Record(
+            memory_id="",
+            namespace=namespace,
+            kind=Kind(f.kind or pb.MEMORY_KIND_FACT),
+            text=f.text,
+            topic=f.topic,
+            source_type=SourceType(f.source_type or pb.SOURCE_TYPE_OFFICIAL_DOCUMENT),
+        ),
+        vector=_vec(f.vector),
+    )
+
+
+def reconcile_response(res: ReconcileResult) -> spb.ReconcileResponse:
+    return spb.ReconcileResponse(
+        fact_ids=res.fact_ids,
+        decisions=[
+            spb.ReconcileDecision(
+                memory_id=d.memory_id,
+                text=d.text,
+                fact_index=d.fact_index,
+                supersede=d.supersede,
+                reason=d.reason,
+            )
+            for d in res.decisions
+        ],
+        applied=res.applied,
+    )
+
+
+def end_session_response(res: SessionEndResult) -> spb.EndSessionResponse:
+    return spb.EndSessionResponse(
+        summaries=[write_result(r) for r in res.summaries], turns_moved=res.moved
+    )
+
+
+def maintain_response(reports: Sequence[MaintainReport]) -> spb.MaintainResponse:
+    """One reply for the runs of one Maintain (one per namespace when the caller's token sees
+    only some of them), their counts and times added up."""
+    return spb.MaintainResponse(
+        sessions_ended=sum(r.sessions_ended for r in reports),
+        moved_to_warm=sum(r.moved_to_warm for r in reports),
+        moved_to_cold=sum(r.moved_to_cold for r in reports),
+        topics_compressed=sum(r.topics_compressed for r in reports),
+        compressed_records=sum(r.compressed_records for r in reports),
+        expired=sum(r.expired for r in reports),
+        superseded=sum(r.superseded for r in reports),
+        resumed=sum(r.resumed for r in reports),
+        took_micros=sum(r.took_micros for r in reports),
+    )

@@ -23,10 +23,12 @@ from server.api.page_tokens import PageTokens
 from server.api.validation import Violations
 from server.core.deadline import Deadline
 from server.core.engine import MemoryEngine
-from server.core.errors import FailedPreconditionError, UnavailableError
+from server.core.errors import FailedPreconditionError, PermissionDeniedError, UnavailableError
+from server.core.memory.model import MaintainReport
 from server.core.routing.explain import Explainer
 from server.core.routing.router import Router
 from server.core.settings import Settings
+from server.core.tenancy import Tenant
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -239,3 +241,103 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
             lambda eng, d: convert.stats_response(eng.stats(ns, t.sees), t),
             settle=[ns] if ns else [],
         )
+
+    async def Reconcile(self, request: spb.ReconcileRequest, context: Ctx) -> spb.ReconcileResponse:
+        rec = CallRecord("Reconcile", request.namespace, len(request.facts))
+        t = call_tenant(context)
+        ns = t.scope(request.namespace)
+
+        def work(eng: MemoryEngine, d: Deadline) -> spb.ReconcileResponse:
+            facts = [convert.authoritative_fact(f, ns) for f in request.facts]
+            return convert.reconcile_response(eng.reconcile(ns, facts, request.dry_run, d))
+
+        # The bulk lane: up to `limits.max_batch_items` facts, each searched, then one write.
+        return await self._run(
+            context,
+            rec,
+            lambda v: self._validator.reconcile(v, request),
+            work,
+            lane=Lane.BULK,
+            batch=False,
+            settle=[ns],
+        )
+
+    async def Unsupersede(
+        self, request: spb.UnsupersedeRequest, context: Ctx
+    ) -> spb.UnsupersedeResponse:
+        rec = CallRecord("Unsupersede", request.namespace, len(request.memory_ids))
+        t = call_tenant(context)
+        ns = t.scope(request.namespace)
+
+        def work(eng: MemoryEngine, d: Deadline) -> spb.UnsupersedeResponse:
+            restored = eng.unsupersede(ns, list(request.memory_ids), d)
+            rec.items = len(restored)
+            return spb.UnsupersedeResponse(restored=restored)
+
+        return await self._run(
+            context,
+            rec,
+            lambda v: self._validator.unsupersede(v, request),
+            work,
+            lane=Lane.WRITE,
+            batch=False,
+            settle=[ns],
+        )
+
+    async def EndSession(
+        self, request: spb.EndSessionRequest, context: Ctx
+    ) -> spb.EndSessionResponse:
+        t = call_tenant(context)
+        ns = t.scope(request.namespace)
+        return await self._run(
+            context,
+            CallRecord("EndSession", request.namespace, 1),
+            lambda v: self._validator.end_session(v, request),
+            lambda eng, d: convert.end_session_response(eng.end_session(ns, request.session_id, d)),
+            lane=Lane.WRITE,
+            batch=False,
+            settle=[ns],
+        )
+
+    async def Maintain(self, request: spb.MaintainRequest, context: Ctx) -> spb.MaintainResponse:
+        rec = CallRecord("Maintain", request.namespace, 0)
+        t = call_tenant(context)
+
+        def validate(v: Violations) -> None:
+            self._validator.maintain(v, request)
+            v.raise_if_any()
+            if not request.namespace and not any(set(g) == {"*"} for g in t.grants):
+                raise PermissionDeniedError(
+                    "Maintain without a namespace runs over every namespace, and this token"
+                    " does not grant every one: name a namespace",
+                    "namespace",
+                )
+
+        def work(eng: MemoryEngine, d: Deadline) -> spb.MaintainResponse:
+            reports = _maintain(eng, t, t.scope(request.namespace) if request.namespace else "", d)
+            rec.items = len(reports)
+            return convert.maintain_response(reports)
+
+        # The bulk lane: a run may take long, and must not hold a Remember's worker.
+        return await self._run(
+            context,
+            rec,
+            validate,
+            work,
+            lane=Lane.BULK,
+            settle=[t.scope(request.namespace)] if request.namespace else [],
+        )
+
+
+def _maintain(eng: MemoryEngine, t: Tenant, ns: str, d: Deadline) -> list[MaintainReport]:
+    """The maintenance runs of one Maintain: of `ns` (as the core keeps it); with none, of every
+    namespace the caller's tenant sees, as Stats without a namespace counts them: one run when
+    that is every namespace kept (a server without tenants), else one run per namespace, so
+    that another tenant's memory is neither changed nor counted."""
+    if ns:
+        return [eng.maintain(ns, d)]
+    kept = list(eng.columns.namespaces())
+    mine = [n for n in kept if t.sees(n)]
+    if len(mine) == len(kept):
+        return [eng.maintain("", d)]
+    return [eng.maintain(n, d) for n in sorted(mine)]

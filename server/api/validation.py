@@ -31,6 +31,7 @@ MAX_DEPTH = 10_000
 MAX_SPEAKER_CHARS = 64
 MAX_TURN = 10_000_000
 MAX_CONTEXT_TURNS = 8
+MAX_UNSUPERSEDE_IDS = 1024
 
 _KINDS = set(pb.MemoryKind.values()) - {pb.MEMORY_KIND_UNSPECIFIED}
 _MODALITIES = set(pb.Modality.values())
@@ -284,4 +285,39 @@ class Validator:
             v.add("page_token", "is not a next_page_token of List")
 
     def stats(self, v: Violations, req: spb.StatsRequest) -> None:
+        self.namespace(v, "namespace", req.namespace, required=False)
+
+    def reconcile(self, v: Violations, req: spb.ReconcileRequest) -> None:
+        self.namespace(v, "namespace", req.namespace)
+        n, cap = len(req.facts), self._lim.max_batch_items
+        if not 1 <= n <= cap:
+            v.add("facts", f"has {n} facts; it must have 1-{cap}")
+            return
+        for i, fact in enumerate(req.facts):
+            p = f"facts[{i}]"
+            if not fact.text:
+                v.add(f"{p}.text", "is required")
+            self._chars(v, f"{p}.text", fact.text, self._lim.max_text_chars)
+            self._label(v, f"{p}.topic", fact.topic)
+            self._enum(v, f"{p}.source_type", fact.source_type, _SOURCE_TYPES, "SourceType")
+            if fact.kind != pb.MEMORY_KIND_UNSPECIFIED:
+                self._enum(v, f"{p}.kind", fact.kind, _KINDS, "MemoryKind")
+            self.vector(v, f"{p}.vector", fact.vector)
+
+    def unsupersede(self, v: Violations, req: spb.UnsupersedeRequest) -> None:
+        self.namespace(v, "namespace", req.namespace)
+        n = len(req.memory_ids)
+        if not 1 <= n <= MAX_UNSUPERSEDE_IDS:
+            v.add("memory_ids", f"has {n} ids; it must have 1-{MAX_UNSUPERSEDE_IDS}")
+            return
+        for i, mid in enumerate(req.memory_ids):
+            self.memory_id(v, f"memory_ids[{i}]", mid)
+
+    def end_session(self, v: Violations, req: spb.EndSessionRequest) -> None:
+        self.namespace(v, "namespace", req.namespace)
+        if not req.session_id:
+            v.add("session_id", "is required")
+        self._session_id(v, "session_id", req.session_id)
+
+    def maintain(self, v: Violations, req: spb.MaintainRequest) -> None:
         self.namespace(v, "namespace", req.namespace, required=False)

@@ -289,6 +289,10 @@ METHODS = [
     "/pocketd.v1.MemoryService/Get",
     "/pocketd.v1.MemoryService/Forget",
     "/pocketd.v1.MemoryService/Stats",
+    "/pocketd.v1.MemoryService/Reconcile",
+    "/pocketd.v1.MemoryService/Unsupersede",
+    "/pocketd.v1.MemoryService/EndSession",
+    "/pocketd.v1.MemoryService/Maintain",
     "/grpc.health.v1.Health/Check",
 ]
 
