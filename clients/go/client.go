@@ -24,9 +24,14 @@ import (
 	"google.golang.org/grpc"
 )
 
-// BatchTimePerItem is how much a RememberBatch's deadline grows per item: the server encodes
-// a few hundred texts a second on two cores, so a fixed deadline would fail a large import.
+// BatchTimePerItem is how much a RememberBatch's (and a Reconcile's) deadline grows per item:
+// the server encodes a few hundred texts a second on two cores, so a fixed deadline would fail
+// a large import.
 const BatchTimePerItem = 50 * time.Millisecond
+
+// MaintainTimeout is the least a Maintain waits (a run may take a while, and one under way is
+// waited for): the server's own cap on a call, server.max_call_seconds, by default.
+const MaintainTimeout = 60 * time.Second
 
 // Client is a connection to pocketd. It is safe for concurrent use; Close it when done.
 type Client struct {
@@ -131,4 +136,35 @@ func (c *Client) Forget(ctx context.Context, req *pb.ForgetRequest) (uint64, err
 func (c *Client) Stats(ctx context.Context, namespace string) (*pb.StatsResponse, error) {
 	req := &pb.StatsRequest{Namespace: namespace}
 	return invoke(ctx, c, unavailable, c.timeout, c.memory.Stats, req)
+}
+
+// Reconcile stores authoritative facts and marks the current memories on their topic that
+// they contradict obsolete (reason "reconcile"); with DryRun it only says what it would mark.
+// Its deadline grows with the facts (BatchTimePerItem); it is not retried.
+func (c *Client) Reconcile(ctx context.Context, req *pb.ReconcileRequest) (*pb.ReconcileResponse, error) {
+	timeout := max(c.timeout, time.Duration(len(req.GetFacts()))*BatchTimePerItem)
+	return invoke(ctx, c, never, timeout, c.memory.Reconcile, req)
+}
+
+// Unsupersede makes obsolete memories current again and says which of them were obsolete. It
+// is not retried.
+func (c *Client) Unsupersede(ctx context.Context, namespace string, memoryIDs []string) ([]string, error) {
+	req := &pb.UnsupersedeRequest{Namespace: namespace, MemoryIds: memoryIDs}
+	resp, err := invoke(ctx, c, never, c.timeout, c.memory.Unsupersede, req)
+	return resp.GetRestored(), err
+}
+
+// EndSession ends a session: its turns are summarised into warm memories (each naming its
+// turns in DerivedFrom) and move from hot to warm. It is not retried.
+func (c *Client) EndSession(ctx context.Context, namespace, sessionID string) (*pb.EndSessionResponse, error) {
+	req := &pb.EndSessionRequest{Namespace: namespace, SessionId: sessionID}
+	return invoke(ctx, c, never, c.timeout, c.memory.EndSession, req)
+}
+
+// Maintain runs the lifecycle maintenance now over namespace ("": every namespace the token
+// sees, which it must grant all of) and reports what it did. It waits at least MaintainTimeout
+// and is not retried.
+func (c *Client) Maintain(ctx context.Context, namespace string) (*pb.MaintainResponse, error) {
+	req := &pb.MaintainRequest{Namespace: namespace}
+	return invoke(ctx, c, never, max(c.timeout, MaintainTimeout), c.memory.Maintain, req)
 }

@@ -237,3 +237,67 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+func TestLifecycleCalls(t *testing.T) {
+	f, c := startFake(t, 0, Options{Timeout: 2 * time.Second})
+	ctx := context.Background()
+	facts := make([]*pb.AuthoritativeFact, 100) // 100 × 50 ms = 5 s
+	for i := range facts {
+		facts[i] = &pb.AuthoritativeFact{Text: "The price is 4.0 dollars", Topic: "pricing"}
+	}
+	rec, err := c.Reconcile(ctx, &pb.ReconcileRequest{Namespace: "shop", Facts: facts, DryRun: true})
+	if err != nil || rec.GetApplied() || len(rec.GetDecisions()) != 1 || !rec.GetDecisions()[0].GetSupersede() {
+		t.Fatalf("Reconcile: %v, %v", rec, err)
+	}
+	restored, err := c.Unsupersede(ctx, "shop", []string{"m0", "m9"})
+	if err != nil || !slices.Equal(restored, []string{"m0"}) {
+		t.Fatalf("Unsupersede: %v, %v", restored, err)
+	}
+	ended, err := c.EndSession(ctx, "me", "s1")
+	if err != nil || ended.GetTurnsMoved() != 3 || len(ended.GetSummaries()) != 1 {
+		t.Fatalf("EndSession: %v, %v", ended, err)
+	}
+	report, err := c.Maintain(ctx, "")
+	if err != nil || report.GetTopicsCompressed() != 1 || report.GetCompressedRecords() != 6 {
+		t.Fatalf("Maintain: %v, %v", report, err)
+	}
+	calls := f.all()
+	if got := f.methods(); !slices.Equal(got, []string{"Reconcile", "Unsupersede", "EndSession", "Maintain"}) {
+		t.Fatalf("calls = %v", got)
+	}
+	if r := calls[1].req.(*pb.UnsupersedeRequest); r.GetNamespace() != "shop" || len(r.GetMemoryIds()) != 2 {
+		t.Errorf("Unsupersede sent %v", r)
+	}
+	if r := calls[2].req.(*pb.EndSessionRequest); r.GetNamespace() != "me" || r.GetSessionId() != "s1" {
+		t.Errorf("EndSession sent %v", r)
+	}
+	if r := calls[3].req.(*pb.MaintainRequest); r.GetNamespace() != "" {
+		t.Errorf("Maintain sent %v", r)
+	}
+	for i, want := range []time.Duration{5 * time.Second, 2 * time.Second, 2 * time.Second, MaintainTimeout} {
+		if got := calls[i].deadline; got <= want-time.Second || got > want {
+			t.Errorf("%s: deadline left %v, want about %v", calls[i].method, got, want)
+		}
+	}
+}
+
+func TestLifecycleWritesNotRetried(t *testing.T) {
+	ctx := context.Background()
+	for name, call := range map[string]func(*Client) error{
+		"Reconcile": func(c *Client) error {
+			_, err := c.Reconcile(ctx, &pb.ReconcileRequest{Namespace: "shop"})
+			return err
+		},
+		"Unsupersede": func(c *Client) error { _, err := c.Unsupersede(ctx, "shop", []string{"m0"}); return err },
+		"EndSession":  func(c *Client) error { _, err := c.EndSession(ctx, "me", "s1"); return err },
+		"Maintain":    func(c *Client) error { _, err := c.Maintain(ctx, "shop"); return err },
+	} {
+		f, c := startFake(t, 2, Options{})
+		if err := call(c); status.Code(err) != codes.Unavailable {
+			t.Errorf("%s: got %v, want UNAVAILABLE", name, err)
+		}
+		if got := f.methods(); !slices.Equal(got, []string{name}) {
+			t.Errorf("%s: calls = %v", name, got)
+		}
+	}
+}

@@ -99,6 +99,37 @@ func (f *fakeMemory) Get(ctx context.Context, req *pb.GetRequest) (*pb.GetRespon
 	return nil, f.getErr
 }
 
+func (f *fakeMemory) Reconcile(ctx context.Context, req *pb.ReconcileRequest) (*pb.ReconcileResponse, error) {
+	if err := f.record(ctx, "Reconcile", req); err != nil {
+		return nil, err
+	}
+	return &pb.ReconcileResponse{
+		Decisions: []*pb.ReconcileDecision{{MemoryId: "m0", Supersede: true, Reason: "value:number"}},
+		Applied:   !req.GetDryRun(),
+	}, nil
+}
+
+func (f *fakeMemory) Unsupersede(ctx context.Context, req *pb.UnsupersedeRequest) (*pb.UnsupersedeResponse, error) {
+	if err := f.record(ctx, "Unsupersede", req); err != nil {
+		return nil, err
+	}
+	return &pb.UnsupersedeResponse{Restored: req.GetMemoryIds()[:1]}, nil
+}
+
+func (f *fakeMemory) EndSession(ctx context.Context, req *pb.EndSessionRequest) (*pb.EndSessionResponse, error) {
+	if err := f.record(ctx, "EndSession", req); err != nil {
+		return nil, err
+	}
+	return &pb.EndSessionResponse{TurnsMoved: 3, Summaries: []*pb.RememberResponse{{MemoryId: "s1"}}}, nil
+}
+
+func (f *fakeMemory) Maintain(ctx context.Context, req *pb.MaintainRequest) (*pb.MaintainResponse, error) {
+	if err := f.record(ctx, "Maintain", req); err != nil {
+		return nil, err
+	}
+	return &pb.MaintainResponse{TopicsCompressed: 1, CompressedRecords: 6, TookMicros: 9}, nil
+}
+
 type fakeLedger struct {
 	pb.UnimplementedLedgerServiceServer
 	*recorder

@@ -120,3 +120,42 @@ func TestLiveTask(t *testing.T) {
 		t.Errorf("bill: %v", bill)
 	}
 }
+
+func TestLiveLifecycle(t *testing.T) {
+	c, ns := live(t)
+	ctx := context.Background()
+	old := pocketd.NewMemory(ns, "The product price is 3.2 dollars")
+	old.Record.Topic = "pricing"
+	stored, err := c.Remember(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fact := &pb.AuthoritativeFact{Text: "The product price is 4.0 dollars", Topic: "pricing"}
+	dry, err := c.Reconcile(ctx, &pb.ReconcileRequest{Namespace: ns, Facts: []*pb.AuthoritativeFact{fact}, DryRun: true})
+	if err != nil || dry.GetApplied() || len(dry.GetFactIds()) != 0 {
+		t.Fatalf("a dry run: %v, %v", dry, err)
+	}
+	done, err := c.Reconcile(ctx, &pb.ReconcileRequest{Namespace: ns, Facts: []*pb.AuthoritativeFact{fact}})
+	if err != nil || !done.GetApplied() || len(done.GetFactIds()) != 1 {
+		t.Fatalf("Reconcile: %v, %v", done, err)
+	}
+	got, err := c.Get(ctx, &pb.GetRequest{Namespace: ns, MemoryId: stored.GetMemoryId()})
+	if err != nil || !got.GetObsolete() || got.GetSupersedeReason() != "reconcile" {
+		t.Fatalf("the contradicted memory: %v, %v", got, err)
+	}
+	restored, err := c.Unsupersede(ctx, ns, []string{stored.GetMemoryId()})
+	if err != nil || len(restored) != 1 || restored[0] != stored.GetMemoryId() {
+		t.Fatalf("Unsupersede: %v, %v", restored, err)
+	}
+	_, err = c.EndSession(ctx, ns, "no-such-session")
+	var e *pocketd.Error
+	if !errors.As(err, &e) || e.Code != codes.NotFound {
+		t.Fatalf("EndSession of an unknown session: %v, want NOT_FOUND", err)
+	}
+	if why, ok := e.Field("session_id"); !ok || why == "" {
+		t.Errorf("no violation of session_id in %v", e.FieldViolations)
+	}
+	if _, err := c.Maintain(ctx, ns); err != nil {
+		t.Fatalf("Maintain: %v", err)
+	}
+}

@@ -27,7 +27,12 @@ pytestmark = [
 ]
 GO_DIR = ROOT / "clients" / "go"
 TOKEN = "go-client-token-0123456789abcdef"
-LIVE_TESTS = ("TestLiveRememberRecall", "TestLiveBadRequestNamesTheField", "TestLiveTask")
+LIVE_TESTS = (
+    "TestLiveRememberRecall",
+    "TestLiveBadRequestNamesTheField",
+    "TestLiveTask",
+    "TestLiveLifecycle",
+)
 
 
 @pytest.fixture(scope="module")
