@@ -2,9 +2,10 @@
  * `PocketdClient`: pocketd's MemoryService as promises, and `task` for the agent-loop services
  * (clients/python/pocketd/client.py).
  *
- * Every call has a deadline (`timeoutMs`, default 5 s; a batch's grows with its size). Recall,
- * Get and Stats are retried on UNAVAILABLE; writes are not, since repeating a write without a
- * client-chosen `memoryId` could store it twice. A failed call rejects with a `PocketdError`
+ * Every call has a deadline (`timeoutMs`, default 5 s; a batch's and a reconciliation's grow
+ * with their size, and `maintain` waits at least `MAINTAIN_TIMEOUT_MS`). Recall, Get and Stats
+ * are retried on UNAVAILABLE; writes are not, since repeating a write without a client-chosen
+ * `memoryId` could store it twice. A failed call rejects with a `PocketdError`
  * carrying the status and the server's rich details.
  */
 
@@ -20,10 +21,13 @@ import {
 import { openChannel, type Connection, type TlsOptions } from "./channel.js";
 import { MemoryRecord } from "./gen/pocketd/v1/memory.js";
 import {
+  EndSessionRequest,
   GetRequest,
+  MaintainRequest,
   MemoryServiceService,
   RememberBatchRequest,
   StatsRequest,
+  UnsupersedeRequest,
   type ExplainResponse,
 } from "./gen/pocketd/v1/memory_service.js";
 import {
@@ -31,8 +35,10 @@ import {
   forgetRequest,
   listRequest,
   recallRequest,
+  reconcileRequest,
   rememberRequest,
   type ExplainOptions,
+  type Fact,
   type ForgetFilter,
   type ListOptions,
   type MemoryFields,
@@ -41,15 +47,21 @@ import {
 } from "./requests.js";
 import { Task, type Budget } from "./tasks.js";
 import {
+  toMaintainReport,
   toMemory,
   toPage,
   toRecallResult,
+  toReconcileResult,
   toRememberResult,
+  toSessionEnd,
   toStats,
+  type MaintainReport,
   type Memory,
   type Page,
   type RecallResult,
+  type ReconcileResult,
   type RememberResult,
+  type SessionEnd,
   type Stats,
 } from "./types.js";
 
@@ -61,6 +73,12 @@ export const DEFAULT_TIMEOUT_MS = 5_000;
 export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 /** A RememberBatch's deadline per item: the server encodes a few hundred texts a second. */
 export const BATCH_MS_PER_ITEM = 50;
+
+/**
+ * The least a Maintain waits (a run may take a while, and one under way is waited for): the
+ * server's own cap on a call, `server.max_call_seconds`, by default.
+ */
+export const MAINTAIN_TIMEOUT_MS = 60_000;
 
 /** The deadline of a RememberBatch of `items`: at least `timeoutMs`, and 50 ms per item. */
 export function batchTimeoutMs(timeoutMs: number, items: number): number {
@@ -196,6 +214,54 @@ export class PocketdClient {
   async stats(namespace = "", call: CallOptions = {}): Promise<Stats> {
     const request = StatsRequest.fromPartial({ namespace });
     return toStats(await this.call(M.stats, request, call, READ_RETRY));
+  }
+
+  /**
+   * Store authoritative facts (a plain string: a fact without a topic) and mark the current
+   * memories on their topic that they contradict obsolete (reason "reconcile"); `dryRun`: only
+   * say what would be marked. The deadline grows with the facts; never retried.
+   */
+  async reconcile(
+    namespace: string,
+    facts: readonly (Fact | string)[],
+    options: { readonly dryRun?: boolean } = {},
+    call: CallOptions = {},
+  ): Promise<ReconcileResult> {
+    const request = reconcileRequest(namespace, facts, options.dryRun);
+    const timeoutMs = batchTimeoutMs(call.timeoutMs ?? this.timeoutMs, facts.length);
+    const response = await this.call(M.reconcile, request, { ...call, timeoutMs }, NO_RETRY);
+    return toReconcileResult(response);
+  }
+
+  /** Make obsolete memories current again; resolves to the ids that were obsolete. */
+  async unsupersede(
+    namespace: string,
+    memoryIds: readonly string[],
+    call: CallOptions = {},
+  ): Promise<string[]> {
+    const request = UnsupersedeRequest.fromPartial({ namespace, memoryIds: [...memoryIds] });
+    return (await this.call(M.unsupersede, request, call, NO_RETRY)).restored;
+  }
+
+  /** End a session: its turns are summarised into warm memories and move to warm. */
+  async endSession(
+    namespace: string,
+    sessionId: string,
+    call: CallOptions = {},
+  ): Promise<SessionEnd> {
+    const request = EndSessionRequest.fromPartial({ namespace, sessionId });
+    return toSessionEnd(await this.call(M.endSession, request, call, NO_RETRY));
+  }
+
+  /**
+   * Run the lifecycle maintenance now over `namespace` ("": every namespace the token sees,
+   * which it must grant all of); waits at least `MAINTAIN_TIMEOUT_MS`, never retried.
+   */
+  async maintain(namespace = "", call: CallOptions = {}): Promise<MaintainReport> {
+    const request = MaintainRequest.fromPartial({ namespace });
+    const timeoutMs = Math.max(call.timeoutMs ?? this.timeoutMs, MAINTAIN_TIMEOUT_MS);
+    const response = await this.call(M.maintain, request, { ...call, timeoutMs }, NO_RETRY);
+    return toMaintainReport(response);
   }
 
   /**

@@ -15,6 +15,7 @@ export {
   batchTimeoutMs,
   DEFAULT_TARGET,
   DEFAULT_TIMEOUT_MS,
+  MAINTAIN_TIMEOUT_MS,
   MAX_MESSAGE_BYTES,
   PocketdClient,
   type ClientOptions,
@@ -35,6 +36,7 @@ export {
 } from "./status.js";
 export type {
   ExplainOptions,
+  Fact,
   FilterOptions,
   ForgetFilter,
   ListOptions,
@@ -58,14 +60,19 @@ export {
 export type {
   Hit,
   IndexStats,
+  MaintainReport,
   Memory,
   NamespaceStats,
   Page,
   PlanStepReport,
   RecallResult,
+  ReconcileDecision,
+  ReconcileResult,
   RememberResult,
   Score,
+  SessionEnd,
   Stats,
+  Supersession,
 } from "./types.js";
 // The protobuf messages the task helper and `explain` answer with.
 export type {

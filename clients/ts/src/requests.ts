@@ -11,6 +11,7 @@ import {
   ListRequest,
   MemoryFilter,
   RecallRequest,
+  ReconcileRequest,
   RememberRequest,
 } from "./gen/pocketd/v1/memory_service.js";
 
@@ -82,6 +83,8 @@ export interface RecallOptions extends FilterOptions {
   readonly image?: boolean;
   readonly includeObsolete?: boolean;
   readonly includeExpired?: boolean;
+  /** Search the cold archive too (compressed originals, memories of low retention). */
+  readonly includeCold?: boolean;
   /** The relevance floor; unset: the server's 0.1. */
   readonly minScore?: number;
   /** Recall as the memory stood at this time. */
@@ -112,6 +115,18 @@ export interface ExplainOptions extends RecallOptions {
   readonly policies?: readonly string[];
   /** Also run each policy's plan and return its result. */
   readonly run?: boolean;
+}
+
+/** An authoritative fact to reconcile memory against (a plain string: its text, no topic). */
+export interface Fact {
+  readonly text: string;
+  /** Only memories of this topic, or of none and about the same thing, are weighed. */
+  readonly topic?: string;
+  /** Default "official_document". */
+  readonly sourceType?: SourceTypeName | SourceType;
+  readonly vector?: readonly number[];
+  /** Default "fact". */
+  readonly kind?: MemoryKindName | MemoryKind;
 }
 
 const kind = (k: MemoryKindName | MemoryKind): MemoryKind =>
@@ -174,6 +189,7 @@ export function recallRequest(
     filter: memoryFilter(o),
     includeObsolete: o.includeObsolete,
     includeExpired: o.includeExpired,
+    includeCold: o.includeCold,
     minScore: o.minScore,
     asOf: o.asOf,
     contextTurns: o.contextTurns,
@@ -208,5 +224,27 @@ export function explainRequest(
     recall: recallRequest(namespace, text, o),
     policies: [...(o.policies ?? [])],
     run: o.run,
+  });
+}
+
+/** The ReconcileRequest of authoritative facts; `dryRun`: decide only. */
+export function reconcileRequest(
+  namespace: string,
+  facts: readonly (Fact | string)[],
+  dryRun = false,
+): ReconcileRequest {
+  return ReconcileRequest.fromPartial({
+    namespace,
+    facts: facts.map((f) => {
+      const fact: Fact = typeof f === "string" ? { text: f } : f;
+      return {
+        text: fact.text,
+        topic: fact.topic,
+        sourceType: enumValue(SourceType, "SOURCE_TYPE_", fact.sourceType ?? "official_document"),
+        vector: [...(fact.vector ?? [])],
+        kind: kind(fact.kind ?? "fact"),
+      };
+    }),
+    dryRun,
   });
 }

@@ -13,8 +13,11 @@ import {
 } from "./gen/pocketd/v1/memory.js";
 import {
   GateDecision,
+  type EndSessionResponse,
   type ListResponse,
+  type MaintainResponse,
   type RecallResponse,
+  type ReconcileResponse,
   type RememberResponse,
   type StatsResponse,
 } from "./gen/pocketd/v1/memory_service.js";
@@ -45,6 +48,12 @@ export interface Memory {
   readonly occurredAt: Date | undefined;
   readonly speaker: string;
   readonly turn: number | undefined;
+  /** Why it was superseded ("client", "reconcile", "value:<what changed>"). */
+  readonly supersedeReason: string;
+  /** What it was made from (a summary's sources). */
+  readonly derivedFrom: readonly string[];
+  /** The topic summary that replaced it in recall (it lives in the cold tier then). */
+  readonly compressedInto: string;
 }
 
 /** How a hit was scored (see ScoreBreakdown in the proto). */
@@ -97,6 +106,55 @@ export interface RememberResult {
   readonly expiresAt: Date | undefined;
   /** Stored or merged (not rejected). */
   readonly stored: boolean;
+  /** Where it landed ("hot", "warm"; "unspecified" when rejected). */
+  readonly tier: string;
+  /** The older memories it made obsolete, and why. */
+  readonly superseded: readonly Supersession[];
+}
+
+/** An older memory a write made obsolete: which, by which, and the reason code. */
+export interface Supersession {
+  readonly memoryId: string;
+  readonly supersededBy: string;
+  readonly reason: string;
+}
+
+/** What reconciliation decided about one current memory. */
+export interface ReconcileDecision {
+  readonly memoryId: string;
+  readonly text: string;
+  /** Which fact (its index in the request). */
+  readonly factIndex: number;
+  /** Contradicted, so made obsolete (or, with dryRun, would be). */
+  readonly supersede: boolean;
+  /** Why, the reason code first. */
+  readonly reason: string;
+}
+
+/** A Reconcile's answer: the stored facts' ids (none with dryRun) and the decisions. */
+export interface ReconcileResult {
+  readonly factIds: readonly string[];
+  readonly decisions: readonly ReconcileDecision[];
+  readonly applied: boolean;
+}
+
+/** An ended session: its summaries as the write gate judged them, and the turns moved to warm. */
+export interface SessionEnd {
+  readonly summaries: readonly RememberResult[];
+  readonly turnsMoved: number;
+}
+
+/** What a maintenance run did (MaintainResponse in the proto). */
+export interface MaintainReport {
+  readonly sessionsEnded: number;
+  readonly movedToWarm: number;
+  readonly movedToCold: number;
+  readonly topicsCompressed: number;
+  readonly compressedRecords: number;
+  readonly expired: number;
+  readonly superseded: number;
+  readonly resumed: number;
+  readonly tookMicros: number;
 }
 
 /** One page of List; pass `nextPageToken` to `list` for the next ("" on the last). */
@@ -157,6 +215,9 @@ export function toMemory(r: MemoryRecord): Memory {
     occurredAt: r.occurredAt,
     speaker: r.speaker,
     turn: r.turn,
+    supersedeReason: r.supersedeReason,
+    derivedFrom: r.derivedFrom,
+    compressedInto: r.compressedInto,
   };
 }
 
@@ -208,6 +269,47 @@ export function toRememberResult(r: RememberResponse): RememberResult {
     importance: r.importance,
     expiresAt: r.expiresAt,
     stored: decision === "stored" || decision === "merged",
+    tier: enumName(Tier, "TIER_", r.tier),
+    superseded: r.superseded.map((x) => ({
+      memoryId: x.memoryId,
+      supersededBy: x.supersededBy,
+      reason: x.reason,
+    })),
+  };
+}
+
+/** A ReconcileResponse as a `ReconcileResult`. */
+export function toReconcileResult(r: ReconcileResponse): ReconcileResult {
+  return {
+    factIds: r.factIds,
+    decisions: r.decisions.map((d) => ({
+      memoryId: d.memoryId,
+      text: d.text,
+      factIndex: d.factIndex,
+      supersede: d.supersede,
+      reason: d.reason,
+    })),
+    applied: r.applied,
+  };
+}
+
+/** An EndSessionResponse as a `SessionEnd`. */
+export function toSessionEnd(r: EndSessionResponse): SessionEnd {
+  return { summaries: r.summaries.map(toRememberResult), turnsMoved: r.turnsMoved };
+}
+
+/** A MaintainResponse as a `MaintainReport`. */
+export function toMaintainReport(r: MaintainResponse): MaintainReport {
+  return {
+    sessionsEnded: r.sessionsEnded,
+    movedToWarm: r.movedToWarm,
+    movedToCold: r.movedToCold,
+    topicsCompressed: r.topicsCompressed,
+    compressedRecords: r.compressedRecords,
+    expired: r.expired,
+    superseded: r.superseded,
+    resumed: r.resumed,
+    tookMicros: r.tookMicros,
   };
 }
 

@@ -9,17 +9,22 @@ import { after, before, beforeEach, describe, test } from "node:test";
 import { status, type ServerUnaryCall } from "@grpc/grpc-js";
 
 import {
+  EndSessionResponse,
   ExplainResponse,
   ListResponse,
+  MaintainResponse,
   MemoryServiceService,
   RecallResponse,
+  ReconcileResponse,
   RememberResponse,
   StatsResponse,
+  UnsupersedeResponse,
   type MemoryServiceServer,
 } from "../src/gen/pocketd/v1/memory_service.js";
 import { backoffMs } from "../src/call.js";
 import {
   batchTimeoutMs,
+  MAINTAIN_TIMEOUT_MS,
   PocketdClient,
   PocketdError,
   READ_RETRY,
@@ -28,11 +33,21 @@ import {
 import { failure, rpcStatus, serve, violations, type Served } from "./fake.js";
 
 /** What the fake saw, reset before each test. */
-const seen = { calls: 0, failFirst: 0, metadata: [] as Record<string, unknown>[] };
+const seen = {
+  calls: 0,
+  failFirst: 0,
+  metadata: [] as Record<string, unknown>[],
+  requests: [] as unknown[],
+  // The deadline each call had left when it arrived, in ms (Infinity: none).
+  deadlines: [] as number[],
+};
 
 function note<Req, Res>(call: ServerUnaryCall<Req, Res>): boolean {
   seen.calls += 1;
   seen.metadata.push(call.metadata.getMap());
+  seen.requests.push(call.request);
+  const deadline = call.getDeadline(); // a Date, or ms since the epoch (Infinity: none)
+  seen.deadlines.push((deadline instanceof Date ? deadline.getTime() : deadline) - Date.now());
   return seen.calls <= seen.failFirst;
 }
 
@@ -61,7 +76,40 @@ const fake: Partial<MemoryServiceServer> = {
   },
   remember(call, callback) {
     if (note(call)) return callback(failure(status.UNAVAILABLE, "warming up"));
-    callback(null, RememberResponse.fromPartial({ memoryId: "m1", decision: 1, importance: 60 }));
+    callback(
+      null,
+      RememberResponse.fromPartial({
+        memoryId: "m1",
+        decision: 1,
+        importance: 60,
+        tier: 2,
+        superseded: [{ memoryId: "m0", supersededBy: "m1", reason: "value:negation" }],
+      }),
+    );
+  },
+  reconcile(call, callback) {
+    if (note(call)) return callback(failure(status.UNAVAILABLE, "warming up"));
+    const decisions = [{ memoryId: "m0", text: "3.2", factIndex: 0, supersede: true, reason: "x" }];
+    const applied = !call.request.dryRun;
+    callback(
+      null,
+      ReconcileResponse.fromPartial({ factIds: applied ? ["f1"] : [], decisions, applied }),
+    );
+  },
+  unsupersede(call, callback) {
+    if (note(call)) return callback(failure(status.UNAVAILABLE, "warming up"));
+    const restored = call.request.memoryIds.slice(0, 1);
+    callback(null, UnsupersedeResponse.fromPartial({ restored }));
+  },
+  endSession(call, callback) {
+    if (note(call)) return callback(failure(status.UNAVAILABLE, "warming up"));
+    const summaries = [{ memoryId: "s1", decision: 1, tier: 2 }];
+    callback(null, EndSessionResponse.fromPartial({ summaries, turnsMoved: 3 }));
+  },
+  maintain(call, callback) {
+    if (note(call)) return callback(failure(status.UNAVAILABLE, "warming up"));
+    const report = { topicsCompressed: 1, compressedRecords: 6, expired: 2, tookMicros: 9 };
+    callback(null, MaintainResponse.fromPartial(report));
   },
   stats(call, callback) {
     if (note(call)) return callback(failure(status.UNAVAILABLE, "warming up"));
@@ -93,7 +141,7 @@ describe("the client against a fake MemoryService", () => {
     server.stop();
   });
   beforeEach(() => {
-    Object.assign(seen, { calls: 0, failFirst: 0, metadata: [] });
+    Object.assign(seen, { calls: 0, failFirst: 0, metadata: [], requests: [], deadlines: [] });
   });
 
   test("Recall is retried on UNAVAILABLE until it succeeds", async () => {
@@ -142,9 +190,71 @@ describe("the client against a fake MemoryService", () => {
     assert.equal(seen.calls, 1);
     const ok = await client.remember("alice", "Alice uses Android", { kind: "preference" });
     assert.deepEqual(
-      [ok.memoryId, ok.decision, ok.stored, ok.importance],
-      ["m1", "stored", true, 60],
+      [ok.memoryId, ok.decision, ok.stored, ok.importance, ok.tier],
+      ["m1", "stored", true, 60, "warm"],
     );
+    assert.deepEqual(ok.superseded, [
+      { memoryId: "m0", supersededBy: "m1", reason: "value:negation" },
+    ]);
+  });
+
+  test("the lifecycle calls send their requests and type their answers", async () => {
+    const dry = await client.reconcile(
+      "shop",
+      [{ text: "The price is 4.0 dollars", topic: "pricing" }, "The shop opens at nine"],
+      { dryRun: true },
+    );
+    assert.deepEqual([dry.applied, dry.factIds], [false, []]);
+    assert.deepEqual(dry.decisions[0], {
+      memoryId: "m0",
+      text: "3.2",
+      factIndex: 0,
+      supersede: true,
+      reason: "x",
+    });
+    type SentFact = { topic: string; sourceType: number; kind: number };
+    const sent = seen.requests[0] as { facts: SentFact[] };
+    assert.deepEqual(
+      sent.facts.map((f) => [f.topic, f.sourceType, f.kind]),
+      [
+        ["pricing", 1, 2], // official_document, fact
+        ["", 1, 2],
+      ],
+    );
+    assert.deepEqual(await client.unsupersede("shop", ["m0", "m9"]), ["m0"]);
+    const ended = await client.endSession("me", "s1");
+    assert.equal(ended.turnsMoved, 3);
+    assert.deepEqual(
+      ended.summaries.map((x) => [x.memoryId, x.decision, x.tier]),
+      [["s1", "stored", "warm"]],
+    );
+    const report = await client.maintain();
+    assert.deepEqual(
+      [report.topicsCompressed, report.compressedRecords, report.expired, report.movedToCold],
+      [1, 6, 2, 0],
+    );
+    assert.deepEqual(seen.requests[3], { namespace: "" });
+    // A maintenance run waits at least MAINTAIN_TIMEOUT_MS; the others the client's 5 s.
+    const [, unsupersede, , maintain] = seen.deadlines;
+    assert.ok(unsupersede !== undefined && unsupersede <= 5_000 && unsupersede > 3_000);
+    assert.ok(maintain !== undefined && maintain <= MAINTAIN_TIMEOUT_MS && maintain > 55_000);
+  });
+
+  test("the lifecycle calls (writes) are never retried", async () => {
+    const calls: (() => Promise<unknown>)[] = [
+      () => client.reconcile("shop", ["The price is 4.0 dollars"]),
+      () => client.unsupersede("shop", ["m0"]),
+      () => client.endSession("me", "s1"),
+      () => client.maintain("shop"),
+    ];
+    for (const call of calls) {
+      Object.assign(seen, { calls: 0, failFirst: 1 });
+      await assert.rejects(
+        call(),
+        (e: unknown) => e instanceof PocketdError && e.code === status.UNAVAILABLE,
+      );
+      assert.equal(seen.calls, 1);
+    }
   });
 
   test("an error with details is not retried, and names the field", async () => {

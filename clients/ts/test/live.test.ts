@@ -57,6 +57,28 @@ describe("live: a real pocketd", () => {
     });
   });
 
+  test("live: reconcile, unsupersede, end a session and maintain", { skip }, async () => {
+    const ns = `${namespace}-life`;
+    const old = await client.remember(ns, "The product price is 3.2 dollars", { topic: "pricing" });
+    const fact = { text: "The product price is 4.0 dollars", topic: "pricing" };
+    const dry = await client.reconcile(ns, [fact], { dryRun: true });
+    assert.deepEqual([dry.applied, dry.factIds], [false, []]);
+    assert.ok(dry.decisions.some((d) => d.memoryId === old.memoryId && d.supersede));
+    const done = await client.reconcile(ns, [fact]);
+    assert.equal(done.factIds.length, 1);
+    const gone = await client.get(ns, old.memoryId);
+    assert.deepEqual([gone.obsolete, gone.supersedeReason], [true, "reconcile"]);
+    assert.deepEqual(await client.unsupersede(ns, [old.memoryId]), [old.memoryId]);
+    await assert.rejects(client.endSession(ns, "no-such-session"), (e: unknown) => {
+      assert.ok(e instanceof PocketdError, String(e));
+      assert.equal(e.code, status.NOT_FOUND);
+      assert.ok(e.violation("session_id"), JSON.stringify(e.fieldViolations));
+      return true;
+    });
+    const report = await client.maintain(ns);
+    assert.ok(report.tookMicros >= 0);
+  });
+
   test("live: a task opened, reserved, committed, stepped and closed", { skip }, async () => {
     const budget = { totalMicros: 100_000, tools: { search: { costPerCallMicros: 500 } } };
     const taskId = `ts-live-${randomUUID().slice(0, 8)}`;
