@@ -238,6 +238,42 @@ def forget_requests(draw: st.DrawFn) -> spb.ForgetRequest:
 
 stats_requests = st.builds(spb.StatsRequest, namespace=st.one_of(st.just(""), namespaces))
 
+
+@st.composite
+def facts(draw: st.DrawFn) -> spb.AuthoritativeFact:
+    f = spb.AuthoritativeFact(
+        text=draw(texts),
+        topic=draw(st.one_of(st.just(""), labels)),
+        source_type=draw(enum(0, 4)),
+        kind=draw(enum(0, 6)),
+    )
+    f.vector.extend(draw(vectors()))
+    return f
+
+
+@st.composite
+def reconcile_requests(draw: st.DrawFn) -> spb.ReconcileRequest:
+    req = spb.ReconcileRequest(namespace=draw(namespaces), dry_run=draw(st.booleans()))
+    n = draw(st.one_of(st.integers(0, 4), st.sampled_from([1025])))
+    if n > 4:  # over the cap: cheap copies, refused before any fact is looked at
+        req.facts.extend([draw(facts())] * n)
+    else:
+        req.facts.extend(draw(facts()) for _ in range(n))
+    return req
+
+
+unsupersede_requests = st.builds(
+    lambda ns, mids: spb.UnsupersedeRequest(namespace=ns, memory_ids=mids),
+    namespaces,
+    mostly(st.lists(ids, min_size=1, max_size=3), repeated(ids, 2_000)),
+)
+end_session_requests = st.builds(
+    spb.EndSessionRequest,
+    namespace=namespaces,
+    session_id=st.one_of(st.just(""), st.just("s1"), ids),
+)
+maintain_requests = st.builds(spb.MaintainRequest, namespace=st.one_of(st.just(""), namespaces))
+
 SERVICE = "/pocketd.v1.MemoryService/"
 # (method path, strategy of its request message)
 CALLS: list[tuple[str, st.SearchStrategy[Message]]] = [
@@ -247,6 +283,10 @@ CALLS: list[tuple[str, st.SearchStrategy[Message]]] = [
     (SERVICE + "Get", get_requests()),
     (SERVICE + "Forget", forget_requests()),
     (SERVICE + "Stats", stats_requests),
+    (SERVICE + "Reconcile", reconcile_requests()),
+    (SERVICE + "Unsupersede", unsupersede_requests),
+    (SERVICE + "EndSession", end_session_requests),
+    (SERVICE + "Maintain", maintain_requests),
 ]
 METHODS = [m for m, _ in CALLS] + ["/grpc.health.v1.Health/Check"]
 
