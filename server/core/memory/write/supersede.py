@@ -105,6 +105,47 @@ _HOLDER_EN = re.compile(r"\b(?i:(" + "|".join(_HOLDERS_EN) + r")s?)\b")
 # ("the cat Purina" names its food).
 _NAMED = re.compile(r"\s+([A-Z][a-z]+)")
 _PETS = frozenset({"dog", "cat", "pet"})
+# A relation's qualifier: "my older son" and "my younger son" are two holders.
+_QUALIFIED = re.compile(
+    r"\b(older|oldest|elder|eldest|younger|youngest|little|big|first|second|third|middle)\s+$",
+    re.IGNORECASE,
+)
+# A named person's possession: "Alice's address", "Bob’s car".
+_POSSESSOR = re.compile(r"\b([A-Z][a-z]+)['’]s\b")
+# "It's", "That's": not a possession.
+_CONTRACTED = frozenset(
+    [
+        "it",
+        "that",
+        "what",
+        "here",
+        "there",
+        "he",
+        "she",
+        "let",
+        "who",
+        "where",
+        "how",
+        "when",
+        "why",
+        "everyone",
+        "everything",
+        "nobody",
+        "today",
+        "tomorrow",
+        "yesterday",
+    ]
+)
+# 大儿子, 小女儿, 二姐, 老大: the qualifier is part of the holder.
+_QUALIFIED_ZH = re.compile(r"([大小二三老])(儿子|女儿|孩子|姐|哥|弟|妹)")
+# A named person's possession in Chinese: a surname and a one- or two-character given name before
+# 的 ("张伟的地址", "李娜的电话"); not 家里的, 公司的.
+_SURNAMES = (
+    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程"
+    "苏魏吕丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵"
+)
+_POSSESSOR_ZH = re.compile(rf"(?:^|[，。；：,;:\s])([{_SURNAMES}][\u4e00-\u9fff]{{1,2}}?)的")
+_PRONOUNS_ZH = frozenset({"大家", "自己"})  # and any beginning with a pronoun (我家, 他们)
 # Longer words first where one holds another ("爸妈" before "爸", "妈妈" before "妈"); not the
 # dog of "搜狗" (an input method), nor "宠物" (a pet hospital is no holder).
 _HOLDER_ZH = re.compile(
@@ -166,6 +207,35 @@ def _holders(text: str) -> frozenset[str]:
     return frozenset(en + zh)
 
 
+def _owners(text: str) -> frozenset[str]:
+    """Whose, more narrowly: a named person's possession ("Alice's address", "张伟的地址") and a
+    qualified relation ("my older son", "我大儿子"). Two texts differ in owner only when both
+    name one (a name is as often a place: "Rosa's house", "Trader Joe's")."""
+    out: list[str] = []
+    for m in _HOLDER_EN.finditer(text):
+        q = _QUALIFIED.search(text, 0, m.start())
+        if q is not None:
+            out.append(f"{q.group(1).lower()} {m.group(1).lower()}")
+    out.extend(
+        f"{w}'s" for m in _POSSESSOR.finditer(text) if (w := m.group(1).lower()) not in _CONTRACTED
+    )
+    out.extend(a + b for a, b in _QUALIFIED_ZH.findall(text))
+    out.extend(
+        f"{n}的"
+        for n in _POSSESSOR_ZH.findall(text)
+        if n not in _PRONOUNS_ZH and n[0] not in "我你他她咱"
+    )
+    return frozenset(out)
+
+
+def _other_holder(a: str, b: str) -> bool:
+    """Whether two texts are about two holders: other relations, or two named owners."""
+    if _holders(a) != _holders(b):
+        return True
+    oa, ob = _owners(a), _owners(b)
+    return bool(oa) and bool(ob) and oa != ob
+
+
 def _negated(text: str) -> bool:
     return bool(_NEGATION_EN.search(text) or _NEGATION_ZH.search(text))
 
@@ -187,7 +257,7 @@ def both_hold(newer: str, older: str) -> str:
     ranking's slots (`server.core.query.succession`) share it."""
     if _adds(newer):
         return "the newer one adds to the older"
-    if _holders(newer) != _holders(older):
+    if _other_holder(newer, older):
         return "about someone else"
     return ""
 
@@ -242,7 +312,7 @@ class SupersedePolicy:
             return Verdict(False, "", f"another topic ({old.topic})")
         if not (fact.topic and old.topic == fact.topic) and cosine < self._s.cosine:
             return Verdict(False, "", f"another subject (cosine {cosine:.2f})")
-        if _holders(fact.text) != _holders(old.text):
+        if _other_holder(fact.text, old.text):
             return Verdict(False, "", "about someone else")
         return self._changed(fact.text, old.text, cosine)
 

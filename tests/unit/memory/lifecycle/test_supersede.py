@@ -76,15 +76,16 @@ BOTH_HOLD = [
     ("Alice lives at 12 Oak Street", "Bob lives at 48 Elm Road"),
     ("Alice's phone number is 555-0101", "Bob's phone number is 555-0199"),
     ("My son is 7 years old", "My second son is 10 years old"),
-]
-# The same, where the policy still supersedes today: two named people, and two children told apart
-# by an adjective. Strict: a fix makes these pass, and the mark must go.
-STILL_SUPERSEDED = [
     ("Alice's address is 12 Oak Street, Springfield", "Bob's address is 48 Elm Road, Springfield"),
-    ("Alice moved to 12 Oak Street, Springfield", "Bob moved to 48 Elm Road, Springfield"),
     ("张伟的地址是西湖区文三路90号", "李娜的地址是西湖区文三路100号"),
     ("My older son is 7 years old", "My younger son is 10 years old"),
     ("我大儿子今年7岁", "我小儿子今年10岁"),
+]
+# The same, where the policy still supersedes today: two people named only as the subject (a
+# capitalised first word is as often a product: "United is my airline"). Strict: a fix makes
+# this pass, and the mark must go.
+STILL_SUPERSEDED = [
+    ("Alice moved to 12 Oak Street, Springfield", "Bob moved to 48 Elm Road, Springfield"),
 ]
 
 
