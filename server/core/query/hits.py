@@ -23,6 +23,12 @@ class Hits(Reader):
         q, vec = run.q, run.vec
         sc = self._scorer.score(run)
         keys, cos, b, vh, kh, fused = sc.keys, sc.cos, sc.b, sc.vh, sc.kh, sc.fused
+        if run.hidden_obsolete:  # each passes its match to its heir, then leaves
+            fused = self._succession.inherit(run, keys, fused)
+            kept = ~self._cols.obsolete[keys]
+            if not kept.all():
+                keys, fused, cos = keys[kept], fused[kept], cos[kept]
+                b, vh, kh = b[kept], vh[kept], kh[kept]
         if len(keys) == 0:
             return []
         c = self._cols
@@ -84,10 +90,10 @@ class Hits(Reader):
         before, after = self._cols.neighbours(key, q.context_turns)
         flt = MemoryFilter()
 
+        obsolete = q.include_obsolete and not run.hidden_obsolete
+
         def live(keys: KeyArray) -> KeyArray:
-            ok = self._cols.mask(
-                keys, run.ns_id, flt, run.now, q.include_obsolete, q.include_expired
-            )
+            ok = self._cols.mask(keys, run.ns_id, flt, run.now, obsolete, q.include_expired)
             return keys[ok]
 
         return live(before), live(after)

@@ -31,6 +31,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import msgspec
+
 from server.core.clock import Clock
 from server.core.deadline import Deadline
 from server.core.memory.costs import CostModel
@@ -82,7 +84,9 @@ class Retriever:
         self._stop = EarlyStop(src, self._scorer)
         self._vector = VectorChannel(src, self._stop)
         self._keyword = KeywordChannel(src, settings.context)
-        self._hits = Hits(src, self._scorer, Succession(src, settings.lifecycle.supersede))
+        self._succession = Succession(src, settings.lifecycle.supersede)
+        self._hits = Hits(src, self._scorer, self._succession)
+        self._inherit = settings.lifecycle.supersede.enabled
         self._cues = tuple(c.lower() for c in self._s.image_cues)
         self._temporal = cue_pattern(settings.retrieval.temporal_cues)
         self._when = cue_pattern(settings.retrieval.when_cues)
@@ -123,6 +127,9 @@ class Retriever:
         top_k = q.top_k or self._s.top_k
         ns_id = self._cols.ns_id(q.namespace)
         ref = now if q.as_of is None else q.as_of
+        hidden = self._inherit and not q.include_obsolete
+        if hidden:  # the channels find them; their successors inherit their match
+            q = msgspec.structs.replace(q, include_obsolete=True)
         run = Run(
             q,
             ns_id,
@@ -134,6 +141,7 @@ class Retriever:
             temporal=self.temporal(q),
             asks_when=self._when.search(q.text.lower()) is not None,
             asks_past=self._past.search(q.text.lower()) is not None,
+            hidden_obsolete=hidden,
         )
         if ns_id >= 0:
             plan = (
@@ -157,6 +165,7 @@ class Retriever:
         # An explicit plan's depths are the client's: a step as deep as it asks is kept.
         deepest = max((s.depth for s in run.pockets.values()), default=0)
         self._scorer.keep_best_vectors(run, max(self._s.candidates_per_channel, top_k, deepest))
+        self._succession.bring_heirs(run)
         self._scorer.complete(run, q.vector)
         hits = self._hits.rank(run, top_k)
         vector_cost = sum(r.cost_units for r in run.reports)

@@ -75,6 +75,11 @@ class Run:
     temporal: bool = False
     asks_when: bool = False  # it asks when: the answer type is a memory that says when
     asks_past: bool = False  # it asks for a past value: a slot's newer value is not put first
+    # The caller left obsolete memories out: the channels still find them (`q.include_obsolete`
+    # is set for the run), each passes its match to the current memory that superseded it
+    # (`heirs`: obsolete key → its chain's head), and ranking leaves it out.
+    hidden_obsolete: bool = False
+    heirs: dict[int, int] = field(default_factory=dict)
     # The plan's pockets as a table of pocket ids, for the dict it was made of.
     _table: tuple[dict[int, PlanStep], npt.NDArray[np.bool_]] | None = field(
         default=None, repr=False

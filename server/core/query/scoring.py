@@ -141,8 +141,9 @@ class Scorer(Reader):
         """Keep the vector channel's best `count` candidates across the plan's pockets (as
         the keyword channel keeps its best), by what ranking will order them by: the fused
         score from their search similarity and what the keyword channel listed, decayed,
-        current before obsolete (ties: the lower key). Cosine alone would cut a fresh memory
-        of one pocket for many decayed ones of another, or a time cue's boosted week. Every
+        current before obsolete unless obsolete ones are asked for (ties: the lower key).
+        Cosine alone would cut a fresh memory of one pocket for many decayed ones of another, or
+        a time cue's boosted week. Every
         exact-identifier holder stays. Each pocket's step returned its own best, so the union
         holds the channel's best; the rest would only be completed and ranked for nothing
         (a plan of 44 small pockets, each scanned at the whole depth, completed 2,800)."""
@@ -151,7 +152,9 @@ class Scorer(Reader):
         sc = self.score(run)
         keys = sc.keys[sc.found]
         final = sc.fused[sc.found] * self.decay(run, keys)
-        obsolete = self._cols.obsolete[keys]
+        # Obsolete memories asked for (or hidden, to pass their match on) rank by their own
+        # score, as ranking orders them.
+        obsolete = self._cols.obsolete[keys] & (not run.q.include_obsolete)
         best = keys[np.lexsort((keys, -final, obsolete))[:count]].tolist()
         best.extend(k for k in run.exact if k in run.vec)
         run.vec = {k: run.vec[k] for k in best}

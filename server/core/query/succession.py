@@ -86,6 +86,44 @@ class Succession(Reader):
                 j = int(idx[max(mates, key=lambda m: float(sims[m, b]))])
                 out[j], out[i] = out[i], out[i] * BELOW
 
+    def bring_heirs(self, run: Run) -> None:
+        """For a run that hides obsolete memories: each obsolete candidate's heir (the current
+        memory at the end of its chain of successors) becomes a candidate too, when the query's
+        filter and plan allow it (its channels are completed with the rest)."""
+        if not run.hidden_obsolete:
+            return
+        found = np.array(sorted(run.vec.keys() | run.kw.keys()), dtype=np.int64)
+        if len(found) == 0:
+            return
+        stale = found[self._cols.obsolete[found]]
+        if len(stale) == 0:
+            return
+        records = self._store.get(stale.tolist())
+        for key in stale.tolist():
+            rec = records.get(key)
+            head = self._head(run.q.namespace, rec.superseded_by if rec is not None else "")
+            if head is not None:
+                run.heirs[key] = head
+        heads = np.array(sorted(set(run.heirs.values())), dtype=np.int64)
+        allowed = heads[run.mask(self._cols, heads)] if len(heads) else heads
+        ok = set(allowed.tolist())
+        run.heirs = {k: h for k, h in run.heirs.items() if h in ok}
+        for h in ok:
+            if h not in run.vec and h not in run.kw:
+                run.vec[h] = -1.0  # a placeholder: `complete` computes its cosine
+
+    def inherit(self, run: Run, keys: KeyArray, fused: F32) -> F32:
+        """`fused` where each heir holds at least the best match of the memories it replaced."""
+        if not run.heirs:
+            return fused
+        out = fused.copy()
+        at = {int(k): i for i, k in enumerate(keys.tolist())}
+        for old, head in run.heirs.items():
+            i, j = at.get(old), at.get(head)
+            if i is not None and j is not None and out[i] > out[j]:
+                out[j] = out[i]
+        return out
+
     def _below_successors(self, run: Run, keys: KeyArray, out: F32) -> None:
         obsolete = np.nonzero(self._cols.obsolete[keys])[0]
         if len(obsolete) == 0:
