@@ -152,6 +152,9 @@ class NewMemory(msgspec.Struct):
     # The reason code the `supersedes` targets are marked with ("client"; "reconcile" for an
     # authoritative fact).
     supersede_reason: str = "client"
+    # Whether the writer looks for the older memories it states a new value of (supersession
+    # without ids). Off for Reconcile's facts: what they supersede is what its decisions say.
+    auto_supersede: bool = True
     client_memory_id: bool = False
     # When it happened, as the client said; None: now. (1970-01-01 is a valid time, not "unset".)
     created_at: float | None = None

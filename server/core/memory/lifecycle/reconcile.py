@@ -93,6 +93,7 @@ class Reconciler:
                     d.memory_id for d in decisions if d.supersede and d.fact_index == i
                 ),
                 supersede_reason="reconcile",
+                auto_supersede=False,  # the decisions (what a dry run shows) are the whole change
             )
             for i, fact in enumerate(facts)
         ]

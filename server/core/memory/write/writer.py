@@ -461,7 +461,8 @@ class Writer:
             [(k, item.supersede_reason) for k in keys]
             for keys, item in zip(targets, items, strict=True)
         ]
-        for i, found in self._value_changes(staged, dups, slots, doomed, said, now).items():
+        auto = [it.auto_supersede for it in items]
+        for i, found in self._value_changes(staged, dups, slots, doomed, said, now, auto).items():
             marks[i].extend(found)
         superseded = self._mark_superseded(marks, slots, batch, said, now)
         # A turn that moved (another session, another place) leaves neighbours whose keyword
@@ -533,6 +534,7 @@ class Writer:
         doomed: set[int],
         said: dict[int, list[Supersession]],
         now: float,
+        auto: list[bool],
     ) -> dict[int, list[tuple[int, str]]]:
         """Supersession without ids: for each new fact or preference, the stored current
         neighbours it states a new value of (`SupersedePolicy`), as (key, reason code) per item.
@@ -547,7 +549,7 @@ class Writer:
             slot = slots[i]
             if st is None or slot is None or slot.cause != Cause.STORE:
                 continue  # a merge restates, an upsert rewrites: neither states a new value
-            if not self._supersede.eligible(slot.record):
+            if not self._supersede.eligible(slot.record) or not auto[i]:
                 continue
             for c in dups.get(i, []):
                 other = slots[c.item] if c.item >= 0 else None
