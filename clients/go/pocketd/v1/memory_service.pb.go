@@ -3199,7 +3199,8 @@ type MaintainResponse struct {
 	CompressedRecords uint32 `protobuf:"varint,5,opt,name=compressed_records,json=compressedRecords,proto3" json:"compressed_records,omitempty"`
 	// Memories past expires_at deleted from every tier.
 	Expired uint32 `protobuf:"varint,6,opt,name=expired,proto3" json:"expired,omitempty"`
-	// Memories made obsolete during the run (a summary's supersessions included).
+	// Memories the run's writes made obsolete: its session summaries' supersessions (a summary
+	// states no value of its own, so this stays 0 until a summariser writes facts).
 	Superseded uint32 `protobuf:"varint,7,opt,name=superseded,proto3" json:"superseded,omitempty"`
 	// A run interrupted by a crash and finished at start-up before this one (0 or 1).
 	Resumed uint32 `protobuf:"varint,8,opt,name=resumed,proto3" json:"resumed,omitempty"`

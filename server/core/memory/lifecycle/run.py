@@ -80,7 +80,7 @@ class Maintainer:
             t0 = time.perf_counter()
             resumed, self._resumed = self._resumed, 0
             self._journal.begin(namespace)
-            ended, to_warm = self._sessions.expire(deadline, namespace)
+            ended, to_warm, superseded = self._sessions.expire(deadline, namespace)
             if namespace:
                 ns = self._cols.ns_id(namespace)
                 ns_ids = [ns] if ns >= 0 else []
@@ -100,6 +100,7 @@ class Maintainer:
                 topics_compressed=topics,
                 compressed_records=compressed,
                 expired=expired,
+                superseded=superseded,
                 resumed=resumed,
                 took_micros=int((time.perf_counter() - t0) * 1e6),
             )

@@ -78,11 +78,11 @@ class SessionEnder:
         )
         return SessionEndResult(summaries, len(moved))
 
-    def expire(self, deadline: Deadline, only: str = "") -> tuple[int, int]:
+    def expire(self, deadline: Deadline, only: str = "") -> tuple[int, int, int]:
         """End every session idle for `hot.ttl_seconds` (of namespace `only`, when given);
-        return (sessions, turns moved)."""
+        return (sessions, turns moved, memories their summaries superseded)."""
         before = self._clock.now() - self._s.hot.ttl_seconds
-        ended = moved = 0
+        ended = moved = superseded = 0
         for namespace, session_id in self._sessions.idle(before):
             if only and namespace != only:
                 continue
@@ -94,7 +94,8 @@ class SessionEnder:
                 continue
             ended += 1
             moved += got.moved
-        return ended, moved
+            superseded += sum(len(r.superseded) for r in got.summaries)
+        return ended, moved, superseded
 
     def _moves(self, namespace: str, session_id: str) -> list[Op]:
         """The session's turns still hot, moved to warm (read under the writer's lock)."""

@@ -725,7 +725,10 @@ export interface MaintainResponse {
   compressedRecords: number;
   /** Memories past expires_at deleted from every tier. */
   expired: number;
-  /** Memories made obsolete during the run (a summary's supersessions included). */
+  /**
+   * Memories the run's writes made obsolete: its session summaries' supersessions (a summary
+   * states no value of its own, so this stays 0 until a summariser writes facts).
+   */
   superseded: number;
   /** A run interrupted by a crash and finished at start-up before this one (0 or 1). */
   resumed: number;
