@@ -59,6 +59,7 @@ from bench.encoder import bench_encoder
 from bench.lifecycle_score import DEPTH, FIGURES, Rankings, figures, holdings, spread_ms
 from bench.lifecycle_world import (
     CATEGORIES,
+    DAY,
     LANGS,
     MEMORYBANK,
     Probe,
@@ -235,7 +236,7 @@ class Run:
         t0 = time.perf_counter()
         by_day: dict[int, list[Session]] = {}
         for s in self.world.sessions:
-            by_day.setdefault(int((s.start - self.world.start) // 86_400.0), []).append(s)
+            by_day.setdefault(int((s.start - self.world.start) // DAY), []).append(s)
         since = 0
         for day in range(self.world.days):
             for s in by_day.get(day, []):
@@ -389,7 +390,7 @@ def world_of(src: Sources, days: int, seed: int, encoder: OnnxTextEncoder) -> Wo
 def texts_of(world: World) -> list[str]:
     """Every text written or asked in `world` (what is encoded once for both rows)."""
     out = [x.text for s in world.sessions for x in s.said]
-    end = world.start + world.days * 86_400.0
+    end = world.start + world.days * DAY
     for lang in LANGS:
         out += [p.text for p in probes(world, lang, end)]
     return out
