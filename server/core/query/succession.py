@@ -3,8 +3,9 @@
 Two rules over a Recall's final scores, before the top k is cut:
 
 - **Newer first.** When the writer was unsure (`server.core.memory.write.supersede`), two current
-  facts or preferences can state two values of one thing. Among the best candidates, two of the
-  same kind whose vectors lie close (cosine ≥ `lifecycle.supersede.slot_cosine`) and that are not
+  facts or preferences can state two values of one thing, and a summary (a session's, a
+  topic's) restates an older one. Among the best candidates, two of the same kind (or a summary
+  and a fact or preference) whose vectors lie close (cosine ≥ `lifecycle.supersede.slot_cosine`) and that are not
   plainly both true (`supersede.both_hold`: the newer adds to the older, or they are about two
   holders) are one slot. When the newer is relevant enough (at least `older_factor` of the
   older's score), it takes the older's place and the older ranks just below it: a question worded
@@ -32,7 +33,10 @@ F32 = npt.NDArray[np.float32]
 SLOT_CANDIDATES = 24
 # Just below: the factor that puts a score under the one it yields to.
 BELOW = np.float32(1.0 - 1e-4)
-_VALUED = np.array([int(Kind.FACT), int(Kind.PREFERENCE)], dtype=np.int8)
+# The kinds that state values. A summary (a session's or a topic's) restates facts and
+# preferences, so it shares a slot with either; a fact and a preference stay apart.
+_VALUED = np.array([int(Kind.FACT), int(Kind.PREFERENCE), int(Kind.SUMMARY)], dtype=np.int8)
+_SUMMARY = int(Kind.SUMMARY)
 # How far a chain of successors is followed (each link a superseded memory).
 MAX_CHAIN = 16
 
@@ -76,7 +80,8 @@ class Succession(Reader):
         for b in np.argsort(-out[idx], kind="stable").tolist():
             i = int(idx[b])
             floor = out[i] * self._sup.older_factor
-            later = np.nonzero(close[b] & (born > born[b]) & (kinds == kinds[b]))[0].tolist()
+            kin = (kinds == kinds[b]) | (kinds == _SUMMARY) | (kinds[b] == _SUMMARY)
+            later = np.nonzero(close[b] & (born > born[b]) & kin)[0].tolist()
             mates = [
                 a
                 for a in later

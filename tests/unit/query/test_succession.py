@@ -138,6 +138,17 @@ def test_kinds_apart_and_questions_about_the_past_are_left_alone() -> None:
     assert order(adjust(succession([1.0, 2.0], vecs, sup=off), [0.9, 0.5])) == [0, 1]
 
 
+@pytest.mark.parametrize(
+    "kinds",
+    [(Kind.SUMMARY, Kind.FACT), (Kind.SUMMARY, Kind.PREFERENCE), (Kind.FACT, Kind.SUMMARY)],
+)
+def test_a_summary_shares_a_slot_with_the_facts_it_restates(kinds: tuple[Kind, Kind]) -> None:
+    """A session's summary line said the old value; a later fact (or a later summary of a later
+    fact) says the new one: the newer takes the summary's place, as between two facts."""
+    vecs = [E[0], _at_cosine(E[0], E[1], 0.8)]
+    assert order(adjust(succession([1.0, 2.0], vecs, kinds=list(kinds)), [0.9, 0.5])) == [1, 0]
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     n=st.integers(2, 12),
