@@ -3,16 +3,16 @@
 Two rules over a Recall's final scores, before the top k is cut:
 
 - **Newer first.** When the writer was unsure (`server.core.memory.write.supersede`), two current
-  facts or preferences can state two values of one thing, and a summary (a session's, a
-  topic's) restates an older one. Among the best candidates, two of the same kind (or a summary
-  and a fact or preference) whose vectors lie close (cosine ≥ `lifecycle.supersede.slot_cosine`) and that are not
+  facts or preferences can state two values of one thing, and a summary (a session's, a topic's)
+  restates an older one. Among the best candidates, two of the same kind (or a summary and a fact or
+  preference) whose vectors lie close (cosine ≥ `lifecycle.supersede.slot_cosine`) and that are not
   plainly both true (`supersede.both_hold`: the newer adds to the older, or they are about two
-  holders) are one slot. When the newer is relevant enough (at least `older_factor` of the
-  older's score), it takes the older's place and the older ranks just below it: a question worded
-  like the old value ("what's my manager's name?" against "my manager is Priya") still finds the
-  new one ("I report to Tom") where it found the old. An older memory yields once, to the newer
-  memory of its slot closest to it. A question about the past ("before", "以前":
-  `retrieval.past_cues`) is left as it is.
+  holders) are one slot. When the newer is relevant enough (at least `older_factor` of the older's
+  score), it takes the older's place and the older ranks just below it: a question worded like the
+  old value ("what's my manager's name?" against "my manager is Priya") still finds the new one ("I
+  report to Tom") where it found the old. An older memory yields once, to the newer memory of its
+  slot closest to it. A question about the past ("before", "以前": `retrieval.past_cues`) is left as
+  it is.
 - **Below its successor.** With `include_obsolete`, an obsolete memory ranks by its own relevance
   (so a question about the past finds it), but never above the current memory that superseded it
   (its chain's head) when that memory is a candidate too.
