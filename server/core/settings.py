@@ -675,8 +675,9 @@ class RetentionSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True)
     threshold: Ratio = 0.3
     # Memories younger than this never move to cold, whatever their score.
     min_age_days: Annotated[float, Meta(ge=0.0, le=36_500.0)] = 14.0
-    # Deleting cold memories past `expires_at` (off: the cold archive keeps them).
-    expire_cold: bool = False
+    # Cold memories stored longer ago than this are deleted (unset, the default: the cold archive
+    # keeps them however old; a memory past its `expires_at` is deleted from every tier anyway).
+    cold_max_age_days: Annotated[float, Meta(gt=0.0, le=36_500.0)] | None = None
 
 
 class CompressionSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

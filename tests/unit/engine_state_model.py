@@ -392,13 +392,10 @@ class Model:
     # -- a maintenance run ------------------------------------------------------------------
 
     def due_expiry(self, now: float) -> list[str]:
-        """Past `expires_at` and not cold (cold records are not deleted for age by default)."""
-        expire_cold = self.s.lifecycle.retention.expire_cold
-        return [
-            mid
-            for mid, m in self.mem.items()
-            if m.expires <= now and (expire_cold or m.tier != Tier.COLD)
-        ]
+        """Past `expires_at`, whatever the tier (cold records are not deleted for their age:
+        `retention.cold_max_age_days` is unset)."""
+        assert self.s.lifecycle.retention.cold_max_age_days is None
+        return [mid for mid, m in self.mem.items() if m.expires <= now]
 
     def topics(self) -> list[frozenset[str]]:
         """The groups a run compresses: more than `compress_after_count` current warm memories

@@ -5,7 +5,8 @@ Retention = w_importance·importance + w_freshness·freshness, computed for a wh
 by `kernels.retention` from the metadata columns. Freshness counts from the last access, or, never
 returned, from when pocketd stored the memory (an imported history is not stale on arrival
 because its events are old). A memory younger than `retention.min_age_days` (since stored) stays.
-Cold memories are only deleted for age with `retention.expire_cold`.
+Past `expires_at` a memory is deleted whatever its tier; a cold memory is deleted for its age only
+with `retention.cold_max_age_days` (unset by default: the archive keeps it).
 """
 
 from __future__ import annotations
@@ -78,10 +79,12 @@ class Retention:
     def due_expiry(self, ns_id: int | None, now: float) -> KeyArray:
         c = self._cols
         keys = self._rows(ns_id)
-        keys = keys[c.expires[keys] <= now]
-        if not self._s.expire_cold:
-            keys = keys[c.tier[keys] != int(Tier.COLD)]
-        return keys
+        past = c.expires[keys] <= now
+        if self._s.cold_max_age_days is not None:
+            old = c.stored[keys] <= now - self._s.cold_max_age_days * _DAY
+            past |= old & (c.tier[keys] == int(Tier.COLD))
+        out: KeyArray = keys[past]
+        return out
 
     def demote(self, ns_id: int | None, deadline: Deadline) -> int:
         """Move the due warm memories to cold, a chunk per change; return how many moved."""

@@ -1,7 +1,8 @@
 """Forgetting over simulated months (server/core/memory/lifecycle/retention.py): warm memories of
 low retention move to cold, important or often used ones stay warm, young ones never move; a cold
 memory is still read by Get and found only by a Recall that asks for the cold tier; past
-`expires_at` a memory is erased from every tier, a cold one only with `retention.expire_cold`."""
+`expires_at` a memory is erased from every tier, the cold one too; a cold memory is erased for its
+age alone only with `retention.cold_max_age_days`."""
 
 from __future__ import annotations
 
@@ -119,14 +120,11 @@ def gone(engine: MemoryEngine, memory_id: str) -> bool:
     )
 
 
-@pytest.mark.parametrize("expire_cold", [False, True])
-def test_expiry_erases_from_every_tier_and_cold_only_when_configured(
-    engine_factory: Callable[..., MemoryEngine], clock: FakeClock, expire_cold: bool
+def test_expiry_erases_from_every_tier(
+    engine_factory: Callable[..., MemoryEngine], clock: FakeClock
 ) -> None:
     # The session stays hot all along (a TTL longer than the test), so its turn expires hot.
-    engine = engine_factory(
-        lifecycle_settings(hot={"ttl_seconds": 365 * DAY}, retention={"expire_cold": expire_cold})
-    )
+    engine = engine_factory(lifecycle_settings(hot={"ttl_seconds": 365 * DAY}))
     until = clock.now() + 5 * MONTH
     hot, warm, cold, kept = (
         r.memory_id
@@ -152,13 +150,35 @@ def test_expiry_erases_from_every_tier_and_cold_only_when_configured(
     assert maintain(engine).expired == 0
     clock.advance(2 * DAY)
     report = maintain(engine)
-    assert report.expired == (3 if expire_cold else 2)
-    assert gone(engine, warm) and gone(engine, hot)
-    assert engine.stats(NS).namespaces[0].record_count == (1 if expire_cold else 2)
-    if expire_cold:
-        assert gone(engine, cold)
-        assert set(tiers(engine)) == {kept}
-    else:  # the archive keeps what expired there: Get still reads it
-        assert engine.get(NS, cold, False)[0].tier == Tier.COLD
-        assert set(tiers(engine)) == {cold, kept}
+    assert report.expired == 3
+    assert gone(engine, warm) and gone(engine, hot) and gone(engine, cold)
+    assert engine.stats(NS).namespaces[0].record_count == 1
+    assert set(tiers(engine)) == {kept}
     assert maintain(engine).expired == 0
+
+
+@pytest.mark.parametrize("max_age", [None, 300.0])
+def test_a_cold_memory_is_deleted_for_age_only_when_configured(
+    engine_factory: Callable[..., MemoryEngine], clock: FakeClock, max_age: float | None
+) -> None:
+    engine = engine_factory(lifecycle_settings(retention={"cold_max_age_days": max_age}))
+    old, kept = (
+        r.memory_id
+        for r in engine.remember(
+            [
+                mem("retention test: the old deploy host was atlas-3", importance=3),
+                mem("retention test: the deploy window is Tuesday morning", importance=5),
+            ]
+        )
+    )
+    clock.advance(4 * MONTH)
+    assert maintain(engine).moved_to_cold == 1
+    assert tiers(engine) == {old: Tier.COLD, kept: Tier.WARM}
+    clock.advance(8 * MONTH)  # past 300 days since stored; expires_at is 3650 days away
+    report = maintain(engine)
+    if max_age is None:  # the archive keeps it, however old: Get still reads it
+        assert report.expired == 0
+        assert engine.get(NS, old, False)[0].tier == Tier.COLD
+    else:
+        assert report.expired == 1 and gone(engine, old)
+    assert engine.get(NS, kept, False)[0].tier == Tier.WARM
