@@ -12,8 +12,8 @@ or a crash that loses the unsaved vector snapshot and whatever the columns' chec
 seen), and after every step checks:
 - the store holds what the model holds, field by field (what Get returns, read without counting
   an access): nothing is deleted but by Forget or by expiry past `expires_at` (in any tier;
-  never for age alone: `retention.cold_max_age_days` is unset), and nothing the model lost is left; Get of a deleted
-  one is NOT_FOUND;
+  never for age alone: `retention.cold_max_age_days` is unset), and nothing the model lost is
+  left; Get of a deleted one is NOT_FOUND;
 - every obsolete record's `superseded_by` chain ends at a current record, or at one that was
   deleted since (Forget or expiry of the newer value does not make the older one true again, so
   it stays obsolete and names what replaced it); the chain has no cycle;
