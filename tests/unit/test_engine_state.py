@@ -34,9 +34,9 @@ superseded and why), a reconciliation's decisions, EndSession's summaries (drawn
 session's turns) and moves, and a maintenance run's report (sessions ended, turns moved to warm,
 expired, topics and originals compressed, moved to cold, a run resumed at start-up): the model
 says what each must be, and a second run at the same time compresses nothing twice. A run
-killed between two changes is finished at start-up to the state of one whole run; only its
-session end may stay half done (the summaries written, the turns still hot), since a start-up
-counts the in-process session memory as active again: its next end merges the same summaries.
+killed between two changes is finished at start-up to the state of one whole run; a session end
+is one change (its summaries and its moves), so a killed one is wholly undone, and since a
+start-up counts the in-process session memory as active again, that session ends later.
 
 Episodes are turns of one session: they arrive in tier hot, merge only as the same words, and
 leave the hot tier when the session ends (EndSession, or idle past the TTL at maintenance or

@@ -5,7 +5,8 @@ A session ends by `EndSession`, or `memory.hot.ttl_seconds` after its last turn 
 session memory, `HotSessions`, says which are idle). The summariser (extractive over the built-in
 encoder by default, or an OpenAI-compatible endpoint) picks the sentences that carry facts; each
 becomes a warm summary candidate that passes the write gate like any write, with `derived_from`
-naming the turns it came from. Then the session's hot turns move to warm, in one change. The
+naming the turns it came from, and the session's hot turns move to warm in the same change (a
+crash, even `kill -9`, leaves both or neither: the session then stays hot and ends again). The
 record store is what is summarised (every current turn of the session, those already moved to warm
 by the hot tier's cap too), so nothing the hot session memory lost is missed.
 """
@@ -72,11 +73,20 @@ class SessionEnder:
         if not records:
             raise NotFoundError("session", session_id, where=Location("session_id"))
         records.sort(key=lambda r: (r.turn, r.created_at, r.key))
-        summaries = self._summarise(namespace, session_id, records, deadline)
-        moved = self._writer.change(
-            lambda: self._moves(namespace, session_id), deadline, "the session's tier move"
-        )
-        return SessionEndResult(summaries, len(moved))
+        items = self._summarise(namespace, session_id, records, deadline)
+        moves: list[Op] = []
+
+        def move() -> list[Op]:
+            moves.extend(self._moves(namespace, session_id))
+            return moves
+
+        # One change: the summaries and the moves (a crash leaves both or neither).
+        if items:
+            summaries = self._writer.write(items, deadline, also=move)
+        else:
+            summaries = []
+            self._writer.change(move, deadline, "the session's tier move")
+        return SessionEndResult(summaries, len(moves))
 
     def expire(self, deadline: Deadline, only: str = "") -> tuple[int, int, int]:
         """End every session idle for `hot.ttl_seconds` (of namespace `only`, when given);
@@ -110,7 +120,8 @@ class SessionEnder:
 
     def _summarise(
         self, namespace: str, session_id: str, records: list[Record], deadline: Deadline
-    ) -> list[WriteResult]:
+    ) -> list[NewMemory]:
+        """The session's summary candidates as writes (encoded), before the gate."""
         turns = [r for r in records if not r.obsolete and r.text.strip() and r.kind != Kind.SUMMARY]
         if not turns or self._encode is None or self._summariser is None:
             return []
@@ -140,4 +151,4 @@ class SessionEnder:
             )
             for c, v in zip(cands, vectors, strict=True)
         ]
-        return self._writer.write(items, deadline)
+        return items

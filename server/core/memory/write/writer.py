@@ -157,10 +157,18 @@ class Writer:
                 )
             time.sleep(0.005)
 
-    def write(self, items: list[NewMemory], deadline: Deadline) -> list[WriteResult]:
+    def write(
+        self,
+        items: list[NewMemory],
+        deadline: Deadline,
+        also: Callable[[], Sequence[Op]] | None = None,
+    ) -> list[WriteResult]:
+        """Write `items` through the gate as one change; `also`: more operations of the same
+        change, built under the lock (a session end's summaries and its tier moves commit
+        together, so a crash leaves both or neither)."""
         self._wait_for_indexer(deadline)
         with self._lock:
-            return self._write_locked(items, deadline)
+            return self._write_locked(items, deadline, also)
 
     def add_access(self, tally: dict[int, tuple[int, float]]) -> None:
         """Fold counted accesses into the records, as one change like every other, so a merge
@@ -350,7 +358,12 @@ class Writer:
                 seen[twin].append((i, 0))
         return out
 
-    def _write_locked(self, items: list[NewMemory], deadline: Deadline) -> list[WriteResult]:
+    def _write_locked(
+        self,
+        items: list[NewMemory],
+        deadline: Deadline,
+        also: Callable[[], Sequence[Op]] | None = None,
+    ) -> list[WriteResult]:
         now = self._clock.now()
         wp = self._s.write_policy
         targets = self._supersede_targets(items)
@@ -475,6 +488,7 @@ class Writer:
             [Put(p.record, p.vector, p.cause) for p in batch]
             + [Put(r, None, Cause.SUPERSEDE) for r in superseded]
             + old_neighbours
+            + list(also() if also is not None else ())
         )
         # A result names the final record (an entry may have absorbed later duplicates).
         return [
