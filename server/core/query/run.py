@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from server.core.memory.costs import CostModel
-from server.core.memory.model import PlanStep, RecallQuery, StepReport
+from server.core.memory.model import PlanStep, RecallQuery, StepReport, Vector
 from server.core.memory.ports import (
     HotTier,
     KeywordIndex,
@@ -80,6 +80,8 @@ class Run:
     # (`heirs`: obsolete key → its chain's head), and ranking leaves it out.
     hidden_obsolete: bool = False
     heirs: dict[int, int] = field(default_factory=dict)
+    # The candidates' own vectors, as `Scorer.complete` read them (the slot rule reuses them).
+    vectors: dict[int, Vector] = field(default_factory=dict)
     # The plan's pockets as a table of pocket ids, for the dict it was made of.
     _table: tuple[dict[int, PlanStep], npt.NDArray[np.bool_]] | None = field(
         default=None, repr=False

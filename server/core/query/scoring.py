@@ -108,6 +108,7 @@ class Scorer(Reader):
             keys = sorted(run.vec.keys() | run.kw.keys())
             cosines: dict[int, float] = {}
             held = self._hot.vectors(q.namespace, keys)
+            run.vectors.update(held)
             if held:
                 mat = np.stack([held[k] for k in held]).astype(np.float32)
                 cosines.update(zip(held, (mat @ qv).tolist(), strict=True))
@@ -123,6 +124,9 @@ class Scorer(Reader):
                     continue
                 mat = part.get(np.array(mine, dtype=np.int64))
                 present = np.any(mat != 0, axis=1).tolist()
+                run.vectors.update(
+                    (k, row) for k, ok, row in zip(mine, present, mat, strict=True) if ok
+                )
                 sims = (mat.astype(np.float32) @ qv).tolist()
                 cosines.update((k, c) for k, ok, c in zip(mine, present, sims, strict=True) if ok)
             run.vec = cosines

@@ -52,19 +52,22 @@ class Succession(Reader):
         if len(keys) < 2:
             return out
         if self._sup.enabled and not run.asks_past:
-            self._newer_first(keys, out)
+            self._newer_first(run, keys, out)
         if run.q.include_obsolete:
             self._below_successors(run, keys, out)
         return out
 
-    def _newer_first(self, keys: KeyArray, out: F32) -> None:
+    def _newer_first(self, run: Run, keys: KeyArray, out: F32) -> None:
         c = self._cols
         valued = np.isin(c.kind[keys], _VALUED) & ~c.obsolete[keys]
         idx = np.nonzero(valued)[0]
         if len(idx) < 2:
             return
         idx = idx[np.argsort(-out[idx], kind="stable")[:SLOT_CANDIDATES]]
-        got = self._store.get_vectors(keys[idx].tolist())
+        wanted = keys[idx].tolist()
+        got = {k: run.vectors[k] for k in wanted if k in run.vectors}
+        if len(got) < len(wanted):  # a keyword-only Recall: no vector was read
+            got.update(self._store.get_vectors([k for k in wanted if k not in got]))
         idx = np.array([i for i in idx.tolist() if int(keys[i]) in got], dtype=np.int64)
         if len(idx) < 2:
             return

@@ -64,7 +64,7 @@ def succession(
         created=np.array(born, dtype=np.float64),
     )
     store = FakeStore(
-        dict(enumerate(vectors)), dict(enumerate(texts or [f"t{k}" for k in range(n)]))
+        dict(enumerate(vectors)), dict(enumerate(texts or [f"statement {chr(97 + k)}" for k in range(n)]))
     )
     src: Any = SimpleNamespace(
         settings=None, columns=cols, hot=None, vectors=None, keywords=None, store=store, costs=None
@@ -73,7 +73,9 @@ def succession(
 
 
 def adjust(s: Succession, final: list[float], asks_past: bool = False) -> F32:
-    run: Any = SimpleNamespace(asks_past=asks_past, q=SimpleNamespace(include_obsolete=False))
+    run: Any = SimpleNamespace(
+        asks_past=asks_past, q=SimpleNamespace(include_obsolete=False), vectors={}
+    )
     keys = np.arange(len(final), dtype=np.int64)
     return s.adjust(run, keys, np.asarray(final, dtype=np.float32))
 

@@ -259,7 +259,17 @@ def both_hold(newer: str, older: str) -> str:
         return "the newer one adds to the older"
     if _other_holder(newer, older):
         return "about someone else"
+    codes_new, codes_old = _codes(newer), _codes(older)
+    if codes_new and codes_old and codes_new != codes_old:
+        return "two things with codes of their own"
     return ""
+
+
+def _codes(text: str) -> frozenset[str]:
+    """The codes a text names things by: identifiers that begin with a letter and hold a digit
+    (E1234, ORD-48213, RTX4090). Two codes are two things (a ticket, an order), not two values of
+    one; a quantity with its unit (6pm, 76kg, 3rd) begins with its digit."""
+    return frozenset(t for t in identifiers(text) if t[:1].isalpha())
 
 
 def _entities(text: str) -> frozenset[str]:

@@ -22,6 +22,9 @@ from server.core.settings import SupersedeSettings
         # The newer says it adds.
         ("I also have a Discover card", "I have an Amex card"),
         ("我另一个邮箱是QQ邮箱", "我的邮箱是163邮箱"),
+        # Two codes are two things (tickets, orders), not two values of one.
+        ("Ticket E1240 is about the billing page", "Ticket E1234 is about the login page"),
+        ("订单ORD-48214明天发货", "订单ORD-48213今天发货"),
     ],
 )
 def test_statements_that_both_hold(newer: str, older: str) -> None:
