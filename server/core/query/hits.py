@@ -40,7 +40,7 @@ class Hits(Reader):
                 return []
         decay = self._scorer.decay(run, keys)
         # The slot rules adjust the decayed score; rank_final then multiplies by a decay of 1.
-        adjusted = self._succession.adjust(run, keys, (fused * decay).astype(np.float32))
+        adjusted = self._succession.adjust(run, keys, (fused * decay).astype(np.float32), top_k)
         # An obsolete memory was placed below its successor: it ranks by its adjusted score.
         stale = np.zeros(len(keys), np.bool_) if q.include_obsolete else c.obsolete[keys]
         order, final = rank_final(adjusted, np.ones(len(keys), np.float32), stale, top_k)

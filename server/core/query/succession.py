@@ -23,8 +23,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from server.core.memory.model import Kind, units
-from server.core.memory.write.supersede import both_hold
+from server.core.memory.model import Kind
+from server.core.memory.write.supersede import hold_both, traits
 from server.core.query.run import KeyArray, Reader, Run, Sources
 from server.core.settings import SupersedeSettings
 
@@ -46,18 +46,18 @@ class Succession(Reader):
         super().__init__(src)
         self._sup = settings
 
-    def adjust(self, run: Run, keys: KeyArray, final: F32) -> F32:
+    def adjust(self, run: Run, keys: KeyArray, final: F32, top_k: int = SLOT_CANDIDATES) -> F32:
         """`final` with both rules applied (a copy; `keys` in the same order)."""
         out = final.copy()
         if len(keys) < 2:
             return out
         if self._sup.enabled and not run.asks_past:
-            self._newer_first(run, keys, out)
+            self._newer_first(run, keys, out, top_k)
         if run.q.include_obsolete:
             self._below_successors(run, keys, out)
         return out
 
-    def _newer_first(self, run: Run, keys: KeyArray, out: F32) -> None:
+    def _newer_first(self, run: Run, keys: KeyArray, out: F32, top_k: int) -> None:
         c = self._cols
         valued = np.isin(c.kind[keys], _VALUED) & ~c.obsolete[keys]
         idx = np.nonzero(valued)[0]
@@ -71,27 +71,44 @@ class Succession(Reader):
         idx = np.array([i for i in idx.tolist() if int(keys[i]) in got], dtype=np.int64)
         if len(idx) < 2:
             return
-        mat = units(np.stack([got[int(keys[i])] for i in idx]))
-        sims = mat @ mat.T
-        close = sims >= self._sup.slot_cosine
+        mat = np.stack([got[int(keys[i])] for i in idx]).astype(np.float32)
+        mat /= np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-12)
+        # Only the best `top_k` can show: one further down that yields leaves its newer
+        # neighbour as far down.
+        olders = np.argsort(-out[idx], kind="stable")[:top_k]
+        sims = mat[olders] @ mat.T
         kinds, born = c.kind[keys[idx]], c.created[keys[idx]]
-        records = self._store.get([int(keys[i]) for i in idx])
-        text = [r.text if (r := records.get(int(keys[i]))) is not None else "" for i in idx]
+        score = out[idx]
+        top = olders[:, None]
+        kin = (
+            (kinds[top] == kinds[None, :]) | (kinds[None, :] == _SUMMARY) | (kinds[top] == _SUMMARY)
+        )
+        fit = (sims >= self._sup.slot_cosine) & (born[None, :] > born[top]) & kin
+        fit &= (score[None, :] < score[top]) & (
+            score[None, :] >= score[top] * self._sup.older_factor
+        )
+        if not fit.any():
+            return
+        # The texts of the memories that may yield or take a place, read at once.
+        near = sorted(
+            set(olders[fit.any(axis=1)].tolist()) | set(np.nonzero(fit.any(axis=0))[0].tolist())
+        )
+        records = self._store.get([int(keys[idx[n]]) for n in near])
+        read = {
+            n: traits(r.text if (r := records.get(int(keys[idx[n]]))) is not None else "")
+            for n in near
+        }
         # Each older memory, best first, yields its place once: to the newer memory of its slot
         # that lies closest to it, when that one is relevant enough. Once, so that a run of newer
         # neighbours cannot push it down the list one by one.
-        for b in np.argsort(-out[idx], kind="stable").tolist():
+        for row, b in enumerate(olders.tolist()):
             i = int(idx[b])
-            floor = out[i] * self._sup.older_factor
-            kin = (kinds == kinds[b]) | (kinds == _SUMMARY) | (kinds[b] == _SUMMARY)
-            later = np.nonzero(close[b] & (born > born[b]) & kin)[0].tolist()
-            mates = [
-                a
-                for a in later
-                if out[i] > out[int(idx[a])] >= floor and not both_hold(text[a], text[b])
-            ]
+            if out[i] != score[b]:  # it took a place already (or yielded): once
+                continue
+            mates = [a for a in np.nonzero(fit[row])[0].tolist() if not hold_both(read[a], read[b])]
+            mates = [a for a in mates if out[int(idx[a])] == score[a]]
             if mates:
-                j = int(idx[max(mates, key=lambda m: float(sims[m, b]))])
+                j = int(idx[max(mates, key=lambda m: float(sims[row, m]))])
                 out[j], out[i] = out[i], out[i] * BELOW
 
     def bring_heirs(self, run: Run) -> None:

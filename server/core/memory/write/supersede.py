@@ -40,6 +40,8 @@ from server.core.settings import SupersedeSettings
 
 KINDS = frozenset({Kind.FACT, Kind.PREFERENCE})
 MEMO_TEXTS = 1024
+# Texts whose traits (`both_hold`) are remembered: a Recall's candidates and a write's neighbours.
+TRAIT_TEXTS = 8192
 
 # Words that say the new statement adds to the old one rather than replacing it.
 _ADDS_EN = re.compile(
@@ -228,14 +230,6 @@ def _owners(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def _other_holder(a: str, b: str) -> bool:
-    """Whether two texts are about two holders: other relations, or two named owners."""
-    if _holders(a) != _holders(b):
-        return True
-    oa, ob = _owners(a), _owners(b)
-    return bool(oa) and bool(ob) and oa != ob
-
-
 def _negated(text: str) -> bool:
     return bool(_NEGATION_EN.search(text) or _NEGATION_ZH.search(text))
 
@@ -250,17 +244,49 @@ def _adds_a_liking(new: str, old: str) -> bool:
     return liked and not (_ONE_VALUE.search(new) or _ONE_VALUE.search(old))
 
 
+@dataclass(frozen=True)
+class Traits:
+    """What `both_hold` reads of one text, read once (a Recall weighs a candidate against
+    several; a write against its neighbours)."""
+
+    adds: bool
+    holders: frozenset[str]
+    owners: frozenset[str]
+    codes: frozenset[str]
+
+
+def _read(text: str) -> Traits:
+    return Traits(_adds(text), _holders(text), _owners(text), _codes(text))
+
+
+traits: TextMemo[Traits] = TextMemo(_read, TRAIT_TEXTS)
+
+
+def _other_holder(a: str, b: str) -> bool:
+    """Whether two texts are about two holders: other relations, or two named owners."""
+    return _two_holders(traits(a), traits(b))
+
+
+def _two_holders(a: Traits, b: Traits) -> bool:
+    return a.holders != b.holders or bool(a.owners and b.owners and a.owners != b.owners)
+
+
 def both_hold(newer: str, older: str) -> str:
     """Why two statements can both hold, "" when they may be two values of one thing: the newer
-    says it adds to the older ("also", "另一"), or the two are about different holders ("my
-    sister" and "my brother", "my son Leo" and "my son Noah"). The writer's verdict and the
-    ranking's slots (`server.core.query.succession`) share it."""
-    if _adds(newer):
+    says it adds to the older ("also", "另一"), the two are about different holders ("my sister"
+    and "my brother", "my son Leo" and "my son Noah", "Alice's" and "Bob's"), or they name two
+    things by their codes (E1234, E1240). The writer's verdict and the ranking's slots
+    (`server.core.query.succession`, through `hold_both` on traits read once) share it."""
+    return hold_both(traits(newer), traits(older))
+
+
+def hold_both(n: Traits, o: Traits) -> str:
+    """`both_hold` on the two texts' traits."""
+    if n.adds:
         return "the newer one adds to the older"
-    if _other_holder(newer, older):
+    if _two_holders(n, o):
         return "about someone else"
-    codes_new, codes_old = _codes(newer), _codes(older)
-    if codes_new and codes_old and codes_new != codes_old:
+    if n.codes and o.codes and n.codes != o.codes:
         return "two things with codes of their own"
     return ""
 
