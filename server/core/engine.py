@@ -157,8 +157,8 @@ class MemoryEngine:
             tail += len(live)
             rev = rows[-1].rev
         self.indexer.start()
+        self.lifecycle.start(hot_records)  # before the tick that ends idle sessions reads it
         self.maintenance.start()
-        self.lifecycle.start(hot_records)
         log.info(
             "loaded %d records (%s), %d awaiting the indexer",
             n,

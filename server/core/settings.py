@@ -704,7 +704,7 @@ class SessionEndSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True
     summariser: Literal["extractive", "openai"] = "extractive"
     # Sentences the extractive summary keeps per session.
     sentences: Annotated[int, between(1, 64)] = 4
-    # The endpoint's base URL (…/v1), the model, and the environment variable holding its key.
+    # The endpoint's base URL (…/v1) for summariser: openai.
     openai_url: str = ""
     # The model name sent to the endpoint.
     openai_model: str = ""

@@ -426,9 +426,10 @@ class Model:
 
     def retention_bounds(self, m: Mem, now: float) -> tuple[bool, bool]:
         """(must go cold, may go cold) for a warm memory: its retention with the freshest and
-        the stalest last access it may have (any read since it was stored, or none)."""
+        the stalest last access it may have (any read since it was stored, or none). An
+        obsolete memory never goes cold: a question about the past asks for it."""
         r = self.s.lifecycle.retention
-        if m.stored > now - r.min_age_days * DAY:
+        if m.stored > now - r.min_age_days * DAY or m.obsolete:  # an obsolete one stays warm
             return False, False
         imp = min(max((m.importance - 1) / 4, 0.0), 1.0)
         total = r.w_importance + r.w_freshness

@@ -28,6 +28,8 @@ from server.core.settings import CompressionSettings
 
 Encode = Callable[[Sequence[str]], Vector]
 READ_CHUNK = 4096
+# The newest unlabelled facts and preferences a run clusters into topics.
+CLUSTER_ROWS = 4096
 _CLUSTERED = (int(Kind.FACT), int(Kind.PREFERENCE))
 
 
@@ -80,34 +82,39 @@ class Compressor:
                     loose.append(rec)
         limit = self._s.compress_after_count
         out = [g for g in by_topic.values() if len(g) > limit]
-        out.extend(g for g in self._clusters(loose) if len(g) > limit)
+        out.extend(g for g in self._clusters(loose, deadline) if len(g) > limit)
         return out
 
-    def _clusters(self, records: list[Record]) -> list[list[Record]]:
+    def _clusters(self, records: list[Record], deadline: Deadline) -> list[list[Record]]:
         """Greedy clusters, oldest first: a memory joins the first cluster whose first member's
-        vector lies within `cluster_cosine` of its own (same kind and speaker)."""
+        vector lies within `cluster_cosine` of its own (same kind and speaker). The newest
+        `CLUSTER_ROWS` unlabelled memories are clustered (a run's cost stays bounded: each
+        memory is compared with the leaders so far, one matrix-vector product)."""
         if len(records) <= self._s.compress_after_count:
             return []
         records.sort(key=lambda r: (r.created_at, r.key))
+        records = records[-CLUSTER_ROWS:]
         got = self._store.get_vectors([r.key for r in records])
         records = [r for r in records if r.key in got]
         if not records:
             return []
         mat = units(np.stack([got[r.key] for r in records]))
+        leads = np.empty_like(mat)  # the leaders' vectors, in order, without a copy per row
         leaders: list[int] = []
         members: dict[int, list[Record]] = {}
         for i, rec in enumerate(records):
+            if i % 256 == 0:
+                deadline.check("clustering the topics")
             home = None
             if leaders:
-                sims = mat[leaders] @ mat[i]
-                for j in np.argsort(-sims).tolist():
+                sims = leads[: len(leaders)] @ mat[i]
+                for j in np.nonzero(sims >= self._s.cluster_cosine)[0].tolist():
                     lead = records[leaders[j]]
-                    if sims[j] < self._s.cluster_cosine:
-                        break
                     if lead.kind == rec.kind and lead.speaker == rec.speaker:
                         home = leaders[j]
                         break
             if home is None:
+                leads[len(leaders)] = mat[i]
                 leaders.append(i)
                 members[i] = [rec]
             else:

@@ -26,6 +26,8 @@ from server.core.memory.write.supersede import SupersedePolicy
 from server.core.memory.write.writer import Writer
 
 log = logging.getLogger(__name__)
+# The importance an authoritative fact is stored with when the caller gives none.
+AUTHORITATIVE_IMPORTANCE = 5
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,10 @@ class Reconciler:
                     d.memory_id for d in decisions if d.supersede and d.fact_index == i
                 ),
                 supersede_reason="reconcile",
-                auto_supersede=False,  # the decisions (what a dry run shows) are the whole change
+                # What it supersedes is what the decisions (a dry run's too) say, nothing more.
+                auto_supersede=False,
+                # An authoritative fact is kept: the gate must not drop what marks others.
+                explicit_importance=fact.explicit_importance or AUTHORITATIVE_IMPORTANCE,
             )
             for i, fact in enumerate(facts)
         ]

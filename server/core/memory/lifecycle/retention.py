@@ -69,7 +69,9 @@ class Retention:
         """Warm memories whose retention fell below the threshold (and old enough)."""
         c = self._cols
         keys: KeyArray = self._rows(ns_id)
-        keys = keys[c.tier[keys] == int(Tier.WARM)]
+        # An obsolete memory stays warm: it is what a question about the past asks for (with
+        # `include_obsolete`, which searches no cold pocket); it goes when it expires.
+        keys = keys[(c.tier[keys] == int(Tier.WARM)) & ~c.obsolete[keys]]
         keys = keys[c.stored[keys] <= now - self._s.min_age_days * _DAY]
         if len(keys) == 0:
             return keys

@@ -121,8 +121,18 @@ class SessionEnder:
     def _summarise(
         self, namespace: str, session_id: str, records: list[Record], deadline: Deadline
     ) -> list[NewMemory]:
-        """The session's summary candidates as writes (encoded), before the gate."""
-        turns = [r for r in records if not r.obsolete and r.text.strip() and r.kind != Kind.SUMMARY]
+        """The session's summary candidates as writes (encoded), before the gate: of its turns
+        that no earlier summary of the session was made from (a session that resumes after its
+        end is summarised for what it added)."""
+        done = {m for r in records if r.kind == Kind.SUMMARY for m in r.derived_from}
+        turns = [
+            r
+            for r in records
+            if not r.obsolete
+            and r.text.strip()
+            and r.kind != Kind.SUMMARY
+            and r.memory_id not in done
+        ]
         if not turns or self._encode is None or self._summariser is None:
             return []
         ids = {r.key: r.memory_id for r in turns}

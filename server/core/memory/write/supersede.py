@@ -114,6 +114,12 @@ _QUALIFIED = re.compile(
 )
 # A named person's possession: "Alice's address", "Bob’s car".
 _POSSESSOR = re.compile(r"\b([A-Z][a-z]+)['’]s\b")
+# A number that names a thing: "order 48213", "ticket #77", "room 1204", "订单48213", "工单号77".
+_NUMBERED = re.compile(
+    r"(?i:\b(?:order|ticket|case|invoice|room|flight|account|issue|pr|no\.?)\s*#?\s*|#\s*)(\d+)"
+    r"|(?:订单|工单|单号|编号|房间|航班|账号)号?\s*(\d+)"
+)
+_DIGIT = re.compile(r"\d")
 # "It's", "That's": not a possession.
 _CONTRACTED = frozenset(
     [
@@ -295,7 +301,11 @@ def _codes(text: str) -> frozenset[str]:
     """The codes a text names things by: identifiers that begin with a letter and hold a digit
     (E1234, ORD-48213, RTX4090). Two codes are two things (a ticket, an order), not two values of
     one; a quantity with its unit (6pm, 76kg, 3rd) begins with its digit."""
-    return frozenset(t for t in identifiers(text) if t[:1].isalpha())
+    codes = {
+        t for t in identifiers(text) if t[:1].isascii() and t[:1].isalpha() and _DIGIT.search(t)
+    }
+    codes.update(f"#{a or b}" for a, b in _NUMBERED.findall(text))
+    return frozenset(codes)
 
 
 def _entities(text: str) -> frozenset[str]:

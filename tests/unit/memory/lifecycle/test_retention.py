@@ -182,3 +182,23 @@ def test_a_cold_memory_is_deleted_for_age_only_when_configured(
     else:
         assert report.expired == 1 and gone(engine, old)
     assert engine.get(NS, kept, False)[0].tier == Tier.WARM
+
+
+def test_an_obsolete_memory_stays_warm_for_questions_about_the_past(
+    engine_factory: Callable[..., MemoryEngine], clock: FakeClock
+) -> None:
+    """An old value is what a question about the past asks for, with `include_obsolete` (which
+    searches no cold pocket): retention leaves it warm while an unused current one goes cold."""
+    engine = engine_factory(lifecycle_settings())
+    old = engine.remember([mem("The office wifi channel is 1", importance=3)])[0]
+    clock.advance(DAY)
+    new = engine.remember([mem("The office wifi channel is 6", importance=3)])[0]
+    assert [s.memory_id for s in new.superseded] == [old.memory_id]
+    plain = engine.remember([mem(PLAIN, importance=3)])[0]
+    clock.advance(5 * MONTH)
+    assert maintain(engine).moved_to_cold == 2  # the new value and the plain one, unused
+    got = tiers(engine)
+    assert got[old.memory_id] == Tier.WARM
+    assert got[new.memory_id] == Tier.COLD and got[plain.memory_id] == Tier.COLD
+    asked = recalled(engine, "which wifi channel did the office use before?", include_obsolete=True)
+    assert old.memory_id in asked[:5]

@@ -25,6 +25,9 @@ from server.core.settings import SupersedeSettings
         # Two codes are two things (tickets, orders), not two values of one.
         ("Ticket E1240 is about the billing page", "Ticket E1234 is about the login page"),
         ("订单ORD-48214明天发货", "订单ORD-48213今天发货"),
+        # A number after a word that names things by number is a code too.
+        ("Order 48214 shipped on Friday", "Order 48213 shipped on Monday"),
+        ("工单号77已经关闭", "工单号76还在处理"),
     ],
 )
 def test_statements_that_both_hold(newer: str, older: str) -> None:
@@ -43,6 +46,10 @@ def test_statements_that_both_hold(newer: str, older: str) -> None:
         # A pet's food brand is no name of the pet.
         ("The cat eats Royal Canin kibble", "We feed the cat Purina dry food"),
         ("My wife is a nurse practitioner now", "My wife works as a nurse"),
+        # A weekday, a month or a number is a value, not a code.
+        ("The team meeting moved to Tuesday", "The team meeting is on Monday"),
+        ("周会改到周三下午两点", "部门周会定在周一上午十点"),
+        ("Rent went up to 2100", "The rent is 1800 a month"),
     ],
 )
 def test_statements_that_may_be_two_values_of_one_thing(newer: str, older: str) -> None:
