@@ -581,6 +581,8 @@ class EngineMachine(RuleBasedStateMachine):
         assert np.array_equal(np.nonzero(cols.ns >= 0)[0], live)
         names = {v: k for k, v in fresh.namespaces().items()}
         mine = {v: k for k, v in cols.namespaces().items()}
+        for ns, i in fresh.namespaces().items():  # the obsolete counts a Recall reads
+            assert cols.obsolete_count(cols.ns_id(ns)) == fresh.obsolete_count(i), ns
         for k in live.tolist():
             assert mine[int(cols.ns[k])] == names[int(fresh.ns[k])]
             for name in ARRAYS:

@@ -337,6 +337,10 @@ class MetadataColumns(Protocol):
 
     def ns_id(self, namespace: str) -> int: ...
 
+    def obsolete_count(self, ns_id: int) -> int:
+        """The namespace's live obsolete memories."""
+        ...
+
     def namespaces(self) -> dict[str, int]: ...
 
     def session_id(self, session: str) -> int:

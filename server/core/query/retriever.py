@@ -127,7 +127,13 @@ class Retriever:
         top_k = q.top_k or self._s.top_k
         ns_id = self._cols.ns_id(q.namespace)
         ref = now if q.as_of is None else q.as_of
-        hidden = self._inherit and not q.include_obsolete
+        # With no obsolete memory in the namespace there is no match to pass on.
+        hidden = (
+            self._inherit
+            and not q.include_obsolete
+            and ns_id >= 0
+            and self._cols.obsolete_count(ns_id) > 0
+        )
         if hidden:  # the channels find them; their successors inherit their match
             q = msgspec.structs.replace(q, include_obsolete=True)
         run = Run(

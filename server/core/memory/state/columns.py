@@ -63,6 +63,9 @@ class Columns:
         self.tags: dict[int, frozenset[str]] = {}
         # pocket id → live rows in it.
         self._sizes: dict[int, int] = {}
+        # namespace id → its live obsolete rows (a Recall of a namespace with none skips the
+        # work of passing obsolete matches on).
+        self._obsolete: dict[int, int] = {}
         # pocket id → (earliest, latest) event time of any row ever put in it: an envelope (a
         # row that leaves does not shrink it), kept without a pass over the rows.
         self._spans: dict[int, tuple[float, float]] = {}
@@ -149,6 +152,9 @@ class Columns:
         sid = self._session_ids.setdefault(rec.session_id, len(self._session_ids))
         pocket = self.catalog.place(ns, rec)
         self._count_out(k)
+        self._obsolete_out(k)
+        if rec.obsolete:
+            self._obsolete[ns] = self._obsolete.get(ns, 0) + 1
         self._sizes[pocket] = self._sizes.get(pocket, 0) + 1
         lo, hi = self._spans.get(pocket, (math.inf, -math.inf))
         self._spans[pocket] = (min(lo, rec.created_at), max(hi, rec.created_at))
@@ -222,8 +228,18 @@ class Columns:
         with self._lock:
             self._drop(key)
 
+    def obsolete_count(self, ns_id: int) -> int:
+        """The namespace's live obsolete memories."""
+        return self._obsolete.get(ns_id, 0)
+
+    def _obsolete_out(self, key: int) -> None:
+        """Take a live obsolete row out of its namespace's count (before it changes or goes)."""
+        if key < len(self.ns) and (ns := int(self.ns[key])) >= 0 and self.obsolete[key]:
+            self._obsolete[ns] -= 1
+
     def _drop(self, key: int) -> None:
         if key < len(self.ns):
+            self._obsolete_out(key)
             self._leave_session(key)
             self._count_out(key)
             self.ns[key] = -1
@@ -295,6 +311,9 @@ class Columns:
             self._session_ids = dict(snap.session_ids)
             self.tags = {k: frozenset(v) for k, v in snap.tags.items()}
             self._sizes = dict(snap.sizes)
+            live = self.ns[:rows] >= 0
+            stale = np.bincount(self.ns[:rows][live & self.obsolete[:rows]])
+            self._obsolete = {i: int(n) for i, n in enumerate(stale.tolist()) if n}
             self._spans = dict(snap.spans)
             self._sessions = {}
             self._newest = {}
