@@ -64,7 +64,8 @@ def succession(
         created=np.array(born, dtype=np.float64),
     )
     store = FakeStore(
-        dict(enumerate(vectors)), dict(enumerate(texts or [f"statement {chr(97 + k)}" for k in range(n)]))
+        dict(enumerate(vectors)),
+        dict(enumerate(texts or [f"statement {chr(97 + k)}" for k in range(n)])),
     )
     src: Any = SimpleNamespace(
         settings=None, columns=cols, hot=None, vectors=None, keywords=None, store=store, costs=None
