@@ -72,13 +72,12 @@ from bench.lifecycle_world import (
     probes,
 )
 from bench.stats import environment
-from server.adapters.cold_segments import ColdArchive
 from server.adapters.columns_file import ColumnsFile
 from server.adapters.journal_file import JournalFile
 from server.adapters.sqlite_store import SqliteRecordStore
 from server.adapters.tantivy_index import TantivyKeywordIndex
 from server.adapters.usearch_index import UsearchIndexSet
-from server.app import LifecycleAdapters, assemble_engine, thresholds_of
+from server.app import LifecycleAdapters, assemble_engine, open_vectors, thresholds_of
 from server.core.deadline import no_deadline
 from server.core.engine import MemoryEngine
 from server.core.errors import NotFoundError
@@ -159,16 +158,7 @@ def open_engine(
 ) -> Opened:
     """An engine over real stores in `data`, as `pocketd serve` builds one but on `clock`."""
     s = resolve_thresholds(memory, thresholds_of(encoder))
-    vectors = UsearchIndexSet(
-        data / "vectors",
-        s.embedding_dim,
-        s.index.vector_dtype,
-        s.index.connectivity,
-        s.index.expansion_add,
-        s.hybrid_search.expansion_search,
-        (s.pockets.coarse_min_rows, s.pockets.exact_max_rows),
-        ColdArchive(data / "cold", s.embedding_dim, s.lifecycle.cold),
-    )
+    vectors = open_vectors(data, s)
     eng = assemble_engine(
         s,
         SqliteRecordStore(data / "records.sqlite3", s.index.record_cache_bytes),

@@ -493,6 +493,21 @@ class CountedDecisions:
         self._sink.close()
 
 
+def open_vectors(data: Path, m: MemorySettings) -> UsearchIndexSet:
+    """The vector indexes of a data directory: a usearch index per warm pocket, the cold
+    archive's segments for the cold ones (`ColdArchiveError` when a segment is damaged)."""
+    return UsearchIndexSet(
+        data / "vectors",
+        m.embedding_dim,
+        m.index.vector_dtype,
+        m.index.connectivity,
+        m.index.expansion_add,
+        m.hybrid_search.expansion_search,
+        (m.pockets.coarse_min_rows, m.pockets.exact_max_rows),
+        ColdArchive(data / "cold", m.embedding_dim, m.lifecycle.cold),
+    )
+
+
 def lifecycle_adapters(
     m: MemorySettings,
     store: RecordStore,
@@ -543,16 +558,7 @@ def build_engine(
         data / "keywords", m.index.keyword_heap_bytes, m.index.keyword_term_cache
     )
     try:
-        vectors = UsearchIndexSet(
-            data / "vectors",
-            m.embedding_dim,
-            m.index.vector_dtype,
-            m.index.connectivity,
-            m.index.expansion_add,
-            m.hybrid_search.expansion_search,
-            (m.pockets.coarse_min_rows, m.pockets.exact_max_rows),
-            ColdArchive(data / "cold", m.embedding_dim, m.lifecycle.cold),
-        )
+        vectors = open_vectors(data, m)
     except ColdArchiveError as exc:  # the operator's to fix (the message says how)
         raise StartupError(str(exc)) from exc
     store = SqliteRecordStore(data / "records.sqlite3", m.index.record_cache_bytes)

@@ -25,7 +25,6 @@ import pytest
 import redis
 from hypothesis import settings as hsettings
 
-from server.adapters.cold_segments import ColdArchive
 from server.adapters.columns_file import ColumnsFile
 from server.adapters.journal_file import JournalFile
 from server.adapters.onnx_encoder import OnnxTextEncoder
@@ -33,7 +32,6 @@ from server.adapters.sqlite_ledger import SqliteLedgerStore
 from server.adapters.sqlite_store import SqliteRecordStore
 from server.adapters.tantivy_index import TantivyKeywordIndex
 from server.adapters.token_counter import TokenCounter
-from server.adapters.usearch_index import UsearchIndexSet
 from server.api.calls import WorkerPools
 from server.api.server import GrpcServer
 from server.core.agent.ledger import Ledger
@@ -114,7 +112,13 @@ def open_engine(
     """An engine over `data`. Its lifecycle's parts: an in-process session memory, no
     summariser; with `composed_lifecycle`, the composition root's (`memory.hot.backend`, the
     configured summariser)."""
-    from server.app import LifecycleAdapters, assemble_engine, lifecycle_adapters, thresholds_of
+    from server.app import (
+        LifecycleAdapters,
+        assemble_engine,
+        lifecycle_adapters,
+        open_vectors,
+        thresholds_of,
+    )
 
     s = resolve_thresholds(settings or MemorySettings(), thresholds_of(encoder))
     store = SqliteRecordStore(data / "records.sqlite3", s.index.record_cache_bytes)
@@ -128,16 +132,7 @@ def open_engine(
     eng = assemble_engine(
         s,
         store,
-        UsearchIndexSet(
-            data / "vectors",
-            s.embedding_dim,
-            s.index.vector_dtype,
-            s.index.connectivity,
-            s.index.expansion_add,
-            s.hybrid_search.expansion_search,
-            (s.pockets.coarse_min_rows, s.pockets.exact_max_rows),
-            ColdArchive(data / "cold", s.embedding_dim, s.lifecycle.cold),
-        ),
+        open_vectors(data, s),
         TantivyKeywordIndex(
             data / "keywords", s.index.keyword_heap_bytes, s.index.keyword_term_cache
         ),
