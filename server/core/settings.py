@@ -1139,6 +1139,125 @@ class AgentSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     tokenizer_file: str = ""
 
 
+class ImageLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What an image may be, checked from its header before a pixel is decoded (a small PNG
+    that decodes to 50,000 × 50,000 pixels is refused, not decoded)."""
+
+    # The encoded file's size.
+    max_bytes: Annotated[int, between(1, 1 << 30)] = 20 << 20
+    # Width × height.
+    max_pixels: Annotated[int, between(1, 1 << 32)] = 40_000_000
+    # The longer side.
+    max_side: Annotated[int, between(1, 1 << 20)] = 16_384
+
+
+class AudioLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What a recording may be, its duration read from its header before it is decoded (an
+    hour of silence compresses to little, so bytes alone do not bound the work)."""
+
+    # The encoded file's size.
+    max_bytes: Annotated[int, between(1, 1 << 30)] = 50 << 20
+    # Its duration.
+    max_seconds: Annotated[float, Meta(gt=0.0, le=86_400.0)] = 600.0
+
+
+class TableLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """CSV, TSV and Markdown tables, linearised into "column: value" rows."""
+
+    # The file's size (UTF-8).
+    max_bytes: Annotated[int, between(1, 1 << 30)] = 4 << 20
+    # Rows linearised into the memory's text; the rest are counted ("… 120 more rows").
+    max_rows: Annotated[int, between(1, 1 << 20)] = 200
+    # Columns kept per row (and as tags).
+    max_columns: Annotated[int, between(1, 1024)] = 32
+
+
+class OcrSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Reading the text in images (rapidocr on onnxruntime; its Chinese and English models ship
+    in its wheel)."""
+
+    # Off: an image memory's text is its caption only (a bare image is then refused unless an
+    # image space is configured).
+    enabled: bool = True
+    # Lines the recogniser is less sure of than this are left out.
+    min_score: Ratio = 0.5
+    # onnxruntime's intra-op threads for OCR.
+    threads: Threads = 1
+
+
+class SpeechSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Transcribing recordings (faster-whisper on CTranslate2; weights from `make models`)."""
+
+    # Off: an audio memory needs its transcript in `text`.
+    enabled: bool = True
+    # The English model (Whisper tiny.en); empty: `models/whisper-tiny-en` in the checkout.
+    model_dir: str = ""
+    # A multilingual model (Whisper base, `make models-speech-zh`) for recordings in other
+    # languages; empty: none, and only English is transcribed.
+    multilingual_model_dir: str = ""
+    # The language a recording is decoded as when the write names none: "en", or "auto"
+    # (detected on the first 30 s by the multilingual model, which must then be set).
+    default_language: str = "en"
+    # CTranslate2's threads.
+    threads: Threads = 1
+
+
+class ClipSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """An image space: a CLIP-style model that puts images and text queries in one vector space
+    (user-supplied: `pocketd models export-clip`). Off while `model_dir` is empty."""
+
+    # The exported model's directory (image.onnx, text.onnx, manifest.json, the tokenizer's
+    # vocabulary); empty: no image space.
+    model_dir: str = ""
+    # The space's name in records and pockets.
+    space: Annotated[str, Meta(pattern=r"^[a-z][a-z0-9_-]{0,31}$")] = "clip"
+    # Cosines at or below this count as no match in this space; unset: the model manifest's.
+    vector_floor: Annotated[float, between(-1.0, 1.0)] | None = None
+    # A cosine at or above this counts as a full match; unset: the model manifest's.
+    vector_ceiling: Annotated[float, between(-1.0, 1.0)] | None = None
+    # onnxruntime's intra-op threads for the two towers.
+    threads: Threads = 1
+
+
+class AlignmentSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The check that a caption and what the image says agree (seed 001 §5.2)."""
+
+    # "off", "warn" (stored, with a warning in the reply and the record's tags), or "reject"
+    # (not stored; the reply's reason says why).
+    mode: Literal["off", "warn", "reject"] = "warn"
+    # Caption and OCR text whose agreement score is below this disagree.
+    min_score: Ratio = 0.15
+
+
+class MediaQueueSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The background queue that reads, transcribes and encodes media after the write is
+    acknowledged."""
+
+    # Items waiting or in work; a write beyond it gets RESOURCE_EXHAUSTED (backpressure).
+    max_pending: Annotated[int, between(1, 1 << 20)] = 256
+    # Worker threads (OCR and speech are CPU-bound: one per spare core).
+    workers: Annotated[int, between(1, 64)] = 1
+    # A Recall waits at most this long (within its deadline) for its session's pending media.
+    recall_wait_seconds: Annotated[float, between(0.0, 600.0)] = 10.0
+
+
+class MediaSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Multimodal memory: screenshots, voice notes and tables (seed 001 §2.2, §5.2; seed 000
+    §2.1, §4.2)."""
+
+    image: ImageLimits = msgspec.field(default_factory=ImageLimits)
+    audio: AudioLimits = msgspec.field(default_factory=AudioLimits)
+    table: TableLimits = msgspec.field(default_factory=TableLimits)
+    ocr: OcrSettings = msgspec.field(default_factory=OcrSettings)
+    speech: SpeechSettings = msgspec.field(default_factory=SpeechSettings)
+    clip: ClipSettings = msgspec.field(default_factory=ClipSettings)
+    alignment: AlignmentSettings = msgspec.field(default_factory=AlignmentSettings)
+    queue: MediaQueueSettings = msgspec.field(default_factory=MediaQueueSettings)
+    # Two images whose image-space cosine is at least this are one picture (near-duplicate
+    # merging of media reads the blob's hash and this, never an empty or generic text).
+    dedup_image_cosine: Ratio = 0.97
+
+
 class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The whole configuration."""
 
@@ -1151,6 +1270,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     router: RouterSettings = msgspec.field(default_factory=RouterSettings)
     ledger: LedgerSettings = msgspec.field(default_factory=LedgerSettings)
     agent: AgentSettings = msgspec.field(default_factory=AgentSettings)
+    media: MediaSettings = msgspec.field(default_factory=MediaSettings)
 
 
 def resolve_thresholds(mem: MemorySettings, t: EncoderThresholds) -> MemorySettings:
