@@ -110,8 +110,9 @@ func (MemoryKind) EnumDescriptor() ([]byte, []int) {
 	return file_pocketd_v1_memory_proto_rawDescGZIP(), []int{0}
 }
 
-// The medium the memory came from. All media share one vector space; `text` always carries a
-// text form (the content, or the caption, OCR text or transcript of the medium).
+// The medium the memory came from. `text` carries its text form (the content, or the caption,
+// OCR text, transcript or linearised table of the medium); an image may also carry a vector in an
+// image space (MemoryRecord.space_vectors).
 type Modality int32
 
 const (
@@ -289,19 +290,92 @@ func (Tier) EnumDescriptor() ([]byte, []int) {
 	return file_pocketd_v1_memory_proto_rawDescGZIP(), []int{3}
 }
 
-// A reference to the original medium of a memory. pocketd stores the reference, not the bytes.
+// Where a memory stands in the media pipeline.
+type ProcessingState int32
+
+const (
+	// Not set: treated as PROCESSING_STATE_READY.
+	ProcessingState_PROCESSING_STATE_UNSPECIFIED ProcessingState = 0
+	// Stored and searchable.
+	ProcessingState_PROCESSING_STATE_READY ProcessingState = 1
+	// Its medium is stored and queued for reading (OCR, transcript, image vector): it is
+	// searchable once READY. Get returns it meanwhile; Recall waits for its own session's (up to
+	// its deadline and `media.queue.recall_wait_seconds`).
+	ProcessingState_PROCESSING_STATE_PROCESSING ProcessingState = 2
+	// Reading the medium failed or the alignment check rejected it; `processing_error` says why.
+	// Nothing searchable was stored; the blob is released.
+	ProcessingState_PROCESSING_STATE_FAILED ProcessingState = 3
+)
+
+// Enum value maps for ProcessingState.
+var (
+	ProcessingState_name = map[int32]string{
+		0: "PROCESSING_STATE_UNSPECIFIED",
+		1: "PROCESSING_STATE_READY",
+		2: "PROCESSING_STATE_PROCESSING",
+		3: "PROCESSING_STATE_FAILED",
+	}
+	ProcessingState_value = map[string]int32{
+		"PROCESSING_STATE_UNSPECIFIED": 0,
+		"PROCESSING_STATE_READY":       1,
+		"PROCESSING_STATE_PROCESSING":  2,
+		"PROCESSING_STATE_FAILED":      3,
+	}
+)
+
+func (x ProcessingState) Enum() *ProcessingState {
+	p := new(ProcessingState)
+	*p = x
+	return p
+}
+
+func (x ProcessingState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ProcessingState) Descriptor() protoreflect.EnumDescriptor {
+	return file_pocketd_v1_memory_proto_enumTypes[4].Descriptor()
+}
+
+func (ProcessingState) Type() protoreflect.EnumType {
+	return &file_pocketd_v1_memory_proto_enumTypes[4]
+}
+
+func (x ProcessingState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ProcessingState.Descriptor instead.
+func (ProcessingState) EnumDescriptor() ([]byte, []int) {
+	return file_pocketd_v1_memory_proto_rawDescGZIP(), []int{4}
+}
+
+// The original medium of a memory: its bytes, which pocketd stores, or a reference to where it
+// lives.
 type BlobRef struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Where the original lives, for example "s3://bucket/key" or "file:///tmp/a.png": an absolute
 	// URI of at most 2048 characters, without spaces or control characters. Required when any
-	// other blob field is set.
+	// other blob field is set and `data` is not. For bytes pocketd stores it is server-set:
+	// "blob:sha256:<hex>".
 	Uri string `protobuf:"bytes,1,opt,name=uri,proto3" json:"uri,omitempty"`
-	// The MIME type, for example "image/png" (type/subtype, at most 64 characters each).
+	// The MIME type, for example "image/png" (type/subtype, at most 64 characters each). With
+	// `data`, server-set: the type sniffed from the bytes (what the client says is ignored).
 	MimeType string `protobuf:"bytes,2,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
-	// The size of the original in bytes; 0 when unknown.
+	// The size of the original in bytes; 0 when unknown. Server-set with `data`.
 	SizeBytes uint64 `protobuf:"varint,3,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
-	// The lower-case hex SHA-256 of the original; empty when unknown.
-	Sha256        string `protobuf:"bytes,4,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// The lower-case hex SHA-256 of the original; empty when unknown. Server-set with `data`.
+	// In a Recall's query_blob, it alone names a blob pocketd holds.
+	Sha256 string `protobuf:"bytes,4,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// The medium's bytes (a PNG, JPEG, GIF, WebP or BMP image; a WAV, FLAC, OGG, MP3 or M4A
+	// recording; a CSV, TSV or Markdown table). pocketd sniffs the type, checks the limits
+	// (`media.image`, `media.audio`, `media.table`) before decoding, stores the bytes
+	// content-addressed and reads them: OCR for images, a transcript for recordings, a linearised
+	// text for tables. Returned only by Get with include_blob_data. At most 64 MiB in one call.
+	Data []byte `protobuf:"bytes,5,opt,name=data,proto3" json:"data,omitempty"`
+	// The language a recording is in ("en", "zh", or "auto"); empty:
+	// `media.speech.default_language`. Only for recordings.
+	Language      string `protobuf:"bytes,6,opt,name=language,proto3" json:"language,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -364,6 +438,77 @@ func (x *BlobRef) GetSha256() string {
 	return ""
 }
 
+func (x *BlobRef) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *BlobRef) GetLanguage() string {
+	if x != nil {
+		return x.Language
+	}
+	return ""
+}
+
+// A vector in a named space other than the text encoder's (an image space such as "clip", or a
+// client's own of any dimension).
+type SpaceVector struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The space: 1-32 characters of [a-z0-9_-], starting with a letter. Not "text".
+	Space string `protobuf:"bytes,1,opt,name=space,proto3" json:"space,omitempty"`
+	// The vector: 1 to 8192 finite values, with a direction; every vector of one space has one
+	// dimension (the first one stored fixes it, or the configured model's).
+	Values        []float32 `protobuf:"fixed32,2,rep,packed,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpaceVector) Reset() {
+	*x = SpaceVector{}
+	mi := &file_pocketd_v1_memory_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpaceVector) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpaceVector) ProtoMessage() {}
+
+func (x *SpaceVector) ProtoReflect() protoreflect.Message {
+	mi := &file_pocketd_v1_memory_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpaceVector.ProtoReflect.Descriptor instead.
+func (*SpaceVector) Descriptor() ([]byte, []int) {
+	return file_pocketd_v1_memory_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SpaceVector) GetSpace() string {
+	if x != nil {
+		return x.Space
+	}
+	return ""
+}
+
+func (x *SpaceVector) GetValues() []float32 {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
 // Where a memory came from.
 type MemorySource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -380,7 +525,7 @@ type MemorySource struct {
 
 func (x *MemorySource) Reset() {
 	*x = MemorySource{}
-	mi := &file_pocketd_v1_memory_proto_msgTypes[1]
+	mi := &file_pocketd_v1_memory_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -392,7 +537,7 @@ func (x *MemorySource) String() string {
 func (*MemorySource) ProtoMessage() {}
 
 func (x *MemorySource) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_proto_msgTypes[1]
+	mi := &file_pocketd_v1_memory_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -405,7 +550,7 @@ func (x *MemorySource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemorySource.ProtoReflect.Descriptor instead.
 func (*MemorySource) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_proto_rawDescGZIP(), []int{1}
+	return file_pocketd_v1_memory_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *MemorySource) GetTool() string {
@@ -444,7 +589,7 @@ type AccessStats struct {
 
 func (x *AccessStats) Reset() {
 	*x = AccessStats{}
-	mi := &file_pocketd_v1_memory_proto_msgTypes[2]
+	mi := &file_pocketd_v1_memory_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -456,7 +601,7 @@ func (x *AccessStats) String() string {
 func (*AccessStats) ProtoMessage() {}
 
 func (x *AccessStats) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_proto_msgTypes[2]
+	mi := &file_pocketd_v1_memory_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -469,7 +614,7 @@ func (x *AccessStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccessStats.ProtoReflect.Descriptor instead.
 func (*AccessStats) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_proto_rawDescGZIP(), []int{2}
+	return file_pocketd_v1_memory_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *AccessStats) GetAccessCount() uint64 {
@@ -564,13 +709,20 @@ type MemoryRecord struct {
 	// Server-set: the topic summary that replaced it in recall (it then lives in the cold tier);
 	// empty when none. Get follows it; the summary's derived_from lists the originals.
 	CompressedInto string `protobuf:"bytes,27,opt,name=compressed_into,json=compressedInto,proto3" json:"compressed_into,omitempty"`
+	// Vectors in other spaces than the text encoder's: server-set for an image read by the
+	// configured image space (`media.clip`), or the client's own spaces. At most 8, one per space.
+	SpaceVectors []*SpaceVector `protobuf:"bytes,28,rep,name=space_vectors,json=spaceVectors,proto3" json:"space_vectors,omitempty"`
+	// Server-set: where it stands in the media pipeline (READY for a memory without a medium).
+	ProcessingState ProcessingState `protobuf:"varint,29,opt,name=processing_state,json=processingState,proto3,enum=pocketd.v1.ProcessingState" json:"processing_state,omitempty"`
+	// Server-set: why processing failed, or a warning it left (the alignment check's).
+	ProcessingNote string `protobuf:"bytes,30,opt,name=processing_note,json=processingNote,proto3" json:"processing_note,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *MemoryRecord) Reset() {
 	*x = MemoryRecord{}
-	mi := &file_pocketd_v1_memory_proto_msgTypes[3]
+	mi := &file_pocketd_v1_memory_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -582,7 +734,7 @@ func (x *MemoryRecord) String() string {
 func (*MemoryRecord) ProtoMessage() {}
 
 func (x *MemoryRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_proto_msgTypes[3]
+	mi := &file_pocketd_v1_memory_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -595,7 +747,7 @@ func (x *MemoryRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryRecord.ProtoReflect.Descriptor instead.
 func (*MemoryRecord) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_proto_rawDescGZIP(), []int{3}
+	return file_pocketd_v1_memory_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *MemoryRecord) GetMemoryId() string {
@@ -787,6 +939,27 @@ func (x *MemoryRecord) GetCompressedInto() string {
 	return ""
 }
 
+func (x *MemoryRecord) GetSpaceVectors() []*SpaceVector {
+	if x != nil {
+		return x.SpaceVectors
+	}
+	return nil
+}
+
+func (x *MemoryRecord) GetProcessingState() ProcessingState {
+	if x != nil {
+		return x.ProcessingState
+	}
+	return ProcessingState_PROCESSING_STATE_UNSPECIFIED
+}
+
+func (x *MemoryRecord) GetProcessingNote() string {
+	if x != nil {
+		return x.ProcessingNote
+	}
+	return ""
+}
+
 // Why Recall scored a hit the way it did. Every score is in [0, 1] unless noted.
 type ScoreBreakdown struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -812,14 +985,18 @@ type ScoreBreakdown struct {
 	// True when the keyword channel found the memory.
 	KeywordHit bool `protobuf:"varint,7,opt,name=keyword_hit,json=keywordHit,proto3" json:"keyword_hit,omitempty"`
 	// True when it holds every exact identifier of the query.
-	ExactHit      bool `protobuf:"varint,8,opt,name=exact_hit,json=exactHit,proto3" json:"exact_hit,omitempty"`
+	ExactHit bool `protobuf:"varint,8,opt,name=exact_hit,json=exactHit,proto3" json:"exact_hit,omitempty"`
+	// The space whose cosine `vector` is: "text" (the text encoder's), or an image or client
+	// space, whose cosine is mapped onto the text space's scale (its floor and ceiling onto the
+	// text space's) so that one formula ranks every space. Empty when no vector channel found it.
+	VectorSpace   string `protobuf:"bytes,9,opt,name=vector_space,json=vectorSpace,proto3" json:"vector_space,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ScoreBreakdown) Reset() {
 	*x = ScoreBreakdown{}
-	mi := &file_pocketd_v1_memory_proto_msgTypes[4]
+	mi := &file_pocketd_v1_memory_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -831,7 +1008,7 @@ func (x *ScoreBreakdown) String() string {
 func (*ScoreBreakdown) ProtoMessage() {}
 
 func (x *ScoreBreakdown) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_proto_msgTypes[4]
+	mi := &file_pocketd_v1_memory_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -844,7 +1021,7 @@ func (x *ScoreBreakdown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreBreakdown.ProtoReflect.Descriptor instead.
 func (*ScoreBreakdown) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_proto_rawDescGZIP(), []int{4}
+	return file_pocketd_v1_memory_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ScoreBreakdown) GetVector() float32 {
@@ -903,25 +1080,37 @@ func (x *ScoreBreakdown) GetExactHit() bool {
 	return false
 }
 
+func (x *ScoreBreakdown) GetVectorSpace() string {
+	if x != nil {
+		return x.VectorSpace
+	}
+	return ""
+}
+
 var File_pocketd_v1_memory_proto protoreflect.FileDescriptor
 
 const file_pocketd_v1_memory_proto_rawDesc = "" +
 	"\n" +
 	"\x17pocketd/v1/memory.proto\x12\n" +
-	"pocketd.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"o\n" +
+	"pocketd.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9f\x01\n" +
 	"\aBlobRef\x12\x10\n" +
 	"\x03uri\x18\x01 \x01(\tR\x03uri\x12\x1b\n" +
 	"\tmime_type\x18\x02 \x01(\tR\bmimeType\x12\x1d\n" +
 	"\n" +
 	"size_bytes\x18\x03 \x01(\x04R\tsizeBytes\x12\x16\n" +
-	"\x06sha256\x18\x04 \x01(\tR\x06sha256\"Q\n" +
+	"\x06sha256\x18\x04 \x01(\tR\x06sha256\x12\x12\n" +
+	"\x04data\x18\x05 \x01(\fR\x04data\x12\x1a\n" +
+	"\blanguage\x18\x06 \x01(\tR\blanguage\";\n" +
+	"\vSpaceVector\x12\x14\n" +
+	"\x05space\x18\x01 \x01(\tR\x05space\x12\x16\n" +
+	"\x06values\x18\x02 \x03(\x02R\x06values\"Q\n" +
 	"\fMemorySource\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\rR\x05round\x12\x17\n" +
 	"\atask_id\x18\x03 \x01(\tR\x06taskId\"v\n" +
 	"\vAccessStats\x12!\n" +
 	"\faccess_count\x18\x01 \x01(\x04R\vaccessCount\x12D\n" +
-	"\x10last_accessed_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0elastAccessedAt\"\xb8\b\n" +
+	"\x10last_accessed_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0elastAccessedAt\"\xe7\t\n" +
 	"\fMemoryRecord\x12\x1b\n" +
 	"\tmemory_id\x18\x01 \x01(\tR\bmemoryId\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x1d\n" +
@@ -958,9 +1147,12 @@ const file_pocketd_v1_memory_proto_rawDesc = "" +
 	"\x04turn\x18\x18 \x01(\rH\x01R\x04turn\x88\x01\x01\x12)\n" +
 	"\x10supersede_reason\x18\x19 \x01(\tR\x0fsupersedeReason\x12!\n" +
 	"\fderived_from\x18\x1a \x03(\tR\vderivedFrom\x12'\n" +
-	"\x0fcompressed_into\x18\x1b \x01(\tR\x0ecompressedIntoB\r\n" +
+	"\x0fcompressed_into\x18\x1b \x01(\tR\x0ecompressedInto\x12<\n" +
+	"\rspace_vectors\x18\x1c \x03(\v2\x17.pocketd.v1.SpaceVectorR\fspaceVectors\x12F\n" +
+	"\x10processing_state\x18\x1d \x01(\x0e2\x1b.pocketd.v1.ProcessingStateR\x0fprocessingState\x12'\n" +
+	"\x0fprocessing_note\x18\x1e \x01(\tR\x0eprocessingNoteB\r\n" +
 	"\v_importanceB\a\n" +
-	"\x05_turn\"\xdb\x01\n" +
+	"\x05_turn\"\xfe\x01\n" +
 	"\x0eScoreBreakdown\x12\x16\n" +
 	"\x06vector\x18\x01 \x01(\x02R\x06vector\x12\x12\n" +
 	"\x04bm25\x18\x02 \x01(\x02R\x04bm25\x12\x14\n" +
@@ -971,7 +1163,8 @@ const file_pocketd_v1_memory_proto_rawDesc = "" +
 	"vector_hit\x18\x06 \x01(\bR\tvectorHit\x12\x1f\n" +
 	"\vkeyword_hit\x18\a \x01(\bR\n" +
 	"keywordHit\x12\x1b\n" +
-	"\texact_hit\x18\b \x01(\bR\bexactHit*\xc1\x01\n" +
+	"\texact_hit\x18\b \x01(\bR\bexactHit\x12!\n" +
+	"\fvector_space\x18\t \x01(\tR\vvectorSpace*\xc1\x01\n" +
 	"\n" +
 	"MemoryKind\x12\x1b\n" +
 	"\x17MEMORY_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
@@ -998,7 +1191,12 @@ const file_pocketd_v1_memory_proto_rawDesc = "" +
 	"\x10TIER_UNSPECIFIED\x10\x00\x12\f\n" +
 	"\bTIER_HOT\x10\x01\x12\r\n" +
 	"\tTIER_WARM\x10\x02\x12\r\n" +
-	"\tTIER_COLD\x10\x03B<Z:github.com/pocketd/pocketd/clients/go/pocketd/v1;pocketdv1b\x06proto3"
+	"\tTIER_COLD\x10\x03*\x8d\x01\n" +
+	"\x0fProcessingState\x12 \n" +
+	"\x1cPROCESSING_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16PROCESSING_STATE_READY\x10\x01\x12\x1f\n" +
+	"\x1bPROCESSING_STATE_PROCESSING\x10\x02\x12\x1b\n" +
+	"\x17PROCESSING_STATE_FAILED\x10\x03B<Z:github.com/pocketd/pocketd/clients/go/pocketd/v1;pocketdv1b\x06proto3"
 
 var (
 	file_pocketd_v1_memory_proto_rawDescOnce sync.Once
@@ -1012,38 +1210,42 @@ func file_pocketd_v1_memory_proto_rawDescGZIP() []byte {
 	return file_pocketd_v1_memory_proto_rawDescData
 }
 
-var file_pocketd_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_pocketd_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_pocketd_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_pocketd_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_pocketd_v1_memory_proto_goTypes = []any{
 	(MemoryKind)(0),               // 0: pocketd.v1.MemoryKind
 	(Modality)(0),                 // 1: pocketd.v1.Modality
 	(SourceType)(0),               // 2: pocketd.v1.SourceType
 	(Tier)(0),                     // 3: pocketd.v1.Tier
-	(*BlobRef)(nil),               // 4: pocketd.v1.BlobRef
-	(*MemorySource)(nil),          // 5: pocketd.v1.MemorySource
-	(*AccessStats)(nil),           // 6: pocketd.v1.AccessStats
-	(*MemoryRecord)(nil),          // 7: pocketd.v1.MemoryRecord
-	(*ScoreBreakdown)(nil),        // 8: pocketd.v1.ScoreBreakdown
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(ProcessingState)(0),          // 4: pocketd.v1.ProcessingState
+	(*BlobRef)(nil),               // 5: pocketd.v1.BlobRef
+	(*SpaceVector)(nil),           // 6: pocketd.v1.SpaceVector
+	(*MemorySource)(nil),          // 7: pocketd.v1.MemorySource
+	(*AccessStats)(nil),           // 8: pocketd.v1.AccessStats
+	(*MemoryRecord)(nil),          // 9: pocketd.v1.MemoryRecord
+	(*ScoreBreakdown)(nil),        // 10: pocketd.v1.ScoreBreakdown
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
 }
 var file_pocketd_v1_memory_proto_depIdxs = []int32{
-	9,  // 0: pocketd.v1.AccessStats.last_accessed_at:type_name -> google.protobuf.Timestamp
+	11, // 0: pocketd.v1.AccessStats.last_accessed_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: pocketd.v1.MemoryRecord.kind:type_name -> pocketd.v1.MemoryKind
 	1,  // 2: pocketd.v1.MemoryRecord.modality:type_name -> pocketd.v1.Modality
-	4,  // 3: pocketd.v1.MemoryRecord.blob:type_name -> pocketd.v1.BlobRef
-	5,  // 4: pocketd.v1.MemoryRecord.source:type_name -> pocketd.v1.MemorySource
+	5,  // 3: pocketd.v1.MemoryRecord.blob:type_name -> pocketd.v1.BlobRef
+	7,  // 4: pocketd.v1.MemoryRecord.source:type_name -> pocketd.v1.MemorySource
 	2,  // 5: pocketd.v1.MemoryRecord.source_type:type_name -> pocketd.v1.SourceType
-	9,  // 6: pocketd.v1.MemoryRecord.created_at:type_name -> google.protobuf.Timestamp
-	9,  // 7: pocketd.v1.MemoryRecord.updated_at:type_name -> google.protobuf.Timestamp
-	9,  // 8: pocketd.v1.MemoryRecord.expires_at:type_name -> google.protobuf.Timestamp
+	11, // 6: pocketd.v1.MemoryRecord.created_at:type_name -> google.protobuf.Timestamp
+	11, // 7: pocketd.v1.MemoryRecord.updated_at:type_name -> google.protobuf.Timestamp
+	11, // 8: pocketd.v1.MemoryRecord.expires_at:type_name -> google.protobuf.Timestamp
 	3,  // 9: pocketd.v1.MemoryRecord.tier:type_name -> pocketd.v1.Tier
-	6,  // 10: pocketd.v1.MemoryRecord.access:type_name -> pocketd.v1.AccessStats
-	9,  // 11: pocketd.v1.MemoryRecord.occurred_at:type_name -> google.protobuf.Timestamp
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	8,  // 10: pocketd.v1.MemoryRecord.access:type_name -> pocketd.v1.AccessStats
+	11, // 11: pocketd.v1.MemoryRecord.occurred_at:type_name -> google.protobuf.Timestamp
+	6,  // 12: pocketd.v1.MemoryRecord.space_vectors:type_name -> pocketd.v1.SpaceVector
+	4,  // 13: pocketd.v1.MemoryRecord.processing_state:type_name -> pocketd.v1.ProcessingState
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_pocketd_v1_memory_proto_init() }
@@ -1051,14 +1253,14 @@ func file_pocketd_v1_memory_proto_init() {
 	if File_pocketd_v1_memory_proto != nil {
 		return
 	}
-	file_pocketd_v1_memory_proto_msgTypes[3].OneofWrappers = []any{}
+	file_pocketd_v1_memory_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pocketd_v1_memory_proto_rawDesc), len(file_pocketd_v1_memory_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   5,
+			NumEnums:      5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

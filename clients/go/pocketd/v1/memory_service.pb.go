@@ -162,7 +162,12 @@ type RememberRequest struct {
 	Hints *WriteHints `protobuf:"bytes,2,opt,name=hints,proto3" json:"hints,omitempty"`
 	// Ids of memories in the same namespace that this one replaces. They are marked obsolete
 	// (superseded_by = the new id) in the same transaction. At most 64; unknown ids are NOT_FOUND.
-	Supersedes    []string `protobuf:"bytes,3,rep,name=supersedes,proto3" json:"supersedes,omitempty"`
+	Supersedes []string `protobuf:"bytes,3,rep,name=supersedes,proto3" json:"supersedes,omitempty"`
+	// With a medium to read (record.blob.data of an image or a recording): wait, up to the call's
+	// deadline, until it is read and stored, so that the reply says what the gate and the
+	// alignment check decided. Without it the reply comes once the blob and the record are
+	// durable, with processing_state PROCESSING.
+	WaitProcessed bool `protobuf:"varint,4,opt,name=wait_processed,json=waitProcessed,proto3" json:"wait_processed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -218,6 +223,13 @@ func (x *RememberRequest) GetSupersedes() []string {
 	return nil
 }
 
+func (x *RememberRequest) GetWaitProcessed() bool {
+	if x != nil {
+		return x.WaitProcessed
+	}
+	return false
+}
+
 type RememberResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The stored or merged memory; empty when rejected.
@@ -235,7 +247,14 @@ type RememberResponse struct {
 	// The older memories this write made obsolete: those named in `supersedes` (reason
 	// "client"), and those found to state an older value of the same thing (reason
 	// "value:<what>", see MemoryRecord.supersede_reason).
-	Superseded    []*Supersession `protobuf:"bytes,7,rep,name=superseded,proto3" json:"superseded,omitempty"`
+	Superseded []*Supersession `protobuf:"bytes,7,rep,name=superseded,proto3" json:"superseded,omitempty"`
+	// PROCESSING when a medium is queued for reading (the memory_id is then already the one it
+	// will be stored under); FAILED when reading it failed or the alignment check rejected it
+	// (`reason` says why; nothing was stored); READY otherwise.
+	ProcessingState ProcessingState `protobuf:"varint,8,opt,name=processing_state,json=processingState,proto3,enum=pocketd.v1.ProcessingState" json:"processing_state,omitempty"`
+	// What the write left to know: the alignment check's disagreement in "warn" mode, a table's
+	// rows left out.
+	Warnings      []string `protobuf:"bytes,9,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -315,6 +334,20 @@ func (x *RememberResponse) GetTier() Tier {
 func (x *RememberResponse) GetSuperseded() []*Supersession {
 	if x != nil {
 		return x.Superseded
+	}
+	return nil
+}
+
+func (x *RememberResponse) GetProcessingState() ProcessingState {
+	if x != nil {
+		return x.ProcessingState
+	}
+	return ProcessingState_PROCESSING_STATE_UNSPECIFIED
+}
+
+func (x *RememberResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
 	}
 	return nil
 }
@@ -620,9 +653,17 @@ type RecallRequest struct {
 	// Also search the cold tier (the archive of memories moved out for low retention or
 	// compressed into a topic summary). It is priced high: without this flag only the router's
 	// safety net widens a plan to it.
-	IncludeCold   bool `protobuf:"varint,15,opt,name=include_cold,json=includeCold,proto3" json:"include_cold,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	IncludeCold bool `protobuf:"varint,15,opt,name=include_cold,json=includeCold,proto3" json:"include_cold,omitempty"`
+	// Query by image: its bytes (`data`), or `sha256` alone naming a blob pocketd holds. The
+	// image is encoded into the image space (`media.clip`; FAILED_PRECONDITION without one) and
+	// switches the fusion to the image weights, as query_modality MODALITY_IMAGE does. query_text
+	// may be empty then.
+	QueryBlob *BlobRef `protobuf:"bytes,16,opt,name=query_blob,json=queryBlob,proto3" json:"query_blob,omitempty"`
+	// Query vectors in other spaces (a client space, or an image space's vector the client
+	// computed), at most one per space; each space is searched with its own.
+	QuerySpaceVectors []*SpaceVector `protobuf:"bytes,17,rep,name=query_space_vectors,json=querySpaceVectors,proto3" json:"query_space_vectors,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *RecallRequest) Reset() {
@@ -758,6 +799,20 @@ func (x *RecallRequest) GetIncludeCold() bool {
 		return x.IncludeCold
 	}
 	return false
+}
+
+func (x *RecallRequest) GetQueryBlob() *BlobRef {
+	if x != nil {
+		return x.QueryBlob
+	}
+	return nil
+}
+
+func (x *RecallRequest) GetQuerySpaceVectors() []*SpaceVector {
+	if x != nil {
+		return x.QuerySpaceVectors
+	}
+	return nil
 }
 
 // One step of a recall plan.
@@ -918,9 +973,12 @@ type RecallHit struct {
 	Pocket string `protobuf:"bytes,3,opt,name=pocket,proto3" json:"pocket,omitempty"`
 	// With context_turns: the neighbouring turns of its session in turn order, the hit itself
 	// excluded (before and after it), without vectors.
-	Context       []*MemoryRecord `protobuf:"bytes,4,rep,name=context,proto3" json:"context,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Context []*MemoryRecord `protobuf:"bytes,4,rep,name=context,proto3" json:"context,omitempty"`
+	// The other memories of its group (record.group_id: an image, its OCR text, its caption and
+	// summary), which Recall returns once, as the best-scoring of them, best first.
+	GroupMemberIds []string `protobuf:"bytes,5,rep,name=group_member_ids,json=groupMemberIds,proto3" json:"group_member_ids,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *RecallHit) Reset() {
@@ -977,6 +1035,13 @@ func (x *RecallHit) GetPocket() string {
 func (x *RecallHit) GetContext() []*MemoryRecord {
 	if x != nil {
 		return x.Context
+	}
+	return nil
+}
+
+func (x *RecallHit) GetGroupMemberIds() []string {
+	if x != nil {
+		return x.GroupMemberIds
 	}
 	return nil
 }
@@ -1106,8 +1171,10 @@ type GetRequest struct {
 	MemoryId string `protobuf:"bytes,2,opt,name=memory_id,json=memoryId,proto3" json:"memory_id,omitempty"`
 	// Return the stored vector too.
 	IncludeVector bool `protobuf:"varint,3,opt,name=include_vector,json=includeVector,proto3" json:"include_vector,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Return the stored medium's bytes in record.blob.data.
+	IncludeBlobData bool `protobuf:"varint,4,opt,name=include_blob_data,json=includeBlobData,proto3" json:"include_blob_data,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *GetRequest) Reset() {
@@ -1157,6 +1224,13 @@ func (x *GetRequest) GetMemoryId() string {
 func (x *GetRequest) GetIncludeVector() bool {
 	if x != nil {
 		return x.IncludeVector
+	}
+	return false
+}
+
+func (x *GetRequest) GetIncludeBlobData() bool {
+	if x != nil {
+		return x.IncludeBlobData
 	}
 	return false
 }
@@ -1907,7 +1981,9 @@ type StatsResponse struct {
 	// index.pending.
 	PendingIndex uint64 `protobuf:"varint,2,opt,name=pending_index,json=pendingIndex,proto3" json:"pending_index,omitempty"`
 	// The indexer's catch-up state.
-	Index         *IndexStats `protobuf:"bytes,3,opt,name=index,proto3" json:"index,omitempty"`
+	Index *IndexStats `protobuf:"bytes,3,opt,name=index,proto3" json:"index,omitempty"`
+	// The media pipeline's queue and what it did since start-up.
+	Media         *MediaStats `protobuf:"bytes,4,opt,name=media,proto3" json:"media,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1963,6 +2039,87 @@ func (x *StatsResponse) GetIndex() *IndexStats {
 	return nil
 }
 
+func (x *StatsResponse) GetMedia() *MediaStats {
+	if x != nil {
+		return x.Media
+	}
+	return nil
+}
+
+// The background queue that reads media (OCR, transcripts, image vectors).
+type MediaStats struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Items waiting or in work (all namespaces); writes beyond `media.queue.max_pending` get
+	// RESOURCE_EXHAUSTED.
+	Pending uint64 `protobuf:"varint,1,opt,name=pending,proto3" json:"pending,omitempty"`
+	// Items read and stored since start-up.
+	Processed uint64 `protobuf:"varint,2,opt,name=processed,proto3" json:"processed,omitempty"`
+	// Items that failed or were rejected since start-up.
+	Failed uint64 `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
+	// Blobs held (content-addressed, each once whatever the number of memories holding it).
+	Blobs         uint64 `protobuf:"varint,4,opt,name=blobs,proto3" json:"blobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MediaStats) Reset() {
+	*x = MediaStats{}
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MediaStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MediaStats) ProtoMessage() {}
+
+func (x *MediaStats) ProtoReflect() protoreflect.Message {
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MediaStats.ProtoReflect.Descriptor instead.
+func (*MediaStats) Descriptor() ([]byte, []int) {
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *MediaStats) GetPending() uint64 {
+	if x != nil {
+		return x.Pending
+	}
+	return 0
+}
+
+func (x *MediaStats) GetProcessed() uint64 {
+	if x != nil {
+		return x.Processed
+	}
+	return 0
+}
+
+func (x *MediaStats) GetFailed() uint64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *MediaStats) GetBlobs() uint64 {
+	if x != nil {
+		return x.Blobs
+	}
+	return 0
+}
+
 type ExplainRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The Recall to explain. Its `plan` and `route_policy` must be empty.
@@ -1978,7 +2135,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[24]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1990,7 +2147,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[24]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2003,7 +2160,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{24}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ExplainRequest) GetRecall() *RecallRequest {
@@ -2057,7 +2214,7 @@ type PocketFeatures struct {
 
 func (x *PocketFeatures) Reset() {
 	*x = PocketFeatures{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[25]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2069,7 +2226,7 @@ func (x *PocketFeatures) String() string {
 func (*PocketFeatures) ProtoMessage() {}
 
 func (x *PocketFeatures) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[25]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2082,7 +2239,7 @@ func (x *PocketFeatures) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PocketFeatures.ProtoReflect.Descriptor instead.
 func (*PocketFeatures) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{25}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PocketFeatures) GetPocket() string {
@@ -2188,7 +2345,7 @@ type IntentScore struct {
 
 func (x *IntentScore) Reset() {
 	*x = IntentScore{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[26]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2200,7 +2357,7 @@ func (x *IntentScore) String() string {
 func (*IntentScore) ProtoMessage() {}
 
 func (x *IntentScore) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[26]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2213,7 +2370,7 @@ func (x *IntentScore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IntentScore.ProtoReflect.Descriptor instead.
 func (*IntentScore) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{26}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *IntentScore) GetIntent() string {
@@ -2269,7 +2426,7 @@ type RouteFeatures struct {
 
 func (x *RouteFeatures) Reset() {
 	*x = RouteFeatures{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[27]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2281,7 +2438,7 @@ func (x *RouteFeatures) String() string {
 func (*RouteFeatures) ProtoMessage() {}
 
 func (x *RouteFeatures) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[27]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2294,7 +2451,7 @@ func (x *RouteFeatures) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RouteFeatures.ProtoReflect.Descriptor instead.
 func (*RouteFeatures) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{27}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RouteFeatures) GetFlags() []string {
@@ -2381,7 +2538,7 @@ type PlannedStep struct {
 
 func (x *PlannedStep) Reset() {
 	*x = PlannedStep{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[28]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2393,7 +2550,7 @@ func (x *PlannedStep) String() string {
 func (*PlannedStep) ProtoMessage() {}
 
 func (x *PlannedStep) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[28]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2406,7 +2563,7 @@ func (x *PlannedStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedStep.ProtoReflect.Descriptor instead.
 func (*PlannedStep) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{28}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PlannedStep) GetPocket() string {
@@ -2473,7 +2630,7 @@ type PolicyExplanation struct {
 
 func (x *PolicyExplanation) Reset() {
 	*x = PolicyExplanation{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[29]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2485,7 +2642,7 @@ func (x *PolicyExplanation) String() string {
 func (*PolicyExplanation) ProtoMessage() {}
 
 func (x *PolicyExplanation) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[29]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2498,7 +2655,7 @@ func (x *PolicyExplanation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyExplanation.ProtoReflect.Descriptor instead.
 func (*PolicyExplanation) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{29}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PolicyExplanation) GetPolicy() string {
@@ -2602,7 +2759,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[30]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2614,7 +2771,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[30]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2627,7 +2784,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{30}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ExplainResponse) GetFeatures() *RouteFeatures {
@@ -2664,7 +2821,7 @@ type AuthoritativeFact struct {
 
 func (x *AuthoritativeFact) Reset() {
 	*x = AuthoritativeFact{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[31]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2676,7 +2833,7 @@ func (x *AuthoritativeFact) String() string {
 func (*AuthoritativeFact) ProtoMessage() {}
 
 func (x *AuthoritativeFact) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[31]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2689,7 +2846,7 @@ func (x *AuthoritativeFact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthoritativeFact.ProtoReflect.Descriptor instead.
 func (*AuthoritativeFact) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{31}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *AuthoritativeFact) GetText() string {
@@ -2741,7 +2898,7 @@ type ReconcileRequest struct {
 
 func (x *ReconcileRequest) Reset() {
 	*x = ReconcileRequest{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[32]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2753,7 +2910,7 @@ func (x *ReconcileRequest) String() string {
 func (*ReconcileRequest) ProtoMessage() {}
 
 func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[32]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2766,7 +2923,7 @@ func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileRequest.ProtoReflect.Descriptor instead.
 func (*ReconcileRequest) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{32}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ReconcileRequest) GetNamespace() string {
@@ -2809,7 +2966,7 @@ type ReconcileDecision struct {
 
 func (x *ReconcileDecision) Reset() {
 	*x = ReconcileDecision{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[33]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2821,7 +2978,7 @@ func (x *ReconcileDecision) String() string {
 func (*ReconcileDecision) ProtoMessage() {}
 
 func (x *ReconcileDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[33]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2834,7 +2991,7 @@ func (x *ReconcileDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileDecision.ProtoReflect.Descriptor instead.
 func (*ReconcileDecision) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{33}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ReconcileDecision) GetMemoryId() string {
@@ -2886,7 +3043,7 @@ type ReconcileResponse struct {
 
 func (x *ReconcileResponse) Reset() {
 	*x = ReconcileResponse{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[34]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2898,7 +3055,7 @@ func (x *ReconcileResponse) String() string {
 func (*ReconcileResponse) ProtoMessage() {}
 
 func (x *ReconcileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[34]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2911,7 +3068,7 @@ func (x *ReconcileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileResponse.ProtoReflect.Descriptor instead.
 func (*ReconcileResponse) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{34}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ReconcileResponse) GetFactIds() []string {
@@ -2947,7 +3104,7 @@ type UnsupersedeRequest struct {
 
 func (x *UnsupersedeRequest) Reset() {
 	*x = UnsupersedeRequest{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[35]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2959,7 +3116,7 @@ func (x *UnsupersedeRequest) String() string {
 func (*UnsupersedeRequest) ProtoMessage() {}
 
 func (x *UnsupersedeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[35]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2972,7 +3129,7 @@ func (x *UnsupersedeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsupersedeRequest.ProtoReflect.Descriptor instead.
 func (*UnsupersedeRequest) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{35}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *UnsupersedeRequest) GetNamespace() string {
@@ -2999,7 +3156,7 @@ type UnsupersedeResponse struct {
 
 func (x *UnsupersedeResponse) Reset() {
 	*x = UnsupersedeResponse{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[36]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3011,7 +3168,7 @@ func (x *UnsupersedeResponse) String() string {
 func (*UnsupersedeResponse) ProtoMessage() {}
 
 func (x *UnsupersedeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[36]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3024,7 +3181,7 @@ func (x *UnsupersedeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsupersedeResponse.ProtoReflect.Descriptor instead.
 func (*UnsupersedeResponse) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{36}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *UnsupersedeResponse) GetRestored() []string {
@@ -3046,7 +3203,7 @@ type EndSessionRequest struct {
 
 func (x *EndSessionRequest) Reset() {
 	*x = EndSessionRequest{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[37]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3058,7 +3215,7 @@ func (x *EndSessionRequest) String() string {
 func (*EndSessionRequest) ProtoMessage() {}
 
 func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[37]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3071,7 +3228,7 @@ func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSessionRequest.ProtoReflect.Descriptor instead.
 func (*EndSessionRequest) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{37}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *EndSessionRequest) GetNamespace() string {
@@ -3100,7 +3257,7 @@ type EndSessionResponse struct {
 
 func (x *EndSessionResponse) Reset() {
 	*x = EndSessionResponse{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[38]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3112,7 +3269,7 @@ func (x *EndSessionResponse) String() string {
 func (*EndSessionResponse) ProtoMessage() {}
 
 func (x *EndSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[38]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3125,7 +3282,7 @@ func (x *EndSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSessionResponse.ProtoReflect.Descriptor instead.
 func (*EndSessionResponse) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{38}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *EndSessionResponse) GetSummaries() []*RememberResponse {
@@ -3152,7 +3309,7 @@ type MaintainRequest struct {
 
 func (x *MaintainRequest) Reset() {
 	*x = MaintainRequest{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[39]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3164,7 +3321,7 @@ func (x *MaintainRequest) String() string {
 func (*MaintainRequest) ProtoMessage() {}
 
 func (x *MaintainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[39]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3177,7 +3334,7 @@ func (x *MaintainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MaintainRequest.ProtoReflect.Descriptor instead.
 func (*MaintainRequest) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{39}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *MaintainRequest) GetNamespace() string {
@@ -3212,7 +3369,7 @@ type MaintainResponse struct {
 
 func (x *MaintainResponse) Reset() {
 	*x = MaintainResponse{}
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[40]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3224,7 +3381,7 @@ func (x *MaintainResponse) String() string {
 func (*MaintainResponse) ProtoMessage() {}
 
 func (x *MaintainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pocketd_v1_memory_service_proto_msgTypes[40]
+	mi := &file_pocketd_v1_memory_service_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3237,7 +3394,7 @@ func (x *MaintainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MaintainResponse.ProtoReflect.Descriptor instead.
 func (*MaintainResponse) Descriptor() ([]byte, []int) {
-	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{40}
+	return file_pocketd_v1_memory_service_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *MaintainResponse) GetSessionsEnded() uint32 {
@@ -3312,13 +3469,14 @@ const file_pocketd_v1_memory_service_proto_rawDesc = "" +
 	"\n" +
 	"WriteHints\x12\x1a\n" +
 	"\bremember\x18\x01 \x01(\bR\bremember\x12%\n" +
-	"\x0eerror_resolved\x18\x02 \x01(\bR\rerrorResolved\"\x91\x01\n" +
+	"\x0eerror_resolved\x18\x02 \x01(\bR\rerrorResolved\"\xb8\x01\n" +
 	"\x0fRememberRequest\x120\n" +
 	"\x06record\x18\x01 \x01(\v2\x18.pocketd.v1.MemoryRecordR\x06record\x12,\n" +
 	"\x05hints\x18\x02 \x01(\v2\x16.pocketd.v1.WriteHintsR\x05hints\x12\x1e\n" +
 	"\n" +
 	"supersedes\x18\x03 \x03(\tR\n" +
-	"supersedes\"\xb8\x02\n" +
+	"supersedes\x12%\n" +
+	"\x0ewait_processed\x18\x04 \x01(\bR\rwaitProcessed\"\x9c\x03\n" +
 	"\x10RememberResponse\x12\x1b\n" +
 	"\tmemory_id\x18\x01 \x01(\tR\bmemoryId\x124\n" +
 	"\bdecision\x18\x02 \x01(\x0e2\x18.pocketd.v1.GateDecisionR\bdecision\x12\x16\n" +
@@ -3331,7 +3489,9 @@ const file_pocketd_v1_memory_service_proto_rawDesc = "" +
 	"\x04tier\x18\x06 \x01(\x0e2\x10.pocketd.v1.TierR\x04tier\x128\n" +
 	"\n" +
 	"superseded\x18\a \x03(\v2\x18.pocketd.v1.SupersessionR\n" +
-	"superseded\"h\n" +
+	"superseded\x12F\n" +
+	"\x10processing_state\x18\b \x01(\x0e2\x1b.pocketd.v1.ProcessingStateR\x0fprocessingState\x12\x1a\n" +
+	"\bwarnings\x18\t \x03(\tR\bwarnings\"h\n" +
 	"\fSupersession\x12\x1b\n" +
 	"\tmemory_id\x18\x01 \x01(\tR\bmemoryId\x12#\n" +
 	"\rsuperseded_by\x18\x02 \x01(\tR\fsupersededBy\x12\x16\n" +
@@ -3350,7 +3510,7 @@ const file_pocketd_v1_memory_service_proto_rawDesc = "" +
 	"\x04tags\x18\x04 \x03(\tR\x04tags\x12?\n" +
 	"\rcreated_after\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\fcreatedAfter\x12A\n" +
 	"\x0ecreated_before\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\x12%\n" +
-	"\x0emin_importance\x18\a \x01(\rR\rminImportance\"\xf5\x04\n" +
+	"\x0emin_importance\x18\a \x01(\rR\rminImportance\"\xf2\x05\n" +
 	"\rRecallRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1d\n" +
 	"\n" +
@@ -3368,7 +3528,10 @@ const file_pocketd_v1_memory_service_proto_rawDesc = "" +
 	"\x05as_of\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x04asOf\x12#\n" +
 	"\rcontext_turns\x18\r \x01(\rR\fcontextTurns\x12!\n" +
 	"\froute_policy\x18\x0e \x01(\tR\vroutePolicy\x12!\n" +
-	"\finclude_cold\x18\x0f \x01(\bR\vincludeColdB\b\n" +
+	"\finclude_cold\x18\x0f \x01(\bR\vincludeCold\x122\n" +
+	"\n" +
+	"query_blob\x18\x10 \x01(\v2\x13.pocketd.v1.BlobRefR\tqueryBlob\x12G\n" +
+	"\x13query_space_vectors\x18\x11 \x03(\v2\x17.pocketd.v1.SpaceVectorR\x11querySpaceVectorsB\b\n" +
 	"\x06_top_kB\f\n" +
 	"\n" +
 	"_min_score\"8\n" +
@@ -3383,12 +3546,13 @@ const file_pocketd_v1_memory_service_proto_rawDesc = "" +
 	"\n" +
 	"cost_units\x18\x05 \x01(\x01R\tcostUnits\x12\x1f\n" +
 	"\vbest_cosine\x18\x06 \x01(\x02R\n" +
-	"bestCosine\"\xbb\x01\n" +
+	"bestCosine\"\xe5\x01\n" +
 	"\tRecallHit\x120\n" +
 	"\x06record\x18\x01 \x01(\v2\x18.pocketd.v1.MemoryRecordR\x06record\x120\n" +
 	"\x05score\x18\x02 \x01(\v2\x1a.pocketd.v1.ScoreBreakdownR\x05score\x12\x16\n" +
 	"\x06pocket\x18\x03 \x01(\tR\x06pocket\x122\n" +
-	"\acontext\x18\x04 \x03(\v2\x18.pocketd.v1.MemoryRecordR\acontext\"\x81\x03\n" +
+	"\acontext\x18\x04 \x03(\v2\x18.pocketd.v1.MemoryRecordR\acontext\x12(\n" +
+	"\x10group_member_ids\x18\x05 \x03(\tR\x0egroupMemberIds\"\x81\x03\n" +
 	"\x0eRecallResponse\x12)\n" +
 	"\x04hits\x18\x01 \x03(\v2\x15.pocketd.v1.RecallHitR\x04hits\x12#\n" +
 	"\rvector_weight\x18\x02 \x01(\x02R\fvectorWeight\x12%\n" +
@@ -3400,12 +3564,13 @@ const file_pocketd_v1_memory_service_proto_rawDesc = "" +
 	"\x04plan\x18\a \x03(\v2\x1a.pocketd.v1.PlanStepReportR\x04plan\x12\x1d\n" +
 	"\n" +
 	"cost_units\x18\b \x01(\x01R\tcostUnits\x12,\n" +
-	"\x12keyword_cost_units\x18\t \x01(\x01R\x10keywordCostUnits\"n\n" +
+	"\x12keyword_cost_units\x18\t \x01(\x01R\x10keywordCostUnits\"\x9a\x01\n" +
 	"\n" +
 	"GetRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1b\n" +
 	"\tmemory_id\x18\x02 \x01(\tR\bmemoryId\x12%\n" +
-	"\x0einclude_vector\x18\x03 \x01(\bR\rincludeVector\"?\n" +
+	"\x0einclude_vector\x18\x03 \x01(\bR\rincludeVector\x12*\n" +
+	"\x11include_blob_data\x18\x04 \x01(\bR\x0fincludeBlobData\"?\n" +
 	"\vGetResponse\x120\n" +
 	"\x06record\x18\x01 \x01(\v2\x18.pocketd.v1.MemoryRecordR\x06record\"\x9c\x01\n" +
 	"\rForgetRequest\x12\x1c\n" +
@@ -3462,13 +3627,20 @@ const file_pocketd_v1_memory_service_proto_rawDesc = "" +
 	"\apending\x18\x04 \x01(\x04R\apending\x12$\n" +
 	"\runsnapshotted\x18\x05 \x01(\x04R\runsnapshotted\x12\x1f\n" +
 	"\vcatching_up\x18\x06 \x01(\bR\n" +
-	"catchingUp\"\x9e\x01\n" +
+	"catchingUp\"\xcc\x01\n" +
 	"\rStatsResponse\x12:\n" +
 	"\n" +
 	"namespaces\x18\x01 \x03(\v2\x1a.pocketd.v1.NamespaceStatsR\n" +
 	"namespaces\x12#\n" +
 	"\rpending_index\x18\x02 \x01(\x04R\fpendingIndex\x12,\n" +
-	"\x05index\x18\x03 \x01(\v2\x16.pocketd.v1.IndexStatsR\x05index\"q\n" +
+	"\x05index\x18\x03 \x01(\v2\x16.pocketd.v1.IndexStatsR\x05index\x12,\n" +
+	"\x05media\x18\x04 \x01(\v2\x16.pocketd.v1.MediaStatsR\x05media\"r\n" +
+	"\n" +
+	"MediaStats\x12\x18\n" +
+	"\apending\x18\x01 \x01(\x04R\apending\x12\x1c\n" +
+	"\tprocessed\x18\x02 \x01(\x04R\tprocessed\x12\x16\n" +
+	"\x06failed\x18\x03 \x01(\x04R\x06failed\x12\x14\n" +
+	"\x05blobs\x18\x04 \x01(\x04R\x05blobs\"q\n" +
 	"\x0eExplainRequest\x121\n" +
 	"\x06recall\x18\x01 \x01(\v2\x19.pocketd.v1.RecallRequestR\x06recall\x12\x1a\n" +
 	"\bpolicies\x18\x02 \x03(\tR\bpolicies\x12\x10\n" +
@@ -3617,7 +3789,7 @@ func file_pocketd_v1_memory_service_proto_rawDescGZIP() []byte {
 }
 
 var file_pocketd_v1_memory_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_pocketd_v1_memory_service_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_pocketd_v1_memory_service_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_pocketd_v1_memory_service_proto_goTypes = []any{
 	(GateDecision)(0),             // 0: pocketd.v1.GateDecision
 	(*WriteHints)(nil),            // 1: pocketd.v1.WriteHints
@@ -3644,112 +3816,120 @@ var file_pocketd_v1_memory_service_proto_goTypes = []any{
 	(*PocketStats)(nil),           // 22: pocketd.v1.PocketStats
 	(*IndexStats)(nil),            // 23: pocketd.v1.IndexStats
 	(*StatsResponse)(nil),         // 24: pocketd.v1.StatsResponse
-	(*ExplainRequest)(nil),        // 25: pocketd.v1.ExplainRequest
-	(*PocketFeatures)(nil),        // 26: pocketd.v1.PocketFeatures
-	(*IntentScore)(nil),           // 27: pocketd.v1.IntentScore
-	(*RouteFeatures)(nil),         // 28: pocketd.v1.RouteFeatures
-	(*PlannedStep)(nil),           // 29: pocketd.v1.PlannedStep
-	(*PolicyExplanation)(nil),     // 30: pocketd.v1.PolicyExplanation
-	(*ExplainResponse)(nil),       // 31: pocketd.v1.ExplainResponse
-	(*AuthoritativeFact)(nil),     // 32: pocketd.v1.AuthoritativeFact
-	(*ReconcileRequest)(nil),      // 33: pocketd.v1.ReconcileRequest
-	(*ReconcileDecision)(nil),     // 34: pocketd.v1.ReconcileDecision
-	(*ReconcileResponse)(nil),     // 35: pocketd.v1.ReconcileResponse
-	(*UnsupersedeRequest)(nil),    // 36: pocketd.v1.UnsupersedeRequest
-	(*UnsupersedeResponse)(nil),   // 37: pocketd.v1.UnsupersedeResponse
-	(*EndSessionRequest)(nil),     // 38: pocketd.v1.EndSessionRequest
-	(*EndSessionResponse)(nil),    // 39: pocketd.v1.EndSessionResponse
-	(*MaintainRequest)(nil),       // 40: pocketd.v1.MaintainRequest
-	(*MaintainResponse)(nil),      // 41: pocketd.v1.MaintainResponse
-	(*MemoryRecord)(nil),          // 42: pocketd.v1.MemoryRecord
-	(*timestamppb.Timestamp)(nil), // 43: google.protobuf.Timestamp
-	(Tier)(0),                     // 44: pocketd.v1.Tier
-	(MemoryKind)(0),               // 45: pocketd.v1.MemoryKind
-	(Modality)(0),                 // 46: pocketd.v1.Modality
-	(*ScoreBreakdown)(nil),        // 47: pocketd.v1.ScoreBreakdown
-	(SourceType)(0),               // 48: pocketd.v1.SourceType
+	(*MediaStats)(nil),            // 25: pocketd.v1.MediaStats
+	(*ExplainRequest)(nil),        // 26: pocketd.v1.ExplainRequest
+	(*PocketFeatures)(nil),        // 27: pocketd.v1.PocketFeatures
+	(*IntentScore)(nil),           // 28: pocketd.v1.IntentScore
+	(*RouteFeatures)(nil),         // 29: pocketd.v1.RouteFeatures
+	(*PlannedStep)(nil),           // 30: pocketd.v1.PlannedStep
+	(*PolicyExplanation)(nil),     // 31: pocketd.v1.PolicyExplanation
+	(*ExplainResponse)(nil),       // 32: pocketd.v1.ExplainResponse
+	(*AuthoritativeFact)(nil),     // 33: pocketd.v1.AuthoritativeFact
+	(*ReconcileRequest)(nil),      // 34: pocketd.v1.ReconcileRequest
+	(*ReconcileDecision)(nil),     // 35: pocketd.v1.ReconcileDecision
+	(*ReconcileResponse)(nil),     // 36: pocketd.v1.ReconcileResponse
+	(*UnsupersedeRequest)(nil),    // 37: pocketd.v1.UnsupersedeRequest
+	(*UnsupersedeResponse)(nil),   // 38: pocketd.v1.UnsupersedeResponse
+	(*EndSessionRequest)(nil),     // 39: pocketd.v1.EndSessionRequest
+	(*EndSessionResponse)(nil),    // 40: pocketd.v1.EndSessionResponse
+	(*MaintainRequest)(nil),       // 41: pocketd.v1.MaintainRequest
+	(*MaintainResponse)(nil),      // 42: pocketd.v1.MaintainResponse
+	(*MemoryRecord)(nil),          // 43: pocketd.v1.MemoryRecord
+	(*timestamppb.Timestamp)(nil), // 44: google.protobuf.Timestamp
+	(Tier)(0),                     // 45: pocketd.v1.Tier
+	(ProcessingState)(0),          // 46: pocketd.v1.ProcessingState
+	(MemoryKind)(0),               // 47: pocketd.v1.MemoryKind
+	(Modality)(0),                 // 48: pocketd.v1.Modality
+	(*BlobRef)(nil),               // 49: pocketd.v1.BlobRef
+	(*SpaceVector)(nil),           // 50: pocketd.v1.SpaceVector
+	(*ScoreBreakdown)(nil),        // 51: pocketd.v1.ScoreBreakdown
+	(SourceType)(0),               // 52: pocketd.v1.SourceType
 }
 var file_pocketd_v1_memory_service_proto_depIdxs = []int32{
-	42, // 0: pocketd.v1.RememberRequest.record:type_name -> pocketd.v1.MemoryRecord
+	43, // 0: pocketd.v1.RememberRequest.record:type_name -> pocketd.v1.MemoryRecord
 	1,  // 1: pocketd.v1.RememberRequest.hints:type_name -> pocketd.v1.WriteHints
 	0,  // 2: pocketd.v1.RememberResponse.decision:type_name -> pocketd.v1.GateDecision
-	43, // 3: pocketd.v1.RememberResponse.expires_at:type_name -> google.protobuf.Timestamp
-	44, // 4: pocketd.v1.RememberResponse.tier:type_name -> pocketd.v1.Tier
+	44, // 3: pocketd.v1.RememberResponse.expires_at:type_name -> google.protobuf.Timestamp
+	45, // 4: pocketd.v1.RememberResponse.tier:type_name -> pocketd.v1.Tier
 	4,  // 5: pocketd.v1.RememberResponse.superseded:type_name -> pocketd.v1.Supersession
-	2,  // 6: pocketd.v1.RememberBatchRequest.items:type_name -> pocketd.v1.RememberRequest
-	3,  // 7: pocketd.v1.RememberBatchResponse.results:type_name -> pocketd.v1.RememberResponse
-	45, // 8: pocketd.v1.MemoryFilter.kinds:type_name -> pocketd.v1.MemoryKind
-	46, // 9: pocketd.v1.MemoryFilter.modalities:type_name -> pocketd.v1.Modality
-	43, // 10: pocketd.v1.MemoryFilter.created_after:type_name -> google.protobuf.Timestamp
-	43, // 11: pocketd.v1.MemoryFilter.created_before:type_name -> google.protobuf.Timestamp
-	46, // 12: pocketd.v1.RecallRequest.query_modality:type_name -> pocketd.v1.Modality
-	7,  // 13: pocketd.v1.RecallRequest.filter:type_name -> pocketd.v1.MemoryFilter
-	9,  // 14: pocketd.v1.RecallRequest.plan:type_name -> pocketd.v1.PlanStep
-	43, // 15: pocketd.v1.RecallRequest.as_of:type_name -> google.protobuf.Timestamp
-	42, // 16: pocketd.v1.RecallHit.record:type_name -> pocketd.v1.MemoryRecord
-	47, // 17: pocketd.v1.RecallHit.score:type_name -> pocketd.v1.ScoreBreakdown
-	42, // 18: pocketd.v1.RecallHit.context:type_name -> pocketd.v1.MemoryRecord
-	11, // 19: pocketd.v1.RecallResponse.hits:type_name -> pocketd.v1.RecallHit
-	10, // 20: pocketd.v1.RecallResponse.plan:type_name -> pocketd.v1.PlanStepReport
-	42, // 21: pocketd.v1.GetResponse.record:type_name -> pocketd.v1.MemoryRecord
-	7,  // 22: pocketd.v1.ForgetRequest.filter:type_name -> pocketd.v1.MemoryFilter
-	7,  // 23: pocketd.v1.ListRequest.filter:type_name -> pocketd.v1.MemoryFilter
-	42, // 24: pocketd.v1.ListResponse.records:type_name -> pocketd.v1.MemoryRecord
-	44, // 25: pocketd.v1.TierStats.tier:type_name -> pocketd.v1.Tier
-	20, // 26: pocketd.v1.NamespaceStats.tiers:type_name -> pocketd.v1.TierStats
-	22, // 27: pocketd.v1.NamespaceStats.pockets:type_name -> pocketd.v1.PocketStats
-	45, // 28: pocketd.v1.PocketStats.kind:type_name -> pocketd.v1.MemoryKind
-	44, // 29: pocketd.v1.PocketStats.tier:type_name -> pocketd.v1.Tier
-	46, // 30: pocketd.v1.PocketStats.modality:type_name -> pocketd.v1.Modality
-	43, // 31: pocketd.v1.PocketStats.oldest:type_name -> google.protobuf.Timestamp
-	43, // 32: pocketd.v1.PocketStats.newest:type_name -> google.protobuf.Timestamp
-	21, // 33: pocketd.v1.StatsResponse.namespaces:type_name -> pocketd.v1.NamespaceStats
-	23, // 34: pocketd.v1.StatsResponse.index:type_name -> pocketd.v1.IndexStats
-	8,  // 35: pocketd.v1.ExplainRequest.recall:type_name -> pocketd.v1.RecallRequest
-	43, // 36: pocketd.v1.PocketFeatures.oldest:type_name -> google.protobuf.Timestamp
-	43, // 37: pocketd.v1.PocketFeatures.newest:type_name -> google.protobuf.Timestamp
-	26, // 38: pocketd.v1.RouteFeatures.pockets:type_name -> pocketd.v1.PocketFeatures
-	43, // 39: pocketd.v1.RouteFeatures.window_start:type_name -> google.protobuf.Timestamp
-	43, // 40: pocketd.v1.RouteFeatures.window_end:type_name -> google.protobuf.Timestamp
-	27, // 41: pocketd.v1.RouteFeatures.intents:type_name -> pocketd.v1.IntentScore
-	29, // 42: pocketd.v1.PolicyExplanation.steps:type_name -> pocketd.v1.PlannedStep
-	12, // 43: pocketd.v1.PolicyExplanation.result:type_name -> pocketd.v1.RecallResponse
-	28, // 44: pocketd.v1.ExplainResponse.features:type_name -> pocketd.v1.RouteFeatures
-	30, // 45: pocketd.v1.ExplainResponse.policies:type_name -> pocketd.v1.PolicyExplanation
-	48, // 46: pocketd.v1.AuthoritativeFact.source_type:type_name -> pocketd.v1.SourceType
-	45, // 47: pocketd.v1.AuthoritativeFact.kind:type_name -> pocketd.v1.MemoryKind
-	32, // 48: pocketd.v1.ReconcileRequest.facts:type_name -> pocketd.v1.AuthoritativeFact
-	34, // 49: pocketd.v1.ReconcileResponse.decisions:type_name -> pocketd.v1.ReconcileDecision
-	3,  // 50: pocketd.v1.EndSessionResponse.summaries:type_name -> pocketd.v1.RememberResponse
-	2,  // 51: pocketd.v1.MemoryService.Remember:input_type -> pocketd.v1.RememberRequest
-	5,  // 52: pocketd.v1.MemoryService.RememberBatch:input_type -> pocketd.v1.RememberBatchRequest
-	8,  // 53: pocketd.v1.MemoryService.Recall:input_type -> pocketd.v1.RecallRequest
-	13, // 54: pocketd.v1.MemoryService.Get:input_type -> pocketd.v1.GetRequest
-	15, // 55: pocketd.v1.MemoryService.Forget:input_type -> pocketd.v1.ForgetRequest
-	19, // 56: pocketd.v1.MemoryService.Stats:input_type -> pocketd.v1.StatsRequest
-	17, // 57: pocketd.v1.MemoryService.List:input_type -> pocketd.v1.ListRequest
-	25, // 58: pocketd.v1.MemoryService.Explain:input_type -> pocketd.v1.ExplainRequest
-	33, // 59: pocketd.v1.MemoryService.Reconcile:input_type -> pocketd.v1.ReconcileRequest
-	36, // 60: pocketd.v1.MemoryService.Unsupersede:input_type -> pocketd.v1.UnsupersedeRequest
-	38, // 61: pocketd.v1.MemoryService.EndSession:input_type -> pocketd.v1.EndSessionRequest
-	40, // 62: pocketd.v1.MemoryService.Maintain:input_type -> pocketd.v1.MaintainRequest
-	3,  // 63: pocketd.v1.MemoryService.Remember:output_type -> pocketd.v1.RememberResponse
-	6,  // 64: pocketd.v1.MemoryService.RememberBatch:output_type -> pocketd.v1.RememberBatchResponse
-	12, // 65: pocketd.v1.MemoryService.Recall:output_type -> pocketd.v1.RecallResponse
-	14, // 66: pocketd.v1.MemoryService.Get:output_type -> pocketd.v1.GetResponse
-	16, // 67: pocketd.v1.MemoryService.Forget:output_type -> pocketd.v1.ForgetResponse
-	24, // 68: pocketd.v1.MemoryService.Stats:output_type -> pocketd.v1.StatsResponse
-	18, // 69: pocketd.v1.MemoryService.List:output_type -> pocketd.v1.ListResponse
-	31, // 70: pocketd.v1.MemoryService.Explain:output_type -> pocketd.v1.ExplainResponse
-	35, // 71: pocketd.v1.MemoryService.Reconcile:output_type -> pocketd.v1.ReconcileResponse
-	37, // 72: pocketd.v1.MemoryService.Unsupersede:output_type -> pocketd.v1.UnsupersedeResponse
-	39, // 73: pocketd.v1.MemoryService.EndSession:output_type -> pocketd.v1.EndSessionResponse
-	41, // 74: pocketd.v1.MemoryService.Maintain:output_type -> pocketd.v1.MaintainResponse
-	63, // [63:75] is the sub-list for method output_type
-	51, // [51:63] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	46, // 6: pocketd.v1.RememberResponse.processing_state:type_name -> pocketd.v1.ProcessingState
+	2,  // 7: pocketd.v1.RememberBatchRequest.items:type_name -> pocketd.v1.RememberRequest
+	3,  // 8: pocketd.v1.RememberBatchResponse.results:type_name -> pocketd.v1.RememberResponse
+	47, // 9: pocketd.v1.MemoryFilter.kinds:type_name -> pocketd.v1.MemoryKind
+	48, // 10: pocketd.v1.MemoryFilter.modalities:type_name -> pocketd.v1.Modality
+	44, // 11: pocketd.v1.MemoryFilter.created_after:type_name -> google.protobuf.Timestamp
+	44, // 12: pocketd.v1.MemoryFilter.created_before:type_name -> google.protobuf.Timestamp
+	48, // 13: pocketd.v1.RecallRequest.query_modality:type_name -> pocketd.v1.Modality
+	7,  // 14: pocketd.v1.RecallRequest.filter:type_name -> pocketd.v1.MemoryFilter
+	9,  // 15: pocketd.v1.RecallRequest.plan:type_name -> pocketd.v1.PlanStep
+	44, // 16: pocketd.v1.RecallRequest.as_of:type_name -> google.protobuf.Timestamp
+	49, // 17: pocketd.v1.RecallRequest.query_blob:type_name -> pocketd.v1.BlobRef
+	50, // 18: pocketd.v1.RecallRequest.query_space_vectors:type_name -> pocketd.v1.SpaceVector
+	43, // 19: pocketd.v1.RecallHit.record:type_name -> pocketd.v1.MemoryRecord
+	51, // 20: pocketd.v1.RecallHit.score:type_name -> pocketd.v1.ScoreBreakdown
+	43, // 21: pocketd.v1.RecallHit.context:type_name -> pocketd.v1.MemoryRecord
+	11, // 22: pocketd.v1.RecallResponse.hits:type_name -> pocketd.v1.RecallHit
+	10, // 23: pocketd.v1.RecallResponse.plan:type_name -> pocketd.v1.PlanStepReport
+	43, // 24: pocketd.v1.GetResponse.record:type_name -> pocketd.v1.MemoryRecord
+	7,  // 25: pocketd.v1.ForgetRequest.filter:type_name -> pocketd.v1.MemoryFilter
+	7,  // 26: pocketd.v1.ListRequest.filter:type_name -> pocketd.v1.MemoryFilter
+	43, // 27: pocketd.v1.ListResponse.records:type_name -> pocketd.v1.MemoryRecord
+	45, // 28: pocketd.v1.TierStats.tier:type_name -> pocketd.v1.Tier
+	20, // 29: pocketd.v1.NamespaceStats.tiers:type_name -> pocketd.v1.TierStats
+	22, // 30: pocketd.v1.NamespaceStats.pockets:type_name -> pocketd.v1.PocketStats
+	47, // 31: pocketd.v1.PocketStats.kind:type_name -> pocketd.v1.MemoryKind
+	45, // 32: pocketd.v1.PocketStats.tier:type_name -> pocketd.v1.Tier
+	48, // 33: pocketd.v1.PocketStats.modality:type_name -> pocketd.v1.Modality
+	44, // 34: pocketd.v1.PocketStats.oldest:type_name -> google.protobuf.Timestamp
+	44, // 35: pocketd.v1.PocketStats.newest:type_name -> google.protobuf.Timestamp
+	21, // 36: pocketd.v1.StatsResponse.namespaces:type_name -> pocketd.v1.NamespaceStats
+	23, // 37: pocketd.v1.StatsResponse.index:type_name -> pocketd.v1.IndexStats
+	25, // 38: pocketd.v1.StatsResponse.media:type_name -> pocketd.v1.MediaStats
+	8,  // 39: pocketd.v1.ExplainRequest.recall:type_name -> pocketd.v1.RecallRequest
+	44, // 40: pocketd.v1.PocketFeatures.oldest:type_name -> google.protobuf.Timestamp
+	44, // 41: pocketd.v1.PocketFeatures.newest:type_name -> google.protobuf.Timestamp
+	27, // 42: pocketd.v1.RouteFeatures.pockets:type_name -> pocketd.v1.PocketFeatures
+	44, // 43: pocketd.v1.RouteFeatures.window_start:type_name -> google.protobuf.Timestamp
+	44, // 44: pocketd.v1.RouteFeatures.window_end:type_name -> google.protobuf.Timestamp
+	28, // 45: pocketd.v1.RouteFeatures.intents:type_name -> pocketd.v1.IntentScore
+	30, // 46: pocketd.v1.PolicyExplanation.steps:type_name -> pocketd.v1.PlannedStep
+	12, // 47: pocketd.v1.PolicyExplanation.result:type_name -> pocketd.v1.RecallResponse
+	29, // 48: pocketd.v1.ExplainResponse.features:type_name -> pocketd.v1.RouteFeatures
+	31, // 49: pocketd.v1.ExplainResponse.policies:type_name -> pocketd.v1.PolicyExplanation
+	52, // 50: pocketd.v1.AuthoritativeFact.source_type:type_name -> pocketd.v1.SourceType
+	47, // 51: pocketd.v1.AuthoritativeFact.kind:type_name -> pocketd.v1.MemoryKind
+	33, // 52: pocketd.v1.ReconcileRequest.facts:type_name -> pocketd.v1.AuthoritativeFact
+	35, // 53: pocketd.v1.ReconcileResponse.decisions:type_name -> pocketd.v1.ReconcileDecision
+	3,  // 54: pocketd.v1.EndSessionResponse.summaries:type_name -> pocketd.v1.RememberResponse
+	2,  // 55: pocketd.v1.MemoryService.Remember:input_type -> pocketd.v1.RememberRequest
+	5,  // 56: pocketd.v1.MemoryService.RememberBatch:input_type -> pocketd.v1.RememberBatchRequest
+	8,  // 57: pocketd.v1.MemoryService.Recall:input_type -> pocketd.v1.RecallRequest
+	13, // 58: pocketd.v1.MemoryService.Get:input_type -> pocketd.v1.GetRequest
+	15, // 59: pocketd.v1.MemoryService.Forget:input_type -> pocketd.v1.ForgetRequest
+	19, // 60: pocketd.v1.MemoryService.Stats:input_type -> pocketd.v1.StatsRequest
+	17, // 61: pocketd.v1.MemoryService.List:input_type -> pocketd.v1.ListRequest
+	26, // 62: pocketd.v1.MemoryService.Explain:input_type -> pocketd.v1.ExplainRequest
+	34, // 63: pocketd.v1.MemoryService.Reconcile:input_type -> pocketd.v1.ReconcileRequest
+	37, // 64: pocketd.v1.MemoryService.Unsupersede:input_type -> pocketd.v1.UnsupersedeRequest
+	39, // 65: pocketd.v1.MemoryService.EndSession:input_type -> pocketd.v1.EndSessionRequest
+	41, // 66: pocketd.v1.MemoryService.Maintain:input_type -> pocketd.v1.MaintainRequest
+	3,  // 67: pocketd.v1.MemoryService.Remember:output_type -> pocketd.v1.RememberResponse
+	6,  // 68: pocketd.v1.MemoryService.RememberBatch:output_type -> pocketd.v1.RememberBatchResponse
+	12, // 69: pocketd.v1.MemoryService.Recall:output_type -> pocketd.v1.RecallResponse
+	14, // 70: pocketd.v1.MemoryService.Get:output_type -> pocketd.v1.GetResponse
+	16, // 71: pocketd.v1.MemoryService.Forget:output_type -> pocketd.v1.ForgetResponse
+	24, // 72: pocketd.v1.MemoryService.Stats:output_type -> pocketd.v1.StatsResponse
+	18, // 73: pocketd.v1.MemoryService.List:output_type -> pocketd.v1.ListResponse
+	32, // 74: pocketd.v1.MemoryService.Explain:output_type -> pocketd.v1.ExplainResponse
+	36, // 75: pocketd.v1.MemoryService.Reconcile:output_type -> pocketd.v1.ReconcileResponse
+	38, // 76: pocketd.v1.MemoryService.Unsupersede:output_type -> pocketd.v1.UnsupersedeResponse
+	40, // 77: pocketd.v1.MemoryService.EndSession:output_type -> pocketd.v1.EndSessionResponse
+	42, // 78: pocketd.v1.MemoryService.Maintain:output_type -> pocketd.v1.MaintainResponse
+	67, // [67:79] is the sub-list for method output_type
+	55, // [55:67] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_pocketd_v1_memory_service_proto_init() }
@@ -3770,7 +3950,7 @@ func file_pocketd_v1_memory_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pocketd_v1_memory_service_proto_rawDesc), len(file_pocketd_v1_memory_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   41,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

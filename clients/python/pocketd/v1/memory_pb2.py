@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17pocketd/v1/memory.proto\x12\npocketd.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"M\n\x07\x42lobRef\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\x12\x12\n\nsize_bytes\x18\x03 \x01(\x04\x12\x0e\n\x06sha256\x18\x04 \x01(\t\"<\n\x0cMemorySource\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x0f\n\x07task_id\x18\x03 \x01(\t\"Y\n\x0b\x41\x63\x63\x65ssStats\x12\x14\n\x0c\x61\x63\x63\x65ss_count\x18\x01 \x01(\x04\x12\x34\n\x10last_accessed_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xae\x06\n\x0cMemoryRecord\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12$\n\x04kind\x18\x04 \x01(\x0e\x32\x16.pocketd.v1.MemoryKind\x12&\n\x08modality\x18\x05 \x01(\x0e\x32\x14.pocketd.v1.Modality\x12\x0c\n\x04text\x18\x06 \x01(\t\x12\x0e\n\x06vector\x18\x07 \x03(\x02\x12!\n\x04\x62lob\x18\x08 \x01(\x0b\x32\x13.pocketd.v1.BlobRef\x12(\n\x06source\x18\t \x01(\x0b\x32\x18.pocketd.v1.MemorySource\x12+\n\x0bsource_type\x18\n \x01(\x0e\x32\x16.pocketd.v1.SourceType\x12\x17\n\nimportance\x18\x0b \x01(\x05H\x00\x88\x01\x01\x12.\n\ncreated_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05topic\x18\x0f \x01(\t\x12\x0c\n\x04tags\x18\x10 \x03(\t\x12\x10\n\x08obsolete\x18\x11 \x01(\x08\x12\x15\n\rsuperseded_by\x18\x12 \x01(\t\x12\x10\n\x08group_id\x18\x13 \x01(\t\x12\x1e\n\x04tier\x18\x14 \x01(\x0e\x32\x10.pocketd.v1.Tier\x12\'\n\x06\x61\x63\x63\x65ss\x18\x15 \x01(\x0b\x32\x17.pocketd.v1.AccessStats\x12/\n\x0boccurred_at\x18\x16 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07speaker\x18\x17 \x01(\t\x12\x11\n\x04turn\x18\x18 \x01(\rH\x01\x88\x01\x01\x12\x18\n\x10supersede_reason\x18\x19 \x01(\t\x12\x14\n\x0c\x64\x65rived_from\x18\x1a \x03(\t\x12\x17\n\x0f\x63ompressed_into\x18\x1b \x01(\tB\r\n\x0b_importanceB\x07\n\x05_turn\"\x97\x01\n\x0eScoreBreakdown\x12\x0e\n\x06vector\x18\x01 \x01(\x02\x12\x0c\n\x04\x62m25\x18\x02 \x01(\x02\x12\r\n\x05\x66used\x18\x03 \x01(\x02\x12\r\n\x05\x64\x65\x63\x61y\x18\x04 \x01(\x02\x12\r\n\x05\x66inal\x18\x05 \x01(\x02\x12\x12\n\nvector_hit\x18\x06 \x01(\x08\x12\x13\n\x0bkeyword_hit\x18\x07 \x01(\x08\x12\x11\n\texact_hit\x18\x08 \x01(\x08*\xc1\x01\n\nMemoryKind\x12\x1b\n\x17MEMORY_KIND_UNSPECIFIED\x10\x00\x12\x1a\n\x16MEMORY_KIND_PREFERENCE\x10\x01\x12\x14\n\x10MEMORY_KIND_FACT\x10\x02\x12\x17\n\x13MEMORY_KIND_SUMMARY\x10\x03\x12\x17\n\x13MEMORY_KIND_EPISODE\x10\x04\x12\x15\n\x11MEMORY_KIND_SKILL\x10\x05\x12\x1b\n\x17MEMORY_KIND_OBSERVATION\x10\x06*s\n\x08Modality\x12\x18\n\x14MODALITY_UNSPECIFIED\x10\x00\x12\x11\n\rMODALITY_TEXT\x10\x01\x12\x12\n\x0eMODALITY_IMAGE\x10\x02\x12\x12\n\x0eMODALITY_AUDIO\x10\x03\x12\x12\n\x0eMODALITY_TABLE\x10\x04*\xaa\x01\n\nSourceType\x12\x1b\n\x17SOURCE_TYPE_UNSPECIFIED\x10\x00\x12!\n\x1dSOURCE_TYPE_OFFICIAL_DOCUMENT\x10\x01\x12\x1b\n\x17SOURCE_TYPE_TOOL_RESULT\x10\x02\x12\x1e\n\x1aSOURCE_TYPE_USER_STATEMENT\x10\x03\x12\x1f\n\x1bSOURCE_TYPE_AGENT_INFERENCE\x10\x04*H\n\x04Tier\x12\x14\n\x10TIER_UNSPECIFIED\x10\x00\x12\x0c\n\x08TIER_HOT\x10\x01\x12\r\n\tTIER_WARM\x10\x02\x12\r\n\tTIER_COLD\x10\x03\x42<Z:github.com/pocketd/pocketd/clients/go/pocketd/v1;pocketdv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17pocketd/v1/memory.proto\x12\npocketd.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"m\n\x07\x42lobRef\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\x12\x12\n\nsize_bytes\x18\x03 \x01(\x04\x12\x0e\n\x06sha256\x18\x04 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x05 \x01(\x0c\x12\x10\n\x08language\x18\x06 \x01(\t\",\n\x0bSpaceVector\x12\r\n\x05space\x18\x01 \x01(\t\x12\x0e\n\x06values\x18\x02 \x03(\x02\"<\n\x0cMemorySource\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x0f\n\x07task_id\x18\x03 \x01(\t\"Y\n\x0b\x41\x63\x63\x65ssStats\x12\x14\n\x0c\x61\x63\x63\x65ss_count\x18\x01 \x01(\x04\x12\x34\n\x10last_accessed_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xae\x07\n\x0cMemoryRecord\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12$\n\x04kind\x18\x04 \x01(\x0e\x32\x16.pocketd.v1.MemoryKind\x12&\n\x08modality\x18\x05 \x01(\x0e\x32\x14.pocketd.v1.Modality\x12\x0c\n\x04text\x18\x06 \x01(\t\x12\x0e\n\x06vector\x18\x07 \x03(\x02\x12!\n\x04\x62lob\x18\x08 \x01(\x0b\x32\x13.pocketd.v1.BlobRef\x12(\n\x06source\x18\t \x01(\x0b\x32\x18.pocketd.v1.MemorySource\x12+\n\x0bsource_type\x18\n \x01(\x0e\x32\x16.pocketd.v1.SourceType\x12\x17\n\nimportance\x18\x0b \x01(\x05H\x00\x88\x01\x01\x12.\n\ncreated_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05topic\x18\x0f \x01(\t\x12\x0c\n\x04tags\x18\x10 \x03(\t\x12\x10\n\x08obsolete\x18\x11 \x01(\x08\x12\x15\n\rsuperseded_by\x18\x12 \x01(\t\x12\x10\n\x08group_id\x18\x13 \x01(\t\x12\x1e\n\x04tier\x18\x14 \x01(\x0e\x32\x10.pocketd.v1.Tier\x12\'\n\x06\x61\x63\x63\x65ss\x18\x15 \x01(\x0b\x32\x17.pocketd.v1.AccessStats\x12/\n\x0boccurred_at\x18\x16 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07speaker\x18\x17 \x01(\t\x12\x11\n\x04turn\x18\x18 \x01(\rH\x01\x88\x01\x01\x12\x18\n\x10supersede_reason\x18\x19 \x01(\t\x12\x14\n\x0c\x64\x65rived_from\x18\x1a \x03(\t\x12\x17\n\x0f\x63ompressed_into\x18\x1b \x01(\t\x12.\n\rspace_vectors\x18\x1c \x03(\x0b\x32\x17.pocketd.v1.SpaceVector\x12\x35\n\x10processing_state\x18\x1d \x01(\x0e\x32\x1b.pocketd.v1.ProcessingState\x12\x17\n\x0fprocessing_note\x18\x1e \x01(\tB\r\n\x0b_importanceB\x07\n\x05_turn\"\xad\x01\n\x0eScoreBreakdown\x12\x0e\n\x06vector\x18\x01 \x01(\x02\x12\x0c\n\x04\x62m25\x18\x02 \x01(\x02\x12\r\n\x05\x66used\x18\x03 \x01(\x02\x12\r\n\x05\x64\x65\x63\x61y\x18\x04 \x01(\x02\x12\r\n\x05\x66inal\x18\x05 \x01(\x02\x12\x12\n\nvector_hit\x18\x06 \x01(\x08\x12\x13\n\x0bkeyword_hit\x18\x07 \x01(\x08\x12\x11\n\texact_hit\x18\x08 \x01(\x08\x12\x14\n\x0cvector_space\x18\t \x01(\t*\xc1\x01\n\nMemoryKind\x12\x1b\n\x17MEMORY_KIND_UNSPECIFIED\x10\x00\x12\x1a\n\x16MEMORY_KIND_PREFERENCE\x10\x01\x12\x14\n\x10MEMORY_KIND_FACT\x10\x02\x12\x17\n\x13MEMORY_KIND_SUMMARY\x10\x03\x12\x17\n\x13MEMORY_KIND_EPISODE\x10\x04\x12\x15\n\x11MEMORY_KIND_SKILL\x10\x05\x12\x1b\n\x17MEMORY_KIND_OBSERVATION\x10\x06*s\n\x08Modality\x12\x18\n\x14MODALITY_UNSPECIFIED\x10\x00\x12\x11\n\rMODALITY_TEXT\x10\x01\x12\x12\n\x0eMODALITY_IMAGE\x10\x02\x12\x12\n\x0eMODALITY_AUDIO\x10\x03\x12\x12\n\x0eMODALITY_TABLE\x10\x04*\xaa\x01\n\nSourceType\x12\x1b\n\x17SOURCE_TYPE_UNSPECIFIED\x10\x00\x12!\n\x1dSOURCE_TYPE_OFFICIAL_DOCUMENT\x10\x01\x12\x1b\n\x17SOURCE_TYPE_TOOL_RESULT\x10\x02\x12\x1e\n\x1aSOURCE_TYPE_USER_STATEMENT\x10\x03\x12\x1f\n\x1bSOURCE_TYPE_AGENT_INFERENCE\x10\x04*H\n\x04Tier\x12\x14\n\x10TIER_UNSPECIFIED\x10\x00\x12\x0c\n\x08TIER_HOT\x10\x01\x12\r\n\tTIER_WARM\x10\x02\x12\r\n\tTIER_COLD\x10\x03*\x8d\x01\n\x0fProcessingState\x12 \n\x1cPROCESSING_STATE_UNSPECIFIED\x10\x00\x12\x1a\n\x16PROCESSING_STATE_READY\x10\x01\x12\x1f\n\x1bPROCESSING_STATE_PROCESSING\x10\x02\x12\x1b\n\x17PROCESSING_STATE_FAILED\x10\x03\x42<Z:github.com/pocketd/pocketd/clients/go/pocketd/v1;pocketdv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,22 +33,26 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'pocketd.v1.memory_pb2', _gl
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z:github.com/pocketd/pocketd/clients/go/pocketd/v1;pocketdv1'
-  _globals['_MEMORYKIND']._serialized_start=1276
-  _globals['_MEMORYKIND']._serialized_end=1469
-  _globals['_MODALITY']._serialized_start=1471
-  _globals['_MODALITY']._serialized_end=1586
-  _globals['_SOURCETYPE']._serialized_start=1589
-  _globals['_SOURCETYPE']._serialized_end=1759
-  _globals['_TIER']._serialized_start=1761
-  _globals['_TIER']._serialized_end=1833
+  _globals['_MEMORYKIND']._serialized_start=1504
+  _globals['_MEMORYKIND']._serialized_end=1697
+  _globals['_MODALITY']._serialized_start=1699
+  _globals['_MODALITY']._serialized_end=1814
+  _globals['_SOURCETYPE']._serialized_start=1817
+  _globals['_SOURCETYPE']._serialized_end=1987
+  _globals['_TIER']._serialized_start=1989
+  _globals['_TIER']._serialized_end=2061
+  _globals['_PROCESSINGSTATE']._serialized_start=2064
+  _globals['_PROCESSINGSTATE']._serialized_end=2205
   _globals['_BLOBREF']._serialized_start=72
-  _globals['_BLOBREF']._serialized_end=149
-  _globals['_MEMORYSOURCE']._serialized_start=151
-  _globals['_MEMORYSOURCE']._serialized_end=211
-  _globals['_ACCESSSTATS']._serialized_start=213
-  _globals['_ACCESSSTATS']._serialized_end=302
-  _globals['_MEMORYRECORD']._serialized_start=305
-  _globals['_MEMORYRECORD']._serialized_end=1119
-  _globals['_SCOREBREAKDOWN']._serialized_start=1122
-  _globals['_SCOREBREAKDOWN']._serialized_end=1273
+  _globals['_BLOBREF']._serialized_end=181
+  _globals['_SPACEVECTOR']._serialized_start=183
+  _globals['_SPACEVECTOR']._serialized_end=227
+  _globals['_MEMORYSOURCE']._serialized_start=229
+  _globals['_MEMORYSOURCE']._serialized_end=289
+  _globals['_ACCESSSTATS']._serialized_start=291
+  _globals['_ACCESSSTATS']._serialized_end=380
+  _globals['_MEMORYRECORD']._serialized_start=383
+  _globals['_MEMORYRECORD']._serialized_end=1325
+  _globals['_SCOREBREAKDOWN']._serialized_start=1328
+  _globals['_SCOREBREAKDOWN']._serialized_end=1501
 # @@protoc_insertion_point(module_scope)

@@ -31,17 +31,19 @@ class WriteHints(_message.Message):
     def __init__(self, remember: _Optional[bool] = ..., error_resolved: _Optional[bool] = ...) -> None: ...
 
 class RememberRequest(_message.Message):
-    __slots__ = ("record", "hints", "supersedes")
+    __slots__ = ("record", "hints", "supersedes", "wait_processed")
     RECORD_FIELD_NUMBER: _ClassVar[int]
     HINTS_FIELD_NUMBER: _ClassVar[int]
     SUPERSEDES_FIELD_NUMBER: _ClassVar[int]
+    WAIT_PROCESSED_FIELD_NUMBER: _ClassVar[int]
     record: _memory_pb2.MemoryRecord
     hints: WriteHints
     supersedes: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, record: _Optional[_Union[_memory_pb2.MemoryRecord, _Mapping]] = ..., hints: _Optional[_Union[WriteHints, _Mapping]] = ..., supersedes: _Optional[_Iterable[str]] = ...) -> None: ...
+    wait_processed: bool
+    def __init__(self, record: _Optional[_Union[_memory_pb2.MemoryRecord, _Mapping]] = ..., hints: _Optional[_Union[WriteHints, _Mapping]] = ..., supersedes: _Optional[_Iterable[str]] = ..., wait_processed: _Optional[bool] = ...) -> None: ...
 
 class RememberResponse(_message.Message):
-    __slots__ = ("memory_id", "decision", "reason", "importance", "expires_at", "tier", "superseded")
+    __slots__ = ("memory_id", "decision", "reason", "importance", "expires_at", "tier", "superseded", "processing_state", "warnings")
     MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
     DECISION_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
@@ -49,6 +51,8 @@ class RememberResponse(_message.Message):
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     TIER_FIELD_NUMBER: _ClassVar[int]
     SUPERSEDED_FIELD_NUMBER: _ClassVar[int]
+    PROCESSING_STATE_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     memory_id: str
     decision: GateDecision
     reason: str
@@ -56,7 +60,9 @@ class RememberResponse(_message.Message):
     expires_at: _timestamp_pb2.Timestamp
     tier: _memory_pb2.Tier
     superseded: _containers.RepeatedCompositeFieldContainer[Supersession]
-    def __init__(self, memory_id: _Optional[str] = ..., decision: _Optional[_Union[GateDecision, str]] = ..., reason: _Optional[str] = ..., importance: _Optional[int] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tier: _Optional[_Union[_memory_pb2.Tier, str]] = ..., superseded: _Optional[_Iterable[_Union[Supersession, _Mapping]]] = ...) -> None: ...
+    processing_state: _memory_pb2.ProcessingState
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, memory_id: _Optional[str] = ..., decision: _Optional[_Union[GateDecision, str]] = ..., reason: _Optional[str] = ..., importance: _Optional[int] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tier: _Optional[_Union[_memory_pb2.Tier, str]] = ..., superseded: _Optional[_Iterable[_Union[Supersession, _Mapping]]] = ..., processing_state: _Optional[_Union[_memory_pb2.ProcessingState, str]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Supersession(_message.Message):
     __slots__ = ("memory_id", "superseded_by", "reason")
@@ -99,7 +105,7 @@ class MemoryFilter(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., kinds: _Optional[_Iterable[_Union[_memory_pb2.MemoryKind, str]]] = ..., modalities: _Optional[_Iterable[_Union[_memory_pb2.Modality, str]]] = ..., tags: _Optional[_Iterable[str]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., min_importance: _Optional[int] = ...) -> None: ...
 
 class RecallRequest(_message.Message):
-    __slots__ = ("namespace", "query_text", "query_vector", "query_modality", "top_k", "filter", "include_obsolete", "include_expired", "include_vectors", "min_score", "plan", "as_of", "context_turns", "route_policy", "include_cold")
+    __slots__ = ("namespace", "query_text", "query_vector", "query_modality", "top_k", "filter", "include_obsolete", "include_expired", "include_vectors", "min_score", "plan", "as_of", "context_turns", "route_policy", "include_cold", "query_blob", "query_space_vectors")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     QUERY_TEXT_FIELD_NUMBER: _ClassVar[int]
     QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -115,6 +121,8 @@ class RecallRequest(_message.Message):
     CONTEXT_TURNS_FIELD_NUMBER: _ClassVar[int]
     ROUTE_POLICY_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_COLD_FIELD_NUMBER: _ClassVar[int]
+    QUERY_BLOB_FIELD_NUMBER: _ClassVar[int]
+    QUERY_SPACE_VECTORS_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     query_text: str
     query_vector: _containers.RepeatedScalarFieldContainer[float]
@@ -130,7 +138,9 @@ class RecallRequest(_message.Message):
     context_turns: int
     route_policy: str
     include_cold: bool
-    def __init__(self, namespace: _Optional[str] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., query_modality: _Optional[_Union[_memory_pb2.Modality, str]] = ..., top_k: _Optional[int] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., include_obsolete: _Optional[bool] = ..., include_expired: _Optional[bool] = ..., include_vectors: _Optional[bool] = ..., min_score: _Optional[float] = ..., plan: _Optional[_Iterable[_Union[PlanStep, _Mapping]]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., context_turns: _Optional[int] = ..., route_policy: _Optional[str] = ..., include_cold: _Optional[bool] = ...) -> None: ...
+    query_blob: _memory_pb2.BlobRef
+    query_space_vectors: _containers.RepeatedCompositeFieldContainer[_memory_pb2.SpaceVector]
+    def __init__(self, namespace: _Optional[str] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., query_modality: _Optional[_Union[_memory_pb2.Modality, str]] = ..., top_k: _Optional[int] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., include_obsolete: _Optional[bool] = ..., include_expired: _Optional[bool] = ..., include_vectors: _Optional[bool] = ..., min_score: _Optional[float] = ..., plan: _Optional[_Iterable[_Union[PlanStep, _Mapping]]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., context_turns: _Optional[int] = ..., route_policy: _Optional[str] = ..., include_cold: _Optional[bool] = ..., query_blob: _Optional[_Union[_memory_pb2.BlobRef, _Mapping]] = ..., query_space_vectors: _Optional[_Iterable[_Union[_memory_pb2.SpaceVector, _Mapping]]] = ...) -> None: ...
 
 class PlanStep(_message.Message):
     __slots__ = ("pocket", "depth")
@@ -157,16 +167,18 @@ class PlanStepReport(_message.Message):
     def __init__(self, pocket: _Optional[str] = ..., depth: _Optional[int] = ..., method: _Optional[str] = ..., scanned: _Optional[int] = ..., cost_units: _Optional[float] = ..., best_cosine: _Optional[float] = ...) -> None: ...
 
 class RecallHit(_message.Message):
-    __slots__ = ("record", "score", "pocket", "context")
+    __slots__ = ("record", "score", "pocket", "context", "group_member_ids")
     RECORD_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     POCKET_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    GROUP_MEMBER_IDS_FIELD_NUMBER: _ClassVar[int]
     record: _memory_pb2.MemoryRecord
     score: _memory_pb2.ScoreBreakdown
     pocket: str
     context: _containers.RepeatedCompositeFieldContainer[_memory_pb2.MemoryRecord]
-    def __init__(self, record: _Optional[_Union[_memory_pb2.MemoryRecord, _Mapping]] = ..., score: _Optional[_Union[_memory_pb2.ScoreBreakdown, _Mapping]] = ..., pocket: _Optional[str] = ..., context: _Optional[_Iterable[_Union[_memory_pb2.MemoryRecord, _Mapping]]] = ...) -> None: ...
+    group_member_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, record: _Optional[_Union[_memory_pb2.MemoryRecord, _Mapping]] = ..., score: _Optional[_Union[_memory_pb2.ScoreBreakdown, _Mapping]] = ..., pocket: _Optional[str] = ..., context: _Optional[_Iterable[_Union[_memory_pb2.MemoryRecord, _Mapping]]] = ..., group_member_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RecallResponse(_message.Message):
     __slots__ = ("hits", "vector_weight", "keyword_weight", "vector_candidates", "keyword_candidates", "took_micros", "plan", "cost_units", "keyword_cost_units")
@@ -191,14 +203,16 @@ class RecallResponse(_message.Message):
     def __init__(self, hits: _Optional[_Iterable[_Union[RecallHit, _Mapping]]] = ..., vector_weight: _Optional[float] = ..., keyword_weight: _Optional[float] = ..., vector_candidates: _Optional[int] = ..., keyword_candidates: _Optional[int] = ..., took_micros: _Optional[int] = ..., plan: _Optional[_Iterable[_Union[PlanStepReport, _Mapping]]] = ..., cost_units: _Optional[float] = ..., keyword_cost_units: _Optional[float] = ...) -> None: ...
 
 class GetRequest(_message.Message):
-    __slots__ = ("namespace", "memory_id", "include_vector")
+    __slots__ = ("namespace", "memory_id", "include_vector", "include_blob_data")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_VECTOR_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_BLOB_DATA_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     memory_id: str
     include_vector: bool
-    def __init__(self, namespace: _Optional[str] = ..., memory_id: _Optional[str] = ..., include_vector: _Optional[bool] = ...) -> None: ...
+    include_blob_data: bool
+    def __init__(self, namespace: _Optional[str] = ..., memory_id: _Optional[str] = ..., include_vector: _Optional[bool] = ..., include_blob_data: _Optional[bool] = ...) -> None: ...
 
 class GetResponse(_message.Message):
     __slots__ = ("record",)
@@ -319,14 +333,28 @@ class IndexStats(_message.Message):
     def __init__(self, head_revision: _Optional[int] = ..., indexed_revision: _Optional[int] = ..., snapshot_revision: _Optional[int] = ..., pending: _Optional[int] = ..., unsnapshotted: _Optional[int] = ..., catching_up: _Optional[bool] = ...) -> None: ...
 
 class StatsResponse(_message.Message):
-    __slots__ = ("namespaces", "pending_index", "index")
+    __slots__ = ("namespaces", "pending_index", "index", "media")
     NAMESPACES_FIELD_NUMBER: _ClassVar[int]
     PENDING_INDEX_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
+    MEDIA_FIELD_NUMBER: _ClassVar[int]
     namespaces: _containers.RepeatedCompositeFieldContainer[NamespaceStats]
     pending_index: int
     index: IndexStats
-    def __init__(self, namespaces: _Optional[_Iterable[_Union[NamespaceStats, _Mapping]]] = ..., pending_index: _Optional[int] = ..., index: _Optional[_Union[IndexStats, _Mapping]] = ...) -> None: ...
+    media: MediaStats
+    def __init__(self, namespaces: _Optional[_Iterable[_Union[NamespaceStats, _Mapping]]] = ..., pending_index: _Optional[int] = ..., index: _Optional[_Union[IndexStats, _Mapping]] = ..., media: _Optional[_Union[MediaStats, _Mapping]] = ...) -> None: ...
+
+class MediaStats(_message.Message):
+    __slots__ = ("pending", "processed", "failed", "blobs")
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    PROCESSED_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    BLOBS_FIELD_NUMBER: _ClassVar[int]
+    pending: int
+    processed: int
+    failed: int
+    blobs: int
+    def __init__(self, pending: _Optional[int] = ..., processed: _Optional[int] = ..., failed: _Optional[int] = ..., blobs: _Optional[int] = ...) -> None: ...
 
 class ExplainRequest(_message.Message):
     __slots__ = ("recall", "policies", "run")

@@ -104,8 +104,9 @@ export function memoryKindToJSON(object: MemoryKind): string {
 }
 
 /**
- * The medium the memory came from. All media share one vector space; `text` always carries a
- * text form (the content, or the caption, OCR text or transcript of the medium).
+ * The medium the memory came from. `text` carries its text form (the content, or the caption,
+ * OCR text, transcript or linearised table of the medium); an image may also carry a vector in an
+ * image space (MemoryRecord.space_vectors).
  */
 export enum Modality {
   /** MODALITY_UNSPECIFIED - Not set: treated as MODALITY_TEXT on write. */
@@ -271,20 +272,114 @@ export function tierToJSON(object: Tier): string {
   }
 }
 
-/** A reference to the original medium of a memory. pocketd stores the reference, not the bytes. */
+/** Where a memory stands in the media pipeline. */
+export enum ProcessingState {
+  /** PROCESSING_STATE_UNSPECIFIED - Not set: treated as PROCESSING_STATE_READY. */
+  PROCESSING_STATE_UNSPECIFIED = 0,
+  /** PROCESSING_STATE_READY - Stored and searchable. */
+  PROCESSING_STATE_READY = 1,
+  /**
+   * PROCESSING_STATE_PROCESSING - Its medium is stored and queued for reading (OCR, transcript, image vector): it is
+   * searchable once READY. Get returns it meanwhile; Recall waits for its own session's (up to
+   * its deadline and `media.queue.recall_wait_seconds`).
+   */
+  PROCESSING_STATE_PROCESSING = 2,
+  /**
+   * PROCESSING_STATE_FAILED - Reading the medium failed or the alignment check rejected it; `processing_error` says why.
+   * Nothing searchable was stored; the blob is released.
+   */
+  PROCESSING_STATE_FAILED = 3,
+  UNRECOGNIZED = -1,
+}
+
+export function processingStateFromJSON(object: any): ProcessingState {
+  switch (object) {
+    case 0:
+    case "PROCESSING_STATE_UNSPECIFIED":
+      return ProcessingState.PROCESSING_STATE_UNSPECIFIED;
+    case 1:
+    case "PROCESSING_STATE_READY":
+      return ProcessingState.PROCESSING_STATE_READY;
+    case 2:
+    case "PROCESSING_STATE_PROCESSING":
+      return ProcessingState.PROCESSING_STATE_PROCESSING;
+    case 3:
+    case "PROCESSING_STATE_FAILED":
+      return ProcessingState.PROCESSING_STATE_FAILED;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return ProcessingState.UNRECOGNIZED;
+  }
+}
+
+export function processingStateToJSON(object: ProcessingState): string {
+  switch (object) {
+    case ProcessingState.PROCESSING_STATE_UNSPECIFIED:
+      return "PROCESSING_STATE_UNSPECIFIED";
+    case ProcessingState.PROCESSING_STATE_READY:
+      return "PROCESSING_STATE_READY";
+    case ProcessingState.PROCESSING_STATE_PROCESSING:
+      return "PROCESSING_STATE_PROCESSING";
+    case ProcessingState.PROCESSING_STATE_FAILED:
+      return "PROCESSING_STATE_FAILED";
+    case ProcessingState.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
+/**
+ * The original medium of a memory: its bytes, which pocketd stores, or a reference to where it
+ * lives.
+ */
 export interface BlobRef {
   /**
    * Where the original lives, for example "s3://bucket/key" or "file:///tmp/a.png": an absolute
    * URI of at most 2048 characters, without spaces or control characters. Required when any
-   * other blob field is set.
+   * other blob field is set and `data` is not. For bytes pocketd stores it is server-set:
+   * "blob:sha256:<hex>".
    */
   uri: string;
-  /** The MIME type, for example "image/png" (type/subtype, at most 64 characters each). */
+  /**
+   * The MIME type, for example "image/png" (type/subtype, at most 64 characters each). With
+   * `data`, server-set: the type sniffed from the bytes (what the client says is ignored).
+   */
   mimeType: string;
-  /** The size of the original in bytes; 0 when unknown. */
+  /** The size of the original in bytes; 0 when unknown. Server-set with `data`. */
   sizeBytes: number;
-  /** The lower-case hex SHA-256 of the original; empty when unknown. */
+  /**
+   * The lower-case hex SHA-256 of the original; empty when unknown. Server-set with `data`.
+   * In a Recall's query_blob, it alone names a blob pocketd holds.
+   */
   sha256: string;
+  /**
+   * The medium's bytes (a PNG, JPEG, GIF, WebP or BMP image; a WAV, FLAC, OGG, MP3 or M4A
+   * recording; a CSV, TSV or Markdown table). pocketd sniffs the type, checks the limits
+   * (`media.image`, `media.audio`, `media.table`) before decoding, stores the bytes
+   * content-addressed and reads them: OCR for images, a transcript for recordings, a linearised
+   * text for tables. Returned only by Get with include_blob_data. At most 64 MiB in one call.
+   */
+  data: Buffer;
+  /**
+   * The language a recording is in ("en", "zh", or "auto"); empty:
+   * `media.speech.default_language`. Only for recordings.
+   */
+  language: string;
+}
+
+/**
+ * A vector in a named space other than the text encoder's (an image space such as "clip", or a
+ * client's own of any dimension).
+ */
+export interface SpaceVector {
+  /** The space: 1-32 characters of [a-z0-9_-], starting with a letter. Not "text". */
+  space: string;
+  /**
+   * The vector: 1 to 8192 finite values, with a direction; every vector of one space has one
+   * dimension (the first one stored fixes it, or the configured model's).
+   */
+  values: number[];
 }
 
 /** Where a memory came from. */
@@ -437,6 +532,15 @@ export interface MemoryRecord {
    * empty when none. Get follows it; the summary's derived_from lists the originals.
    */
   compressedInto: string;
+  /**
+   * Vectors in other spaces than the text encoder's: server-set for an image read by the
+   * configured image space (`media.clip`), or the client's own spaces. At most 8, one per space.
+   */
+  spaceVectors: SpaceVector[];
+  /** Server-set: where it stands in the media pipeline (READY for a memory without a medium). */
+  processingState: ProcessingState;
+  /** Server-set: why processing failed, or a warning it left (the alignment check's). */
+  processingNote: string;
 }
 
 /** Why Recall scored a hit the way it did. Every score is in [0, 1] unless noted. */
@@ -470,10 +574,16 @@ export interface ScoreBreakdown {
   keywordHit: boolean;
   /** True when it holds every exact identifier of the query. */
   exactHit: boolean;
+  /**
+   * The space whose cosine `vector` is: "text" (the text encoder's), or an image or client
+   * space, whose cosine is mapped onto the text space's scale (its floor and ceiling onto the
+   * text space's) so that one formula ranks every space. Empty when no vector channel found it.
+   */
+  vectorSpace: string;
 }
 
 function createBaseBlobRef(): BlobRef {
-  return { uri: "", mimeType: "", sizeBytes: 0, sha256: "" };
+  return { uri: "", mimeType: "", sizeBytes: 0, sha256: "", data: Buffer.alloc(0), language: "" };
 }
 
 export const BlobRef: MessageFns<BlobRef> = {
@@ -489,6 +599,12 @@ export const BlobRef: MessageFns<BlobRef> = {
     }
     if (message.sha256 !== "") {
       writer.uint32(34).string(message.sha256);
+    }
+    if (message.data.length !== 0) {
+      writer.uint32(42).bytes(message.data);
+    }
+    if (message.language !== "") {
+      writer.uint32(50).string(message.language);
     }
     return writer;
   },
@@ -538,6 +654,22 @@ export const BlobRef: MessageFns<BlobRef> = {
             message.sha256 = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.data = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.language = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -564,6 +696,8 @@ export const BlobRef: MessageFns<BlobRef> = {
         ? globalThis.Number(object.size_bytes)
         : 0,
       sha256: isSet(object.sha256) ? globalThis.String(object.sha256) : "",
+      data: isSet(object.data) ? Buffer.from(bytesFromBase64(object.data)) : Buffer.alloc(0),
+      language: isSet(object.language) ? globalThis.String(object.language) : "",
     };
   },
 
@@ -581,6 +715,12 @@ export const BlobRef: MessageFns<BlobRef> = {
     if (message.sha256 !== "") {
       obj.sha256 = message.sha256;
     }
+    if (message.data.length !== 0) {
+      obj.data = base64FromBytes(message.data);
+    }
+    if (message.language !== "") {
+      obj.language = message.language;
+    }
     return obj;
   },
 
@@ -593,6 +733,107 @@ export const BlobRef: MessageFns<BlobRef> = {
     message.mimeType = object.mimeType ?? "";
     message.sizeBytes = object.sizeBytes ?? 0;
     message.sha256 = object.sha256 ?? "";
+    message.data = object.data ?? Buffer.alloc(0);
+    message.language = object.language ?? "";
+    return message;
+  },
+};
+
+function createBaseSpaceVector(): SpaceVector {
+  return { space: "", values: [] };
+}
+
+export const SpaceVector: MessageFns<SpaceVector> = {
+  encode(message: SpaceVector, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.space !== "") {
+      writer.uint32(10).string(message.space);
+    }
+    if (message.values.length !== 0) {
+      writer.uint32(18).fork();
+      for (const v of message.values) {
+        writer.float(v);
+      }
+      writer.join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SpaceVector {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSpaceVector();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.space = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag === 21) {
+              message.values.push(reader.float());
+
+              continue;
+            }
+
+            if (tag === 18) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.values.push(reader.float());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SpaceVector {
+    return {
+      space: isSet(object.space) ? globalThis.String(object.space) : "",
+      values: globalThis.Array.isArray(object?.values) ? object.values.map((e: any) => globalThis.Number(e)) : [],
+    };
+  },
+
+  toJSON(message: SpaceVector): unknown {
+    const obj: any = {};
+    if (message.space !== "") {
+      obj.space = message.space;
+    }
+    if (message.values?.length) {
+      obj.values = message.values.map((e) => floatToJson(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SpaceVector>, I>>(base?: I): SpaceVector {
+    return SpaceVector.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SpaceVector>, I>>(object: I): SpaceVector {
+    const message = createBaseSpaceVector();
+    message.space = object.space ?? "";
+    message.values = object.values?.map((e) => e) || [];
     return message;
   },
 };
@@ -824,6 +1065,9 @@ function createBaseMemoryRecord(): MemoryRecord {
     supersedeReason: "",
     derivedFrom: [],
     compressedInto: "",
+    spaceVectors: [],
+    processingState: 0,
+    processingNote: "",
   };
 }
 
@@ -913,6 +1157,15 @@ export const MemoryRecord: MessageFns<MemoryRecord> = {
     }
     if (message.compressedInto !== "") {
       writer.uint32(218).string(message.compressedInto);
+    }
+    for (const v of message.spaceVectors) {
+      SpaceVector.encode(v!, writer.uint32(226).fork()).join();
+    }
+    if (message.processingState !== 0) {
+      writer.uint32(232).int32(message.processingState);
+    }
+    if (message.processingNote !== "") {
+      writer.uint32(242).string(message.processingNote);
     }
     return writer;
   },
@@ -1156,6 +1409,30 @@ export const MemoryRecord: MessageFns<MemoryRecord> = {
             message.compressedInto = reader.string();
             continue;
           }
+          case 28: {
+            if (tag !== 226) {
+              break;
+            }
+
+            message.spaceVectors.push(SpaceVector.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 29: {
+            if (tag !== 232) {
+              break;
+            }
+
+            message.processingState = reader.int32() as any;
+            continue;
+          }
+          case 30: {
+            if (tag !== 242) {
+              break;
+            }
+
+            message.processingNote = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1247,6 +1524,21 @@ export const MemoryRecord: MessageFns<MemoryRecord> = {
         : isSet(object.compressed_into)
         ? globalThis.String(object.compressed_into)
         : "",
+      spaceVectors: globalThis.Array.isArray(object?.spaceVectors)
+        ? object.spaceVectors.map((e: any) => SpaceVector.fromJSON(e))
+        : globalThis.Array.isArray(object?.space_vectors)
+        ? object.space_vectors.map((e: any) => SpaceVector.fromJSON(e))
+        : [],
+      processingState: isSet(object.processingState)
+        ? processingStateFromJSON(object.processingState)
+        : isSet(object.processing_state)
+        ? processingStateFromJSON(object.processing_state)
+        : 0,
+      processingNote: isSet(object.processingNote)
+        ? globalThis.String(object.processingNote)
+        : isSet(object.processing_note)
+        ? globalThis.String(object.processing_note)
+        : "",
     };
   },
 
@@ -1333,6 +1625,15 @@ export const MemoryRecord: MessageFns<MemoryRecord> = {
     if (message.compressedInto !== "") {
       obj.compressedInto = message.compressedInto;
     }
+    if (message.spaceVectors?.length) {
+      obj.spaceVectors = message.spaceVectors.map((e) => SpaceVector.toJSON(e));
+    }
+    if (message.processingState !== 0) {
+      obj.processingState = processingStateToJSON(message.processingState);
+    }
+    if (message.processingNote !== "") {
+      obj.processingNote = message.processingNote;
+    }
     return obj;
   },
 
@@ -1372,12 +1673,25 @@ export const MemoryRecord: MessageFns<MemoryRecord> = {
     message.supersedeReason = object.supersedeReason ?? "";
     message.derivedFrom = object.derivedFrom?.map((e) => e) || [];
     message.compressedInto = object.compressedInto ?? "";
+    message.spaceVectors = object.spaceVectors?.map((e) => SpaceVector.fromPartial(e)) || [];
+    message.processingState = object.processingState ?? 0;
+    message.processingNote = object.processingNote ?? "";
     return message;
   },
 };
 
 function createBaseScoreBreakdown(): ScoreBreakdown {
-  return { vector: 0, bm25: 0, fused: 0, decay: 0, final: 0, vectorHit: false, keywordHit: false, exactHit: false };
+  return {
+    vector: 0,
+    bm25: 0,
+    fused: 0,
+    decay: 0,
+    final: 0,
+    vectorHit: false,
+    keywordHit: false,
+    exactHit: false,
+    vectorSpace: "",
+  };
 }
 
 export const ScoreBreakdown: MessageFns<ScoreBreakdown> = {
@@ -1405,6 +1719,9 @@ export const ScoreBreakdown: MessageFns<ScoreBreakdown> = {
     }
     if (message.exactHit !== false) {
       writer.uint32(64).bool(message.exactHit);
+    }
+    if (message.vectorSpace !== "") {
+      writer.uint32(74).string(message.vectorSpace);
     }
     return writer;
   },
@@ -1486,6 +1803,14 @@ export const ScoreBreakdown: MessageFns<ScoreBreakdown> = {
             message.exactHit = reader.bool();
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.vectorSpace = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1520,6 +1845,11 @@ export const ScoreBreakdown: MessageFns<ScoreBreakdown> = {
         : isSet(object.exact_hit)
         ? globalThis.Boolean(object.exact_hit)
         : false,
+      vectorSpace: isSet(object.vectorSpace)
+        ? globalThis.String(object.vectorSpace)
+        : isSet(object.vector_space)
+        ? globalThis.String(object.vector_space)
+        : "",
     };
   },
 
@@ -1549,6 +1879,9 @@ export const ScoreBreakdown: MessageFns<ScoreBreakdown> = {
     if (message.exactHit !== false) {
       obj.exactHit = message.exactHit;
     }
+    if (message.vectorSpace !== "") {
+      obj.vectorSpace = message.vectorSpace;
+    }
     return obj;
   },
 
@@ -1565,9 +1898,18 @@ export const ScoreBreakdown: MessageFns<ScoreBreakdown> = {
     message.vectorHit = object.vectorHit ?? false;
     message.keywordHit = object.keywordHit ?? false;
     message.exactHit = object.exactHit ?? false;
+    message.vectorSpace = object.vectorSpace ?? "";
     return message;
   },
 };
+
+function bytesFromBase64(b64: string): Uint8Array {
+  return Uint8Array.from(globalThis.Buffer.from(b64, "base64"));
+}
+
+function base64FromBytes(arr: Uint8Array): string {
+  return globalThis.Buffer.from(arr).toString("base64");
+}
 
 function floatToJson(value: number | null | undefined): number | string | null | undefined {
   return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;

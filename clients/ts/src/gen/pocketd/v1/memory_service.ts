@@ -17,6 +17,7 @@ import {
 } from "@grpc/grpc-js";
 import { Timestamp } from "../../google/protobuf/timestamp.js";
 import {
+  BlobRef,
   MemoryKind,
   memoryKindFromJSON,
   memoryKindToJSON,
@@ -24,10 +25,14 @@ import {
   Modality,
   modalityFromJSON,
   modalityToJSON,
+  ProcessingState,
+  processingStateFromJSON,
+  processingStateToJSON,
   ScoreBreakdown,
   SourceType,
   sourceTypeFromJSON,
   sourceTypeToJSON,
+  SpaceVector,
   Tier,
   tierFromJSON,
   tierToJSON,
@@ -137,6 +142,13 @@ export interface RememberRequest {
    * (superseded_by = the new id) in the same transaction. At most 64; unknown ids are NOT_FOUND.
    */
   supersedes: string[];
+  /**
+   * With a medium to read (record.blob.data of an image or a recording): wait, up to the call's
+   * deadline, until it is read and stored, so that the reply says what the gate and the
+   * alignment check decided. Without it the reply comes once the blob and the record are
+   * durable, with processing_state PROCESSING.
+   */
+  waitProcessed: boolean;
 }
 
 export interface RememberResponse {
@@ -160,6 +172,17 @@ export interface RememberResponse {
    * "value:<what>", see MemoryRecord.supersede_reason).
    */
   superseded: Supersession[];
+  /**
+   * PROCESSING when a medium is queued for reading (the memory_id is then already the one it
+   * will be stored under); FAILED when reading it failed or the alignment check rejected it
+   * (`reason` says why; nothing was stored); READY otherwise.
+   */
+  processingState: ProcessingState;
+  /**
+   * What the write left to know: the alignment check's disagreement in "warn" mode, a table's
+   * rows left out.
+   */
+  warnings: string[];
 }
 
 /** One memory made obsolete, and why. */
@@ -279,6 +302,20 @@ export interface RecallRequest {
    * safety net widens a plan to it.
    */
   includeCold: boolean;
+  /**
+   * Query by image: its bytes (`data`), or `sha256` alone naming a blob pocketd holds. The
+   * image is encoded into the image space (`media.clip`; FAILED_PRECONDITION without one) and
+   * switches the fusion to the image weights, as query_modality MODALITY_IMAGE does. query_text
+   * may be empty then.
+   */
+  queryBlob:
+    | BlobRef
+    | undefined;
+  /**
+   * Query vectors in other spaces (a client space, or an image space's vector the client
+   * computed), at most one per space; each space is searched with its own.
+   */
+  querySpaceVectors: SpaceVector[];
 }
 
 /** One step of a recall plan. */
@@ -327,6 +364,11 @@ export interface RecallHit {
    * excluded (before and after it), without vectors.
    */
   context: MemoryRecord[];
+  /**
+   * The other memories of its group (record.group_id: an image, its OCR text, its caption and
+   * summary), which Recall returns once, as the best-scoring of them, best first.
+   */
+  groupMemberIds: string[];
 }
 
 export interface RecallResponse {
@@ -357,6 +399,8 @@ export interface GetRequest {
   memoryId: string;
   /** Return the stored vector too. */
   includeVector: boolean;
+  /** Return the stored medium's bytes in record.blob.data. */
+  includeBlobData: boolean;
 }
 
 export interface GetResponse {
@@ -489,7 +533,26 @@ export interface StatsResponse {
    */
   pendingIndex: number;
   /** The indexer's catch-up state. */
-  index: IndexStats | undefined;
+  index:
+    | IndexStats
+    | undefined;
+  /** The media pipeline's queue and what it did since start-up. */
+  media: MediaStats | undefined;
+}
+
+/** The background queue that reads media (OCR, transcripts, image vectors). */
+export interface MediaStats {
+  /**
+   * Items waiting or in work (all namespaces); writes beyond `media.queue.max_pending` get
+   * RESOURCE_EXHAUSTED.
+   */
+  pending: number;
+  /** Items read and stored since start-up. */
+  processed: number;
+  /** Items that failed or were rejected since start-up. */
+  failed: number;
+  /** Blobs held (content-addressed, each once whatever the number of memories holding it). */
+  blobs: number;
 }
 
 export interface ExplainRequest {
@@ -826,7 +889,7 @@ export const WriteHints: MessageFns<WriteHints> = {
 };
 
 function createBaseRememberRequest(): RememberRequest {
-  return { record: undefined, hints: undefined, supersedes: [] };
+  return { record: undefined, hints: undefined, supersedes: [], waitProcessed: false };
 }
 
 export const RememberRequest: MessageFns<RememberRequest> = {
@@ -839,6 +902,9 @@ export const RememberRequest: MessageFns<RememberRequest> = {
     }
     for (const v of message.supersedes) {
       writer.uint32(26).string(v!);
+    }
+    if (message.waitProcessed !== false) {
+      writer.uint32(32).bool(message.waitProcessed);
     }
     return writer;
   },
@@ -880,6 +946,14 @@ export const RememberRequest: MessageFns<RememberRequest> = {
             message.supersedes.push(reader.string());
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.waitProcessed = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -899,6 +973,11 @@ export const RememberRequest: MessageFns<RememberRequest> = {
       supersedes: globalThis.Array.isArray(object?.supersedes)
         ? object.supersedes.map((e: any) => globalThis.String(e))
         : [],
+      waitProcessed: isSet(object.waitProcessed)
+        ? globalThis.Boolean(object.waitProcessed)
+        : isSet(object.wait_processed)
+        ? globalThis.Boolean(object.wait_processed)
+        : false,
     };
   },
 
@@ -912,6 +991,9 @@ export const RememberRequest: MessageFns<RememberRequest> = {
     }
     if (message.supersedes?.length) {
       obj.supersedes = message.supersedes;
+    }
+    if (message.waitProcessed !== false) {
+      obj.waitProcessed = message.waitProcessed;
     }
     return obj;
   },
@@ -928,12 +1010,23 @@ export const RememberRequest: MessageFns<RememberRequest> = {
       ? WriteHints.fromPartial(object.hints)
       : undefined;
     message.supersedes = object.supersedes?.map((e) => e) || [];
+    message.waitProcessed = object.waitProcessed ?? false;
     return message;
   },
 };
 
 function createBaseRememberResponse(): RememberResponse {
-  return { memoryId: "", decision: 0, reason: "", importance: 0, expiresAt: undefined, tier: 0, superseded: [] };
+  return {
+    memoryId: "",
+    decision: 0,
+    reason: "",
+    importance: 0,
+    expiresAt: undefined,
+    tier: 0,
+    superseded: [],
+    processingState: 0,
+    warnings: [],
+  };
 }
 
 export const RememberResponse: MessageFns<RememberResponse> = {
@@ -958,6 +1051,12 @@ export const RememberResponse: MessageFns<RememberResponse> = {
     }
     for (const v of message.superseded) {
       Supersession.encode(v!, writer.uint32(58).fork()).join();
+    }
+    if (message.processingState !== 0) {
+      writer.uint32(64).int32(message.processingState);
+    }
+    for (const v of message.warnings) {
+      writer.uint32(74).string(v!);
     }
     return writer;
   },
@@ -1031,6 +1130,22 @@ export const RememberResponse: MessageFns<RememberResponse> = {
             message.superseded.push(Supersession.decode(reader, reader.uint32()));
             continue;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.processingState = reader.int32() as any;
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.warnings.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1062,6 +1177,14 @@ export const RememberResponse: MessageFns<RememberResponse> = {
       superseded: globalThis.Array.isArray(object?.superseded)
         ? object.superseded.map((e: any) => Supersession.fromJSON(e))
         : [],
+      processingState: isSet(object.processingState)
+        ? processingStateFromJSON(object.processingState)
+        : isSet(object.processing_state)
+        ? processingStateFromJSON(object.processing_state)
+        : 0,
+      warnings: globalThis.Array.isArray(object?.warnings)
+        ? object.warnings.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -1088,6 +1211,12 @@ export const RememberResponse: MessageFns<RememberResponse> = {
     if (message.superseded?.length) {
       obj.superseded = message.superseded.map((e) => Supersession.toJSON(e));
     }
+    if (message.processingState !== 0) {
+      obj.processingState = processingStateToJSON(message.processingState);
+    }
+    if (message.warnings?.length) {
+      obj.warnings = message.warnings;
+    }
     return obj;
   },
 
@@ -1103,6 +1232,8 @@ export const RememberResponse: MessageFns<RememberResponse> = {
     message.expiresAt = object.expiresAt ?? undefined;
     message.tier = object.tier ?? 0;
     message.superseded = object.superseded?.map((e) => Supersession.fromPartial(e)) || [];
+    message.processingState = object.processingState ?? 0;
+    message.warnings = object.warnings?.map((e) => e) || [];
     return message;
   },
 };
@@ -1592,6 +1723,8 @@ function createBaseRecallRequest(): RecallRequest {
     contextTurns: 0,
     routePolicy: "",
     includeCold: false,
+    queryBlob: undefined,
+    querySpaceVectors: [],
   };
 }
 
@@ -1645,6 +1778,12 @@ export const RecallRequest: MessageFns<RecallRequest> = {
     }
     if (message.includeCold !== false) {
       writer.uint32(120).bool(message.includeCold);
+    }
+    if (message.queryBlob !== undefined) {
+      BlobRef.encode(message.queryBlob, writer.uint32(130).fork()).join();
+    }
+    for (const v of message.querySpaceVectors) {
+      SpaceVector.encode(v!, writer.uint32(138).fork()).join();
     }
     return writer;
   },
@@ -1792,6 +1931,22 @@ export const RecallRequest: MessageFns<RecallRequest> = {
             message.includeCold = reader.bool();
             continue;
           }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.queryBlob = BlobRef.decode(reader, reader.uint32());
+            continue;
+          }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.querySpaceVectors.push(SpaceVector.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1871,6 +2026,16 @@ export const RecallRequest: MessageFns<RecallRequest> = {
         : isSet(object.include_cold)
         ? globalThis.Boolean(object.include_cold)
         : false,
+      queryBlob: isSet(object.queryBlob)
+        ? BlobRef.fromJSON(object.queryBlob)
+        : isSet(object.query_blob)
+        ? BlobRef.fromJSON(object.query_blob)
+        : undefined,
+      querySpaceVectors: globalThis.Array.isArray(object?.querySpaceVectors)
+        ? object.querySpaceVectors.map((e: any) => SpaceVector.fromJSON(e))
+        : globalThis.Array.isArray(object?.query_space_vectors)
+        ? object.query_space_vectors.map((e: any) => SpaceVector.fromJSON(e))
+        : [],
     };
   },
 
@@ -1921,6 +2086,12 @@ export const RecallRequest: MessageFns<RecallRequest> = {
     if (message.includeCold !== false) {
       obj.includeCold = message.includeCold;
     }
+    if (message.queryBlob !== undefined) {
+      obj.queryBlob = BlobRef.toJSON(message.queryBlob);
+    }
+    if (message.querySpaceVectors?.length) {
+      obj.querySpaceVectors = message.querySpaceVectors.map((e) => SpaceVector.toJSON(e));
+    }
     return obj;
   },
 
@@ -1946,6 +2117,10 @@ export const RecallRequest: MessageFns<RecallRequest> = {
     message.contextTurns = object.contextTurns ?? 0;
     message.routePolicy = object.routePolicy ?? "";
     message.includeCold = object.includeCold ?? false;
+    message.queryBlob = (object.queryBlob !== undefined && object.queryBlob !== null)
+      ? BlobRef.fromPartial(object.queryBlob)
+      : undefined;
+    message.querySpaceVectors = object.querySpaceVectors?.map((e) => SpaceVector.fromPartial(e)) || [];
     return message;
   },
 };
@@ -2193,7 +2368,7 @@ export const PlanStepReport: MessageFns<PlanStepReport> = {
 };
 
 function createBaseRecallHit(): RecallHit {
-  return { record: undefined, score: undefined, pocket: "", context: [] };
+  return { record: undefined, score: undefined, pocket: "", context: [], groupMemberIds: [] };
 }
 
 export const RecallHit: MessageFns<RecallHit> = {
@@ -2209,6 +2384,9 @@ export const RecallHit: MessageFns<RecallHit> = {
     }
     for (const v of message.context) {
       MemoryRecord.encode(v!, writer.uint32(34).fork()).join();
+    }
+    for (const v of message.groupMemberIds) {
+      writer.uint32(42).string(v!);
     }
     return writer;
   },
@@ -2258,6 +2436,14 @@ export const RecallHit: MessageFns<RecallHit> = {
             message.context.push(MemoryRecord.decode(reader, reader.uint32()));
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.groupMemberIds.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2278,6 +2464,11 @@ export const RecallHit: MessageFns<RecallHit> = {
       context: globalThis.Array.isArray(object?.context)
         ? object.context.map((e: any) => MemoryRecord.fromJSON(e))
         : [],
+      groupMemberIds: globalThis.Array.isArray(object?.groupMemberIds)
+        ? object.groupMemberIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.group_member_ids)
+        ? object.group_member_ids.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -2295,6 +2486,9 @@ export const RecallHit: MessageFns<RecallHit> = {
     if (message.context?.length) {
       obj.context = message.context.map((e) => MemoryRecord.toJSON(e));
     }
+    if (message.groupMemberIds?.length) {
+      obj.groupMemberIds = message.groupMemberIds;
+    }
     return obj;
   },
 
@@ -2311,6 +2505,7 @@ export const RecallHit: MessageFns<RecallHit> = {
       : undefined;
     message.pocket = object.pocket ?? "";
     message.context = object.context?.map((e) => MemoryRecord.fromPartial(e)) || [];
+    message.groupMemberIds = object.groupMemberIds?.map((e) => e) || [];
     return message;
   },
 };
@@ -2553,7 +2748,7 @@ export const RecallResponse: MessageFns<RecallResponse> = {
 };
 
 function createBaseGetRequest(): GetRequest {
-  return { namespace: "", memoryId: "", includeVector: false };
+  return { namespace: "", memoryId: "", includeVector: false, includeBlobData: false };
 }
 
 export const GetRequest: MessageFns<GetRequest> = {
@@ -2566,6 +2761,9 @@ export const GetRequest: MessageFns<GetRequest> = {
     }
     if (message.includeVector !== false) {
       writer.uint32(24).bool(message.includeVector);
+    }
+    if (message.includeBlobData !== false) {
+      writer.uint32(32).bool(message.includeBlobData);
     }
     return writer;
   },
@@ -2607,6 +2805,14 @@ export const GetRequest: MessageFns<GetRequest> = {
             message.includeVector = reader.bool();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.includeBlobData = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2632,6 +2838,11 @@ export const GetRequest: MessageFns<GetRequest> = {
         : isSet(object.include_vector)
         ? globalThis.Boolean(object.include_vector)
         : false,
+      includeBlobData: isSet(object.includeBlobData)
+        ? globalThis.Boolean(object.includeBlobData)
+        : isSet(object.include_blob_data)
+        ? globalThis.Boolean(object.include_blob_data)
+        : false,
     };
   },
 
@@ -2646,6 +2857,9 @@ export const GetRequest: MessageFns<GetRequest> = {
     if (message.includeVector !== false) {
       obj.includeVector = message.includeVector;
     }
+    if (message.includeBlobData !== false) {
+      obj.includeBlobData = message.includeBlobData;
+    }
     return obj;
   },
 
@@ -2657,6 +2871,7 @@ export const GetRequest: MessageFns<GetRequest> = {
     message.namespace = object.namespace ?? "";
     message.memoryId = object.memoryId ?? "";
     message.includeVector = object.includeVector ?? false;
+    message.includeBlobData = object.includeBlobData ?? false;
     return message;
   },
 };
@@ -3904,7 +4119,7 @@ export const IndexStats: MessageFns<IndexStats> = {
 };
 
 function createBaseStatsResponse(): StatsResponse {
-  return { namespaces: [], pendingIndex: 0, index: undefined };
+  return { namespaces: [], pendingIndex: 0, index: undefined, media: undefined };
 }
 
 export const StatsResponse: MessageFns<StatsResponse> = {
@@ -3917,6 +4132,9 @@ export const StatsResponse: MessageFns<StatsResponse> = {
     }
     if (message.index !== undefined) {
       IndexStats.encode(message.index, writer.uint32(26).fork()).join();
+    }
+    if (message.media !== undefined) {
+      MediaStats.encode(message.media, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -3958,6 +4176,14 @@ export const StatsResponse: MessageFns<StatsResponse> = {
             message.index = IndexStats.decode(reader, reader.uint32());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.media = MediaStats.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3981,6 +4207,7 @@ export const StatsResponse: MessageFns<StatsResponse> = {
         ? globalThis.Number(object.pending_index)
         : 0,
       index: isSet(object.index) ? IndexStats.fromJSON(object.index) : undefined,
+      media: isSet(object.media) ? MediaStats.fromJSON(object.media) : undefined,
     };
   },
 
@@ -3995,6 +4222,9 @@ export const StatsResponse: MessageFns<StatsResponse> = {
     if (message.index !== undefined) {
       obj.index = IndexStats.toJSON(message.index);
     }
+    if (message.media !== undefined) {
+      obj.media = MediaStats.toJSON(message.media);
+    }
     return obj;
   },
 
@@ -4008,6 +4238,126 @@ export const StatsResponse: MessageFns<StatsResponse> = {
     message.index = (object.index !== undefined && object.index !== null)
       ? IndexStats.fromPartial(object.index)
       : undefined;
+    message.media = (object.media !== undefined && object.media !== null)
+      ? MediaStats.fromPartial(object.media)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseMediaStats(): MediaStats {
+  return { pending: 0, processed: 0, failed: 0, blobs: 0 };
+}
+
+export const MediaStats: MessageFns<MediaStats> = {
+  encode(message: MediaStats, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.pending !== 0) {
+      writer.uint32(8).uint64(message.pending);
+    }
+    if (message.processed !== 0) {
+      writer.uint32(16).uint64(message.processed);
+    }
+    if (message.failed !== 0) {
+      writer.uint32(24).uint64(message.failed);
+    }
+    if (message.blobs !== 0) {
+      writer.uint32(32).uint64(message.blobs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MediaStats {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMediaStats();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.pending = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.processed = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.failed = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.blobs = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MediaStats {
+    return {
+      pending: isSet(object.pending) ? globalThis.Number(object.pending) : 0,
+      processed: isSet(object.processed) ? globalThis.Number(object.processed) : 0,
+      failed: isSet(object.failed) ? globalThis.Number(object.failed) : 0,
+      blobs: isSet(object.blobs) ? globalThis.Number(object.blobs) : 0,
+    };
+  },
+
+  toJSON(message: MediaStats): unknown {
+    const obj: any = {};
+    if (message.pending !== 0) {
+      obj.pending = Math.round(message.pending);
+    }
+    if (message.processed !== 0) {
+      obj.processed = Math.round(message.processed);
+    }
+    if (message.failed !== 0) {
+      obj.failed = Math.round(message.failed);
+    }
+    if (message.blobs !== 0) {
+      obj.blobs = Math.round(message.blobs);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<MediaStats>, I>>(base?: I): MediaStats {
+    return MediaStats.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MediaStats>, I>>(object: I): MediaStats {
+    const message = createBaseMediaStats();
+    message.pending = object.pending ?? 0;
+    message.processed = object.processed ?? 0;
+    message.failed = object.failed ?? 0;
+    message.blobs = object.blobs ?? 0;
     return message;
   },
 };
