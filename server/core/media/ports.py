@@ -23,7 +23,7 @@ Samples = npt.NDArray[np.float32]
 SAMPLE_RATE = 16_000
 
 
-class MediaRejected(Exception):
+class MediaRejected(Exception):  # noqa: N818 (a verdict on the bytes, not a failure of ours)
     """A medium that is refused before anything is stored: unsupported, corrupt, truncated or
     beyond a limit. `detected` is the type sniffed from the bytes ("image/png", or "unknown");
     `reason` says what is wrong in words a client can act on."""
@@ -141,4 +141,50 @@ class BlobStore(Protocol):
 
     def all(self) -> list[str]:
         """Every blob's sha256 (for the start-up sweep of blobs no record or job holds)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Job:
+    """A medium acknowledged and waiting to be read: whose, under which id, which blob, and the
+    write to make once it is read (`spec`, the core's own encoding). `failed` says why reading
+    it failed ("" while it waits)."""
+
+    job_id: int
+    namespace: str
+    memory_id: str
+    session_id: str
+    sha256: str
+    spec: bytes
+    created: float
+    failed: str = ""
+
+
+class MediaLedger(Protocol):
+    """The media pipeline's durable state: the jobs (each durable before its write is
+    acknowledged, so that work pending at a crash resumes) and which record holds which blob
+    (as of a revision of the record store)."""
+
+    def add(self, job: Job) -> int:
+        """Stores a job (its `job_id` is ignored) durably; returns its id."""
+        ...
+
+    def jobs(self) -> list[Job]:
+        """Every job, pending and failed, oldest first."""
+        ...
+
+    def finish(self, job_id: int) -> None:
+        """The job's write is stored: forget the job."""
+        ...
+
+    def fail(self, job_id: int, why: str) -> None:
+        """Keep the job as failed, with why (the oldest failed ones beyond a bound go)."""
+        ...
+
+    def refs(self) -> tuple[int, dict[int, str]]:
+        """The revision the blob references are current to, and record key → blob sha256."""
+        ...
+
+    def save_refs(self, rev: int, put: dict[int, str], drop: list[int]) -> None:
+        """Records `put` now hold their blobs, `drop` hold none; current to `rev`."""
         ...
