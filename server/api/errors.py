@@ -36,7 +36,9 @@ from server.core.errors import (
     CallCancelledError,
     DeadlineExceededError,
     FailedPreconditionError,
+    FieldViolation,
     InvalidArgumentError,
+    InvalidMediaError,
     Location,
     NotFoundError,
     PermissionDeniedError,
@@ -74,7 +76,7 @@ def _status(code: int, message: str, *details: Message) -> status_pb2.Status:
 
 
 # The wire path of each part of a memory that the core names in a `Location`.
-_PARTS = {"blob": "record.blob", "record": "record"}
+_PARTS = {"blob": "record.blob", "blob.data": "record.blob.data", "record": "record"}
 
 
 def field_path(where: Location, batch: bool) -> str:
@@ -93,6 +95,9 @@ def to_status(exc: BaseException, batch: bool = True) -> status_pb2.Status:
     was a batch, for the field paths of core locations."""
     if isinstance(exc, InvalidArgumentError):
         return _bad_request(exc)
+    if isinstance(exc, InvalidMediaError):
+        path = field_path(exc.where, batch)
+        return _bad_request(InvalidArgumentError([FieldViolation(path, str(exc))]))
     if isinstance(exc, PermissionDeniedError):
         denied = error_details_pb2.BadRequest(
             field_violations=[

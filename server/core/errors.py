@@ -38,6 +38,17 @@ class InvalidArgumentError(PocketdError):
         super().__init__("; ".join(f"{v.field}: {v.description}" for v in violations))
 
 
+class InvalidMediaError(PocketdError):
+    """A medium the request carries is unsupported, corrupt, truncated or beyond a limit; found
+    by the core (which reads the bytes) at `where`. `detected` is the type sniffed from them."""
+
+    def __init__(self, description: str, detected: str, where: Location) -> None:
+        self.description = description
+        self.detected = detected
+        self.where = where
+        super().__init__(f"{description} (detected type: {detected})")
+
+
 class NotFoundError(PocketdError):
     """A named resource does not exist."""
 

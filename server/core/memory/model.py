@@ -77,6 +77,41 @@ class Blob(msgspec.Struct, frozen=True):
     size_bytes: int = 0
     sha256: str = ""
 
+    @property
+    def held(self) -> bool:
+        """Whether pocketd holds the bytes (in its blob store), not only a reference."""
+        return self.uri.startswith(BLOB_URI)
+
+
+# The URI of a blob pocketd holds: this, then its sha256.
+BLOB_URI = "blob:sha256:"
+# The text encoder's space, the one `Record`'s own vector lives in.
+TEXT_SPACE = "text"
+
+
+class SpaceVector(msgspec.Struct, frozen=True):
+    """A vector in a named space other than the text encoder's (an image space, a client's),
+    stored as float32 bytes."""
+
+    space: str
+    data: bytes
+
+    @property
+    def vector(self) -> Vector:
+        out: Vector = np.frombuffer(self.data, dtype=np.float32)
+        return out
+
+    @staticmethod
+    def of(space: str, v: Vector) -> SpaceVector:
+        return SpaceVector(space, np.ascontiguousarray(v, dtype=np.float32).tobytes())
+
+
+class ProcessingState(enum.IntEnum):
+    UNSPECIFIED = 0
+    READY = 1
+    PROCESSING = 2
+    FAILED = 3
+
 
 class Source(msgspec.Struct, frozen=True):
     tool: str = ""
@@ -126,6 +161,18 @@ class Record(msgspec.Struct):
     derived_from: tuple[str, ...] = ()
     # The topic summary that replaced it in recall (it lives in the cold tier then).
     compressed_into: str = ""
+    # Vectors in other spaces than the text encoder's (an image space's, a client's): unit rows.
+    space_vectors: tuple[SpaceVector, ...] = ()
+    # A warning its media processing left (the alignment check's), or why it failed.
+    processing_note: str = ""
+    # Server-set for a memory Get finds in the media queue: PROCESSING or FAILED.
+    processing: ProcessingState = ProcessingState.READY
+
+    def space_vector(self, space: str) -> Vector | None:
+        for sv in self.space_vectors:
+            if sv.space == space:
+                return sv.vector
+        return None
 
 
 def embedded_text(rec: Record, with_speaker: bool) -> str:
@@ -134,6 +181,15 @@ def embedded_text(rec: Record, with_speaker: bool) -> str:
     if with_speaker and rec.speaker and rec.text:
         return f"{rec.speaker}: {rec.text}"
     return rec.text
+
+
+class MediaInput(msgspec.Struct, frozen=True):
+    """The bytes of a medium to read (RememberRequest's record.blob.data), what the client said
+    of it, and whether the call waits until it is read."""
+
+    data: bytes
+    language: str = ""
+    wait: bool = False
 
 
 class WriteHints(msgspec.Struct, frozen=True):
@@ -160,6 +216,8 @@ class NewMemory(msgspec.Struct):
     created_at: float | None = None
     # Its position in its session; None: the next one.
     turn: int | None = None
+    # A medium to read before the record is written (the media pipeline takes it).
+    media: MediaInput | None = None
 
 
 class Supersession(msgspec.Struct, frozen=True):
@@ -178,6 +236,8 @@ class WriteResult(msgspec.Struct, frozen=True):
     expires_at: float | None
     tier: Tier
     superseded: tuple[Supersession, ...] = ()
+    processing: ProcessingState = ProcessingState.READY
+    warnings: tuple[str, ...] = ()
 
 
 class MemoryFilter(msgspec.Struct, frozen=True):
@@ -218,6 +278,13 @@ class RecallQuery(msgspec.Struct):
     context_turns: int = 0
     # The routing policy for this Recall ("" : `router.policy`); see server.core.routing.
     route_policy: str = ""
+    # Query vectors in other spaces (space → unit vector): an image space's (from a query image,
+    # or the text through the space's text tower) and a client's.
+    space_vectors: dict[str, Vector] = msgspec.field(default_factory=dict)
+    # Query by image: its bytes, or the sha256 of a blob pocketd holds (read by the media
+    # pipeline into `space_vectors` before the Recall runs).
+    image: bytes = b""
+    image_sha256: str = ""
 
 
 class Score(msgspec.Struct, frozen=True):
@@ -229,6 +296,9 @@ class Score(msgspec.Struct, frozen=True):
     vector_hit: bool
     keyword_hit: bool
     exact_hit: bool = False
+    # The space whose cosine `vector` is ("text", or an image or client space's, mapped onto the
+    # text space's scale); "" when no vector channel found it.
+    space: str = ""
 
 
 class Hit(msgspec.Struct, frozen=True):
@@ -239,6 +309,8 @@ class Hit(msgspec.Struct, frozen=True):
     pocket: str = ""
     # Neighbouring turns of its session, in turn order (with `context_turns`).
     context: list[Record] = msgspec.field(default_factory=list)
+    # The other memories of its group (an image, its OCR text, its caption), best first.
+    group_members: tuple[str, ...] = ()
 
 
 class Page(msgspec.Struct, frozen=True):
@@ -351,7 +423,17 @@ class MaintainReport(msgspec.Struct, frozen=True):
     took_micros: int = 0
 
 
+class MediaCounts(msgspec.Struct, frozen=True):
+    """The media pipeline's queue (items waiting or in work) and what it did since start-up."""
+
+    pending: int = 0
+    processed: int = 0
+    failed: int = 0
+    blobs: int = 0
+
+
 class Stats(msgspec.Struct, frozen=True):
     namespaces: tuple[NamespaceStats, ...]
     pending_index: int
     index: IndexState
+    media: MediaCounts = msgspec.field(default_factory=MediaCounts)

@@ -13,13 +13,17 @@ are another episode. The policy, per kind (`write_policy.merge`):
   spacing, in the same, named session (two sessionless episodes are never the same one);
 - `never`.
 Both memories must be of the same namespace and kind. Nothing is ever merged on an empty text.
-When in doubt, store.
+A memory of a medium pocketd holds (an image, a recording) merges by the medium's own signals
+only: the same blob (its sha256), or image-space vectors at least `media_cosine` apart, never
+by its text, which may be empty or generic ("image 800×600"). When in doubt, store.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+
+import numpy as np
 
 from server.core.memo import TextMemo
 from server.core.memory.model import Kind, Record
@@ -149,8 +153,14 @@ def normalised(text: str) -> str:
 class MergePolicy:
     """Decides whether a candidate found by vector similarity may absorb a new memory."""
 
-    def __init__(self, settings: WritePolicySettings, terms: Callable[[str], list[str]]) -> None:
+    def __init__(
+        self,
+        settings: WritePolicySettings,
+        terms: Callable[[str], list[str]],
+        media_cosine: float = 0.97,
+    ) -> None:
         self._s = settings
+        self._media_cosine = media_cosine
         # Each text's identifiers and terms once, not once per pair weighed (a batch of one
         # template weighs every item against its best candidates).
         self._ids: TextMemo[frozenset[str]] = TextMemo(identifiers, MEMO_TEXTS)
@@ -163,11 +173,13 @@ class MergePolicy:
 
     def verdict(self, new: Record, old: Record, cosine: float) -> str | None:
         """Why the two may merge, or None when they must stay apart."""
-        if not new.text.strip() or not old.text.strip():
-            return None
         if new.kind != old.kind or new.namespace != old.namespace:
             return None
         if new.speaker != old.speaker:  # two people saying the same words are two memories
+            return None
+        if _media(new) or _media(old):
+            return self._same_medium(new, old)
+        if not new.text.strip() or not old.text.strip():
             return None
         mode = self.mode(new.kind)
         if mode == "identical_in_session":
@@ -184,3 +196,23 @@ class MergePolicy:
         if overlap < self._s.dedup_lexical:
             return None
         return f"cosine {cosine:.3f}, terms {overlap:.2f}"
+
+    def _same_medium(self, new: Record, old: Record) -> str | None:
+        """Two memories of media are one when they hold the same blob, or when their vectors in
+        a space both have are one picture's (`media_cosine`)."""
+        a, b = new.blob, old.blob
+        if a is not None and b is not None and a.held and b.held:
+            if a.sha256 == b.sha256:
+                return "the same medium (sha256)"
+        for sv in new.space_vectors:
+            other = old.space_vector(sv.space)
+            if other is not None and len(other) == len(sv.vector):
+                cos = float(np.dot(sv.vector, other))
+                if cos >= self._media_cosine:
+                    return f"the same picture ({sv.space} cosine {cos:.3f})"
+        return None
+
+
+def _media(rec: Record) -> bool:
+    """Whether the memory is of a medium pocketd holds or reads by its own vectors."""
+    return (rec.blob is not None and rec.blob.held) or bool(rec.space_vectors)
