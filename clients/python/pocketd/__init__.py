@@ -12,9 +12,11 @@ from pocketd.client import AsyncClient, Client
 from pocketd.requests import Fact, InsecureTokenError, MemoryInput, Tls
 from pocketd.tasks import AsyncTask, Task
 from pocketd.types import (
+    Blob,
     Hit,
     IndexStats,
     MaintainReport,
+    MediaStats,
     Memory,
     NamespaceStats,
     Page,
@@ -32,12 +34,14 @@ from pocketd.types import (
 __all__ = [
     "AsyncClient",
     "AsyncTask",
+    "Blob",
     "Client",
     "Fact",
     "Hit",
     "IndexStats",
     "InsecureTokenError",
     "MaintainReport",
+    "MediaStats",
     "Memory",
     "MemoryInput",
     "NamespaceStats",

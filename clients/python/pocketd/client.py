@@ -1,7 +1,8 @@
 """`Client` (blocking) and `AsyncClient` (asyncio) for pocketd's MemoryService.
 
 Every call has a deadline (`timeout` seconds, default 5; a batch's and a reconciliation's grow
-with their size, and `maintain` waits up to `MAINTAIN_TIMEOUT`). Recall, Get and Stats are
+with their size, `maintain` waits up to `MAINTAIN_TIMEOUT`, and a write that waits for its
+medium to be read up to `requests.MEDIA_WAIT_TIMEOUT`). Recall, Get and Stats are
 retried by gRPC on UNAVAILABLE (see `requests.RETRY_SERVICE_CONFIG`); writes are not, since
 repeating a write without a client-chosen `memory_id` could store it twice. Errors surface as
 `grpc.RpcError` with the server's status and rich details.
@@ -20,11 +21,15 @@ from pocketd.requests import (
     batch_timeout,
     explain_request,
     forget_request,
+    get_request,
+    image_recall_request,
     list_request,
+    media_input,
     memory_filter,
     open_channel,
     recall_request,
     reconcile_request,
+    write_timeout,
 )
 from pocketd.tasks import AsyncTask, Task
 from pocketd.types import (
@@ -76,21 +81,97 @@ class Client:
 
     def remember(self, namespace: str, text: str = "", **fields: Any) -> RememberResult:
         """Store one memory; `fields` are those of `MemoryInput` (kind, vector, importance, …)."""
-        req = MemoryInput(namespace=namespace, text=text, **fields).to_pb()
-        return RememberResult.from_pb(self._stub.Remember(req, timeout=self.timeout))
+        return self._remember(MemoryInput(namespace=namespace, text=text, **fields))
+
+    def remember_image(
+        self,
+        namespace: str,
+        data: bytes,
+        *,
+        caption: str = "",
+        kind: str | int = "observation",
+        wait: bool = False,
+        **fields: Any,
+    ) -> RememberResult:
+        """Store an image (PNG, JPEG, GIF, WebP or BMP bytes; a screenshot, a photo): pocketd
+        keeps it, reads its text (OCR) and, with an image space, its vector. `caption` is kept
+        as its description (without one, the OCR text is). The reply comes once the image is
+        durable, `processing_state` "processing"; with `wait`, once it is read (up to
+        `MEDIA_WAIT_TIMEOUT`), saying what the gate and the alignment check decided. `fields`
+        are `MemoryInput`'s: session_id, speaker, occurred_at, tags, group_id, importance, …"""
+        item = media_input(namespace, "image", data, caption, kind=kind, wait=wait, **fields)
+        return self._remember(item)
+
+    def remember_audio(
+        self,
+        namespace: str,
+        data: bytes,
+        *,
+        caption: str = "",
+        language: str = "",
+        kind: str | int = "observation",
+        wait: bool = False,
+        **fields: Any,
+    ) -> RememberResult:
+        """Store a recording (WAV, FLAC, OGG, MP3 or M4A bytes; a voice note): pocketd keeps it
+        and transcribes it. `language`: "en", "zh" or "auto" ("": the server's
+        `media.speech.default_language`); `caption`: a caption or a transcript of your own;
+        `wait` and `fields` as `remember_image`'s."""
+        item = media_input(
+            namespace, "audio", data, caption, kind=kind, wait=wait, language=language, **fields
+        )
+        return self._remember(item)
+
+    def remember_table(
+        self,
+        namespace: str,
+        data: bytes | str,
+        *,
+        caption: str = "",
+        kind: str | int = "observation",
+        wait: bool = False,
+        **fields: Any,
+    ) -> RememberResult:
+        """Store a table (CSV, TSV or Markdown, as bytes or text): pocketd keeps it and
+        linearises it into "column: value" rows, its column names as tags (rows past
+        `media.table.max_rows` are counted in the reply's `warnings`); `caption`, `wait` and
+        `fields` as `remember_image`'s."""
+        item = media_input(namespace, "table", data, caption, kind=kind, wait=wait, **fields)
+        return self._remember(item)
+
+    def _remember(self, item: MemoryInput) -> RememberResult:
+        timeout = write_timeout(self.timeout, [item])
+        return RememberResult.from_pb(self._stub.Remember(item.to_pb(), timeout=timeout))
 
     def remember_batch(self, items: Sequence[MemoryInput]) -> list[RememberResult]:
         """Store many memories in one transaction; the deadline grows with the batch."""
         req = spb.RememberBatchRequest(items=[i.to_pb() for i in items])
-        resp = self._stub.RememberBatch(req, timeout=batch_timeout(self.timeout, len(items)))
+        resp = self._stub.RememberBatch(req, timeout=write_timeout(self.timeout, items))
         return [RememberResult.from_pb(r) for r in resp.results]
 
     def recall(self, namespace: str, text: str = "", **options: Any) -> RecallResult:
         """Hybrid search. `options`: vector, top_k, image, include_obsolete, include_expired,
         include_cold (the cold archive too), min_score (the relevance floor, None: the
-        server's 0.1), as_of, context_turns, plan ((pocket, depth) steps), route_policy, and the
-        filter fields of `requests.memory_filter`."""
+        server's 0.1), as_of, context_turns, plan ((pocket, depth) steps), route_policy,
+        space_vectors ({space: vector}), image_data or image_sha256 (see `recall_by_image`),
+        and the filter fields of `requests.memory_filter`."""
         req = recall_request(namespace, text, **options)
+        return RecallResult.from_pb(self._stub.Recall(req, timeout=self.timeout))
+
+    def recall_by_image(
+        self,
+        namespace: str,
+        data: bytes | None = None,
+        *,
+        sha256: str = "",
+        query_text: str = "",
+        **options: Any,
+    ) -> RecallResult:
+        """Recall by an image: its bytes, or `sha256` alone naming a blob pocketd holds (a
+        Memory's `blob.sha256`). The server encodes it into its image space (FAILED_PRECONDITION
+        without one) and weighs the vector channel as for an image query; `query_text` may add
+        words. `options` as `recall`'s (top_k, min_score, filter fields, …)."""
+        req = image_recall_request(namespace, data, sha256, query_text, **options)
         return RecallResult.from_pb(self._stub.Recall(req, timeout=self.timeout))
 
     def explain(
@@ -114,10 +195,15 @@ class Client:
         req = list_request(namespace, page_size, page_token, **filters)
         return Page.from_pb(self._stub.List(req, timeout=self.timeout))
 
-    def get(self, namespace: str, memory_id: str, include_vector: bool = False) -> Memory:
-        req = spb.GetRequest(
-            namespace=namespace, memory_id=memory_id, include_vector=include_vector
-        )
+    def get(
+        self,
+        namespace: str,
+        memory_id: str,
+        include_vector: bool = False,
+        include_blob_data: bool = False,
+    ) -> Memory:
+        """One memory by id; `include_blob_data`: its medium's bytes too (in `blob.data`)."""
+        req = get_request(namespace, memory_id, include_vector, include_blob_data)
         return Memory.from_pb(self._stub.Get(req, timeout=self.timeout).record)
 
     def forget(
@@ -230,21 +316,79 @@ class AsyncClient:
         )
 
     async def remember(self, namespace: str, text: str = "", **fields: Any) -> RememberResult:
-        req = MemoryInput(namespace=namespace, text=text, **fields).to_pb()
-        return RememberResult.from_pb(await self._stub.Remember(req, timeout=self.timeout))
+        return await self._remember(MemoryInput(namespace=namespace, text=text, **fields))
+
+    async def remember_image(
+        self,
+        namespace: str,
+        data: bytes,
+        *,
+        caption: str = "",
+        kind: str | int = "observation",
+        wait: bool = False,
+        **fields: Any,
+    ) -> RememberResult:
+        """As `Client.remember_image`."""
+        item = media_input(namespace, "image", data, caption, kind=kind, wait=wait, **fields)
+        return await self._remember(item)
+
+    async def remember_audio(
+        self,
+        namespace: str,
+        data: bytes,
+        *,
+        caption: str = "",
+        language: str = "",
+        kind: str | int = "observation",
+        wait: bool = False,
+        **fields: Any,
+    ) -> RememberResult:
+        """As `Client.remember_audio`."""
+        item = media_input(
+            namespace, "audio", data, caption, kind=kind, wait=wait, language=language, **fields
+        )
+        return await self._remember(item)
+
+    async def remember_table(
+        self,
+        namespace: str,
+        data: bytes | str,
+        *,
+        caption: str = "",
+        kind: str | int = "observation",
+        wait: bool = False,
+        **fields: Any,
+    ) -> RememberResult:
+        """As `Client.remember_table`."""
+        item = media_input(namespace, "table", data, caption, kind=kind, wait=wait, **fields)
+        return await self._remember(item)
+
+    async def _remember(self, item: MemoryInput) -> RememberResult:
+        timeout = write_timeout(self.timeout, [item])
+        return RememberResult.from_pb(await self._stub.Remember(item.to_pb(), timeout=timeout))
 
     async def remember_batch(self, items: Sequence[MemoryInput]) -> list[RememberResult]:
         """Store many memories in one transaction; the deadline grows with the batch."""
         req = spb.RememberBatchRequest(items=[i.to_pb() for i in items])
-        resp = await self._stub.RememberBatch(req, timeout=batch_timeout(self.timeout, len(items)))
+        resp = await self._stub.RememberBatch(req, timeout=write_timeout(self.timeout, items))
         return [RememberResult.from_pb(r) for r in resp.results]
 
     async def recall(self, namespace: str, text: str = "", **options: Any) -> RecallResult:
-        """Hybrid search. `options`: vector, top_k, image, include_obsolete, include_expired,
-        include_cold (the cold archive too), min_score (the relevance floor, None: the
-        server's 0.1), as_of, context_turns, plan ((pocket, depth) steps), route_policy, and the
-        filter fields of `requests.memory_filter`."""
+        """As `Client.recall`."""
         req = recall_request(namespace, text, **options)
+        return RecallResult.from_pb(await self._stub.Recall(req, timeout=self.timeout))
+
+    async def recall_by_image(
+        self,
+        namespace: str,
+        data: bytes | None = None,
+        *,
+        sha256: str = "",
+        query_text: str = "",
+        **options: Any,
+    ) -> RecallResult:
+        """As `Client.recall_by_image`."""
+        req = image_recall_request(namespace, data, sha256, query_text, **options)
         return RecallResult.from_pb(await self._stub.Recall(req, timeout=self.timeout))
 
     async def explain(
@@ -267,10 +411,15 @@ class AsyncClient:
         req = list_request(namespace, page_size, page_token, **filters)
         return Page.from_pb(await self._stub.List(req, timeout=self.timeout))
 
-    async def get(self, namespace: str, memory_id: str, include_vector: bool = False) -> Memory:
-        req = spb.GetRequest(
-            namespace=namespace, memory_id=memory_id, include_vector=include_vector
-        )
+    async def get(
+        self,
+        namespace: str,
+        memory_id: str,
+        include_vector: bool = False,
+        include_blob_data: bool = False,
+    ) -> Memory:
+        """As `Client.get`."""
+        req = get_request(namespace, memory_id, include_vector, include_blob_data)
         return Memory.from_pb((await self._stub.Get(req, timeout=self.timeout)).record)
 
     async def forget(

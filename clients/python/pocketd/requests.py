@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -44,6 +44,19 @@ BATCH_SECONDS_PER_ITEM = 0.05
 def batch_timeout(timeout: float, items: int) -> float:
     """The deadline for a RememberBatch of `items`: at least `timeout`, and 50 ms per item."""
     return max(timeout, items * BATCH_SECONDS_PER_ITEM)
+
+
+# A write that waits for its medium to be read (OCR takes about a second an image on two cores,
+# a transcript a fraction of the recording's length, behind whatever the queue holds) waits as
+# long as the server lets a call run (`server.max_call_seconds`, 60 s by default).
+MEDIA_WAIT_TIMEOUT = 60.0
+
+
+def write_timeout(timeout: float, items: Sequence[MemoryInput]) -> float:
+    """The deadline of a Remember or RememberBatch of `items`: the batch's, and at least
+    `MEDIA_WAIT_TIMEOUT` when one of them waits for its medium to be read."""
+    wait = MEDIA_WAIT_TIMEOUT if any(i.wait_processed for i in items) else 0.0
+    return max(batch_timeout(timeout, len(items)), wait)
 
 
 @dataclass(frozen=True)
@@ -160,6 +173,10 @@ def _enum(enum: object, prefix: str, name: str | int) -> int:
     return int(enum.Value(prefix + name.upper()))  # type: ignore[attr-defined]
 
 
+def _space_vectors(spaces: Mapping[str, Sequence[float]]) -> list[pb.SpaceVector]:
+    return [pb.SpaceVector(space=name, values=list(v)) for name, v in spaces.items()]
+
+
 def _ts(value: datetime | float) -> Timestamp:
     ts = Timestamp()
     seconds = value.timestamp() if isinstance(value, datetime) else float(value)
@@ -195,6 +212,16 @@ class MemoryInput:
     expires_at: datetime | float | None = None
     blob_uri: str = ""
     blob_mime_type: str = ""
+    # The medium's bytes, which pocketd stores and reads (OCR, a transcript, a linearised
+    # table); the server sniffs their type. `blob_language`: a recording's ("en", "zh", "auto").
+    blob_data: bytes = b""
+    blob_language: str = ""
+    # Wait, up to the call's deadline, until the medium is read and stored (the reply then says
+    # what the gate and the alignment check decided); otherwise the reply comes once it is
+    # durable, processing_state "processing".
+    wait_processed: bool = False
+    # Vectors in other spaces than the text encoder's, by space name (a client's own space).
+    space_vectors: Mapping[str, Sequence[float]] = field(default_factory=dict)
     remember: bool = False
     error_resolved: bool = False
     supersedes: Sequence[str] = ()
@@ -225,14 +252,60 @@ class MemoryInput:
             rec.created_at.CopyFrom(_ts(self.created_at))
         if self.expires_at is not None:
             rec.expires_at.CopyFrom(_ts(self.expires_at))
-        if self.blob_uri:
+        if self.blob_uri or self.blob_data:
             rec.blob.uri = self.blob_uri
             rec.blob.mime_type = self.blob_mime_type
+            rec.blob.data = bytes(self.blob_data)
+            rec.blob.language = self.blob_language
+        rec.space_vectors.extend(_space_vectors(self.space_vectors))
         return spb.RememberRequest(
             record=rec,
             hints=spb.WriteHints(remember=self.remember, error_resolved=self.error_resolved),
             supersedes=list(self.supersedes),
+            wait_processed=self.wait_processed,
         )
+
+
+def _media_bytes(data: bytes | bytearray | memoryview | str, what: str, text_ok: bool) -> bytes:
+    """The medium's bytes; a table may come as text (UTF-8). A `str` for an image or a
+    recording is refused: it is more likely a path than the file's content."""
+    if isinstance(data, str):
+        if text_ok:
+            return data.encode()
+        raise TypeError(f"{what}: the file's bytes, not a str (a path? read the file first)")
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise TypeError(f"{what}: bytes expected, got {type(data).__name__}")
+    if not data:
+        raise ValueError(f"{what}: empty")
+    return bytes(data)
+
+
+def media_input(
+    namespace: str,
+    modality: str,
+    data: bytes | bytearray | memoryview | str,
+    caption: str = "",
+    *,
+    kind: str | int = "observation",
+    wait: bool = False,
+    language: str = "",
+    **fields: Any,
+) -> MemoryInput:
+    """One image, recording or table to write: its bytes in the blob, the client's caption
+    (or a recording's transcript) as its text, an observation unless `kind` says otherwise;
+    `fields` are the rest of `MemoryInput`'s (session_id, speaker, occurred_at, tags, group_id,
+    importance, ...)."""
+    what = f"{modality} data"
+    return MemoryInput(
+        namespace=namespace,
+        text=caption,
+        kind=kind,
+        modality=modality,
+        blob_data=_media_bytes(data, what, text_ok=modality == "table"),
+        blob_language=language,
+        wait_processed=wait,
+        **fields,
+    )
 
 
 @dataclass(frozen=True)
@@ -321,17 +394,25 @@ def recall_request(
     context_turns: int = 0,
     plan: Sequence[tuple[str, int]] = (),
     route_policy: str = "",
+    image_data: bytes | None = None,
+    image_sha256: str = "",
+    space_vectors: Mapping[str, Sequence[float]] | None = None,
     **filter_fields: Any,
 ) -> spb.RecallRequest:
     """A RecallRequest; `filter_fields` are those of `memory_filter`, `plan` is (pocket, depth)
-    steps, `route_policy` one of full, heuristic, learned, hybrid ("": the server's)."""
+    steps, `route_policy` one of full, heuristic, learned, hybrid ("": the server's).
+    `image_data` (an image's bytes) or `image_sha256` (a blob pocketd holds) makes it a query by
+    image (`image` then goes without saying); `space_vectors`: query vectors by space name."""
     unknown = set(filter_fields) - _FILTER_FIELDS
     if unknown:
         raise TypeError(f"unknown recall arguments: {sorted(unknown)}")
+    if image_data is not None and image_sha256:
+        raise ValueError("query by image: give the image's bytes or a held blob's sha256, not both")
+    by_image = image_data is not None or bool(image_sha256)
     req = spb.RecallRequest(
         namespace=namespace,
         query_text=text,
-        query_modality=pb.MODALITY_IMAGE if image else pb.MODALITY_UNSPECIFIED,
+        query_modality=pb.MODALITY_IMAGE if image or by_image else pb.MODALITY_UNSPECIFIED,
         include_obsolete=include_obsolete,
         include_expired=include_expired,
         include_cold=include_cold,
@@ -340,6 +421,11 @@ def recall_request(
         route_policy=route_policy,
     )
     req.filter.CopyFrom(memory_filter(**filter_fields))
+    if image_data is not None:
+        req.query_blob.data = _media_bytes(image_data, "image_data", text_ok=False)
+    elif image_sha256:
+        req.query_blob.sha256 = image_sha256
+    req.query_space_vectors.extend(_space_vectors(space_vectors or {}))
     if vector is not None:
         req.query_vector.extend(vector)
     if top_k is not None:
@@ -349,6 +435,27 @@ def recall_request(
     if as_of is not None:
         req.as_of.CopyFrom(_ts(as_of))
     return req
+
+
+def image_recall_request(
+    namespace: str, data: bytes | None, sha256: str, text: str = "", **options: Any
+) -> spb.RecallRequest:
+    """The RecallRequest of a query by image: its bytes, or the sha256 of a blob pocketd holds
+    (one of the two), with `text` and `recall_request`'s other options."""
+    if data is None and not sha256:
+        raise ValueError("query by image: give the image's bytes or a held blob's sha256")
+    return recall_request(namespace, text, image_data=data, image_sha256=sha256, **options)
+
+
+def get_request(
+    namespace: str, memory_id: str, include_vector: bool, include_blob_data: bool
+) -> spb.GetRequest:
+    return spb.GetRequest(
+        namespace=namespace,
+        memory_id=memory_id,
+        include_vector=include_vector,
+        include_blob_data=include_blob_data,
+    )
 
 
 def list_request(

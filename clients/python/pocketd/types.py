@@ -23,6 +23,31 @@ def _dt(ts: Timestamp, present: bool = True) -> datetime | None:
     return datetime.fromtimestamp(ts.seconds, tz=UTC) + timedelta(microseconds=ts.nanos // 1000)
 
 
+def _state(value: int) -> str:
+    """A ProcessingState's name; unset reads as "ready", as the proto says."""
+    if value == pb.PROCESSING_STATE_UNSPECIFIED:
+        return "ready"
+    return _name(pb.ProcessingState, value, "PROCESSING_STATE_")
+
+
+@dataclass(frozen=True)
+class Blob:
+    """A memory's medium: where it lives (for bytes pocketd stores, "blob:sha256:<hex>"), its
+    sniffed type, size and hash, a recording's language, and its bytes (only from `get` with
+    `include_blob_data`)."""
+
+    uri: str
+    mime_type: str
+    size_bytes: int
+    sha256: str
+    language: str = ""
+    data: bytes = field(default=b"", repr=False)
+
+    @classmethod
+    def from_pb(cls, b: pb.BlobRef) -> Blob:
+        return cls(b.uri, b.mime_type, b.size_bytes, b.sha256, b.language, b.data)
+
+
 @dataclass(frozen=True)
 class Memory:
     """One stored memory. Enum values are lower-case names ("fact", "image", "hot")."""
@@ -54,6 +79,13 @@ class Memory:
     supersede_reason: str = ""
     derived_from: tuple[str, ...] = ()
     compressed_into: str = ""
+    # Its medium (None: none); where it stands in the media pipeline ("ready", "processing",
+    # "failed") and why it failed or what the alignment check warned; its vectors in other
+    # spaces than the text encoder's, by space name (only with `include_vector`).
+    blob: Blob | None = None
+    processing_state: str = "ready"
+    processing_note: str = ""
+    space_vectors: dict[str, tuple[float, ...]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_pb(cls, r: pb.MemoryRecord) -> Memory:
@@ -82,6 +114,10 @@ class Memory:
             supersede_reason=r.supersede_reason,
             derived_from=tuple(r.derived_from),
             compressed_into=r.compressed_into,
+            blob=Blob.from_pb(r.blob) if r.HasField("blob") else None,
+            processing_state=_state(r.processing_state),
+            processing_note=r.processing_note,
+            space_vectors={v.space: tuple(v.values) for v in r.space_vectors},
         )
 
 
@@ -97,6 +133,8 @@ class Score:
     vector_hit: bool
     keyword_hit: bool
     exact_hit: bool = False
+    # The space whose cosine `vector` is ("text", an image or client space; "": none).
+    vector_space: str = ""
 
 
 @dataclass(frozen=True)
@@ -107,6 +145,9 @@ class Hit:
     pocket: str = ""
     # With context_turns: the neighbouring turns of its session, in turn order.
     context: tuple[Memory, ...] = ()
+    # The other memories of its group (an image, its OCR text, caption and summary share a
+    # group_id and come back once, as the best of them), best first.
+    group_member_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -156,9 +197,11 @@ class RecallResult:
                         h.score.vector_hit,
                         h.score.keyword_hit,
                         h.score.exact_hit,
+                        h.score.vector_space,
                     ),
                     h.pocket,
                     tuple(Memory.from_pb(c) for c in h.context),
+                    tuple(h.group_member_ids),
                 )
                 for h in r.hits
             ),
@@ -196,6 +239,12 @@ class RememberResult:
     # The older memories it made obsolete: those it named, and those that stated an older
     # value of the same thing.
     superseded: tuple[Supersession, ...] = ()
+    # "processing" while its medium is queued for reading (the memory_id is the one it will be
+    # stored under), "failed" when reading it failed or the alignment check rejected it
+    # (`reason` says why), "ready" otherwise; and what the write left to know (the alignment
+    # check's disagreement, a table's rows left out).
+    processing_state: str = "ready"
+    warnings: tuple[str, ...] = ()
 
     @property
     def stored(self) -> bool:
@@ -213,6 +262,8 @@ class RememberResult:
             superseded=tuple(
                 Supersession(x.memory_id, x.superseded_by, x.reason) for x in r.superseded
             ),
+            processing_state=_state(r.processing_state),
+            warnings=tuple(r.warnings),
         )
 
 
@@ -314,10 +365,22 @@ class IndexStats:
 
 
 @dataclass(frozen=True)
+class MediaStats:
+    """The media pipeline's queue (all namespaces) and what it did since start-up, and the
+    blobs held (each once, whatever the number of memories holding it)."""
+
+    pending: int = 0
+    processed: int = 0
+    failed: int = 0
+    blobs: int = 0
+
+
+@dataclass(frozen=True)
 class Stats:
     namespaces: tuple[NamespaceStats, ...]
     pending_index: int
     index: IndexStats
+    media: MediaStats = field(default_factory=MediaStats)
 
     @classmethod
     def from_pb(cls, r: spb.StatsResponse) -> Stats:
@@ -341,4 +404,5 @@ class Stats:
                 r.index.unsnapshotted,
                 r.index.catching_up,
             ),
+            media=MediaStats(r.media.pending, r.media.processed, r.media.failed, r.media.blobs),
         )
