@@ -14,6 +14,9 @@
 //	defer c.Close()
 //	_, err = c.Remember(ctx, pocketd.NewMemory("alice", "Alice only uses Android phones"))
 //	res, err := c.Recall(ctx, &pocketdv1.RecallRequest{Namespace: "alice", QueryText: "phone"})
+//
+// Media (screenshots, voice notes, tables) go in with RememberImage, RememberAudio and
+// RememberTable, and an image can be the query with RecallByImage (media.go).
 package pocketd
 
 import (
@@ -90,15 +93,17 @@ func NewMemory(namespace, text string) *pb.RememberRequest {
 	}}
 }
 
-// Remember stores one memory if the write gate lets it through. It is not retried.
+// Remember stores one memory if the write gate lets it through. A request that waits for its
+// medium to be read (WaitProcessed) waits at least MediaWaitTimeout. It is not retried.
 func (c *Client) Remember(ctx context.Context, req *pb.RememberRequest) (*pb.RememberResponse, error) {
-	return invoke(ctx, c, never, c.timeout, c.memory.Remember, req)
+	return invoke(ctx, c, never, writeTimeout(c.timeout, req), c.memory.Remember, req)
 }
 
 // RememberBatch stores many memories in one transaction, with one result per item, in order.
-// Its deadline grows with the batch (BatchTimePerItem); it is not retried.
+// Its deadline grows with the batch (BatchTimePerItem), and is at least MediaWaitTimeout when
+// an item waits for its medium to be read; it is not retried.
 func (c *Client) RememberBatch(ctx context.Context, items []*pb.RememberRequest) ([]*pb.RememberResponse, error) {
-	timeout := max(c.timeout, time.Duration(len(items))*BatchTimePerItem)
+	timeout := writeTimeout(max(c.timeout, time.Duration(len(items))*BatchTimePerItem), items...)
 	req := &pb.RememberBatchRequest{Items: items}
 	resp, err := invoke(ctx, c, never, timeout, c.memory.RememberBatch, req)
 	return resp.GetResults(), err
