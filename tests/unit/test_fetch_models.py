@@ -54,7 +54,7 @@ def test_parts_from_two_wheels_are_joined_in_order(tmp_path: Path) -> None:
 
 def test_the_speech_models_are_pinned_and_only_english_is_a_default() -> None:
     defaults = sorted(n for n, m in fm.MODELS.items() if m.default)
-    assert defaults == ["tokenizer", "use-m3", "whisper-tiny-en"]
+    assert defaults == ["clip-bpe", "tokenizer", "use-m3", "whisper-tiny-en"]
     for name in ("whisper-tiny-en", "whisper-base"):
         files = fm.MODELS[name].files
         assert {p.out for p in files} >= {"model.bin", "config.json", "tokenizer.json"}
