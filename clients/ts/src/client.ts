@@ -3,7 +3,8 @@
  * (clients/python/pocketd/client.py).
  *
  * Every call has a deadline (`timeoutMs`, default 5 s; a batch's and a reconciliation's grow
- * with their size, and `maintain` waits at least `MAINTAIN_TIMEOUT_MS`). Recall, Get and Stats
+ * with their size, `maintain` waits at least `MAINTAIN_TIMEOUT_MS`, and a write that waits for
+ * its medium to be read at least `MEDIA_WAIT_TIMEOUT_MS`). Recall, Get and Stats
  * are retried on UNAVAILABLE; writes are not, since repeating a write without a client-chosen
  * `memoryId` could store it twice. A failed call rejects with a `PocketdError`
  * carrying the status and the server's rich details.
@@ -33,14 +34,19 @@ import {
 import {
   explainRequest,
   forgetRequest,
+  imageRecallRequest,
   listRequest,
+  mediaInput,
   recallRequest,
   reconcileRequest,
   rememberRequest,
+  type AudioOptions,
   type ExplainOptions,
   type Fact,
   type ForgetFilter,
+  type ImageRecallOptions,
   type ListOptions,
+  type MediaOptions,
   type MemoryFields,
   type MemoryInput,
   type RecallOptions,
@@ -83,6 +89,23 @@ export const MAINTAIN_TIMEOUT_MS = 60_000;
 /** The deadline of a RememberBatch of `items`: at least `timeoutMs`, and 50 ms per item. */
 export function batchTimeoutMs(timeoutMs: number, items: number): number {
   return Math.max(timeoutMs, items * BATCH_MS_PER_ITEM);
+}
+
+/**
+ * The least a write that waits for its medium to be read (`wait`, `waitProcessed`) waits: OCR
+ * takes about a second an image on two cores and a transcript a fraction of the recording's
+ * length, behind whatever the queue holds, so as long as the server lets a call run
+ * (`server.max_call_seconds`, 60 s by default).
+ */
+export const MEDIA_WAIT_TIMEOUT_MS = 60_000;
+
+/**
+ * The deadline of a write of `items`: `timeoutMs`, or at least `MEDIA_WAIT_TIMEOUT_MS` when one
+ * of them waits for its medium to be read.
+ */
+export function writeTimeoutMs(timeoutMs: number, items: readonly MemoryInput[]): number {
+  const wait = items.some((i) => i.waitProcessed);
+  return wait ? Math.max(timeoutMs, MEDIA_WAIT_TIMEOUT_MS) : timeoutMs;
 }
 
 /** How the client connects and how long its calls may take. */
@@ -137,8 +160,50 @@ export class PocketdClient {
     fields: MemoryFields = {},
     call: CallOptions = {},
   ): Promise<RememberResult> {
-    const request = rememberRequest({ ...fields, namespace, text });
-    return toRememberResult(await this.call(M.remember, request, call, NO_RETRY));
+    return this.rememberOne({ ...fields, namespace, text }, call);
+  }
+
+  /**
+   * Store an image (PNG, JPEG, GIF, WebP or BMP bytes: a screenshot, a photo): pocketd keeps
+   * it, reads its text (OCR) and, with an image space, its vector. `caption` is kept as its
+   * description (without one, the OCR text is); the reply comes once it is durable,
+   * `processingState` "processing", or with `wait` once it is read. An observation unless
+   * `kind` says otherwise; never retried.
+   */
+  async rememberImage(
+    namespace: string,
+    data: Uint8Array,
+    options: MediaOptions = {},
+    call: CallOptions = {},
+  ): Promise<RememberResult> {
+    return this.rememberOne(mediaInput(namespace, "image", data, options), call);
+  }
+
+  /**
+   * Store a recording (WAV, FLAC, OGG, MP3 or M4A bytes: a voice note): pocketd keeps it and
+   * transcribes it in `language` ("en", "zh", "auto"); the rest as `rememberImage`.
+   */
+  async rememberAudio(
+    namespace: string,
+    data: Uint8Array,
+    options: AudioOptions = {},
+    call: CallOptions = {},
+  ): Promise<RememberResult> {
+    return this.rememberOne(mediaInput(namespace, "audio", data, options), call);
+  }
+
+  /**
+   * Store a table (CSV, TSV or Markdown, as bytes or text): pocketd keeps it and linearises it
+   * into "column: value" rows, its column names as tags (rows left out are counted in the
+   * reply's `warnings`); the rest as `rememberImage`.
+   */
+  async rememberTable(
+    namespace: string,
+    data: Uint8Array | string,
+    options: MediaOptions = {},
+    call: CallOptions = {},
+  ): Promise<RememberResult> {
+    return this.rememberOne(mediaInput(namespace, "table", data, options), call);
   }
 
   /** Store many memories in one transaction; the deadline grows with the batch. */
@@ -147,7 +212,10 @@ export class PocketdClient {
     call: CallOptions = {},
   ): Promise<RememberResult[]> {
     const request = RememberBatchRequest.fromPartial({ items: items.map(rememberRequest) });
-    const timeoutMs = batchTimeoutMs(call.timeoutMs ?? this.timeoutMs, items.length);
+    const timeoutMs = writeTimeoutMs(
+      batchTimeoutMs(call.timeoutMs ?? this.timeoutMs, items.length),
+      items,
+    );
     const response = await this.call(M.rememberBatch, request, { ...call, timeoutMs }, NO_RETRY);
     return response.results.map(toRememberResult);
   }
@@ -160,6 +228,22 @@ export class PocketdClient {
     call: CallOptions = {},
   ): Promise<RecallResult> {
     const request = recallRequest(namespace, text, options);
+    return toRecallResult(await this.call(M.recall, request, call, READ_RETRY));
+  }
+
+  /**
+   * Recall by an image: its bytes, or `{ sha256 }` naming a blob pocketd holds (a memory's
+   * `blob.sha256`). The server encodes it into its image space (FAILED_PRECONDITION without
+   * one) and weighs the vector channel as for an image query; `queryText` may add words.
+   * Retried on UNAVAILABLE, as `recall`.
+   */
+  async recallByImage(
+    namespace: string,
+    image: Uint8Array | { readonly sha256: string },
+    options: ImageRecallOptions = {},
+    call: CallOptions = {},
+  ): Promise<RecallResult> {
+    const request = imageRecallRequest(namespace, image, options);
     return toRecallResult(await this.call(M.recall, request, call, READ_RETRY));
   }
 
@@ -181,17 +265,21 @@ export class PocketdClient {
     return toPage(await this.call(M.list, listRequest(namespace, options), call, READ_RETRY));
   }
 
-  /** One memory by id (retried on UNAVAILABLE). */
+  /**
+   * One memory by id (retried on UNAVAILABLE); `includeBlobData`: its medium's bytes too (in
+   * `blob.data`).
+   */
   async get(
     namespace: string,
     memoryId: string,
-    options: { readonly includeVector?: boolean } = {},
+    options: { readonly includeVector?: boolean; readonly includeBlobData?: boolean } = {},
     call: CallOptions = {},
   ): Promise<Memory> {
     const request = GetRequest.fromPartial({
       namespace,
       memoryId,
       includeVector: options.includeVector,
+      includeBlobData: options.includeBlobData,
     });
     const response = await this.call(M.get, request, call, READ_RETRY);
     return toMemory(response.record ?? MemoryRecord.fromPartial({}));
@@ -288,6 +376,17 @@ export class PocketdClient {
   /** Close the channel; calls in flight fail. */
   close(): void {
     this.conn.client.close();
+  }
+
+  private async rememberOne(item: MemoryInput, call: CallOptions): Promise<RememberResult> {
+    const timeoutMs = writeTimeoutMs(call.timeoutMs ?? this.timeoutMs, [item]);
+    const response = await this.call(
+      M.remember,
+      rememberRequest(item),
+      { ...call, timeoutMs },
+      NO_RETRY,
+    );
+    return toRememberResult(response);
   }
 
   private call<Req, Res>(

@@ -17,7 +17,9 @@ export {
   DEFAULT_TIMEOUT_MS,
   MAINTAIN_TIMEOUT_MS,
   MAX_MESSAGE_BYTES,
+  MEDIA_WAIT_TIMEOUT_MS,
   PocketdClient,
+  writeTimeoutMs,
   type ClientOptions,
   type TaskStartOptions,
 } from "./client.js";
@@ -35,18 +37,24 @@ export {
   type RpcStatus,
 } from "./status.js";
 export type {
+  AudioOptions,
   ExplainOptions,
   Fact,
   FilterOptions,
   ForgetFilter,
+  ImageRecallOptions,
   ListOptions,
+  MediaModality,
+  MediaOptions,
   MemoryFields,
   MemoryInput,
   MemoryKindName,
   ModalityName,
   RecallOptions,
   SourceTypeName,
+  SpaceVectors,
 } from "./requests.js";
+export { mediaInput } from "./requests.js";
 export {
   idempotencyKey,
   Spend,
@@ -58,9 +66,11 @@ export {
   type ToolRun,
 } from "./tasks.js";
 export type {
+  Blob,
   Hit,
   IndexStats,
   MaintainReport,
+  MediaStats,
   Memory,
   NamespaceStats,
   Page,

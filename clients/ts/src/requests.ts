@@ -50,12 +50,54 @@ export interface MemoryFields {
   readonly expiresAt?: Date;
   readonly blobUri?: string;
   readonly blobMimeType?: string;
+  /**
+   * The medium's bytes, which pocketd stores and reads (OCR, a transcript, a linearised
+   * table); the server sniffs their type.
+   */
+  readonly blobData?: Uint8Array;
+  /** A recording's language: "en", "zh" or "auto" (unset: the server's default). */
+  readonly blobLanguage?: string;
+  /**
+   * Wait, up to the call's deadline (at least `MEDIA_WAIT_TIMEOUT_MS`), until the medium is
+   * read and stored; otherwise the reply comes once it is durable, `processingState`
+   * "processing".
+   */
+  readonly waitProcessed?: boolean;
+  /** Vectors in other spaces than the text encoder's, by space name (a client's own space). */
+  readonly spaceVectors?: SpaceVectors;
   /** The user asked to remember it: the write gate keeps it. */
   readonly remember?: boolean;
   /** It records how an error was resolved: the write gate keeps it. */
   readonly errorResolved?: boolean;
   /** The ids of the memories it replaces (marked obsolete). */
   readonly supersedes?: readonly string[];
+}
+
+/** Vectors by space name ("clip", a client's own space); each space is searched with its own. */
+export type SpaceVectors = Readonly<Record<string, readonly number[]>>;
+
+/** The options of `rememberImage`, `rememberAudio` and `rememberTable`. */
+export interface MediaOptions
+  extends Omit<
+    MemoryFields,
+    "modality" | "blobUri" | "blobMimeType" | "blobData" | "blobLanguage" | "waitProcessed"
+  > {
+  /**
+   * The client's text about the medium: kept as an image's description (without one, the OCR
+   * text is), or a recording's transcript of your own.
+   */
+  readonly caption?: string;
+  /**
+   * Reply once the medium is read (what the gate and the alignment check decided), waiting at
+   * least `MEDIA_WAIT_TIMEOUT_MS`; otherwise once it is durable, `processingState` "processing".
+   */
+  readonly wait?: boolean;
+}
+
+/** The options of `rememberAudio`. */
+export interface AudioOptions extends MediaOptions {
+  /** "en", "zh" or "auto"; unset: the server's `media.speech.default_language`. */
+  readonly language?: string;
 }
 
 /** One memory to write (an item of `rememberBatch`). */
@@ -95,6 +137,17 @@ export interface RecallOptions extends FilterOptions {
   readonly plan?: readonly { readonly pocket: string; readonly depth: number }[];
   /** "full", "heuristic", "learned" or "hybrid"; unset: the server's. */
   readonly routePolicy?: string;
+  /** Query by image: its bytes (see `recallByImage`). */
+  readonly imageData?: Uint8Array;
+  /** Query by image: the sha256 of a blob pocketd holds (a memory's `blob.sha256`). */
+  readonly imageSha256?: string;
+  /** Query vectors by space name. */
+  readonly spaceVectors?: SpaceVectors;
+}
+
+/** The options of `recallByImage`: a Recall's, and words to add to the image. */
+export interface ImageRecallOptions extends Omit<RecallOptions, "imageData" | "imageSha256"> {
+  readonly queryText?: string;
 }
 
 /** The options of a List besides its namespace. */
@@ -133,6 +186,54 @@ const kind = (k: MemoryKindName | MemoryKind): MemoryKind =>
   enumValue(MemoryKind, "MEMORY_KIND_", k);
 const modality = (m: ModalityName | Modality): Modality => enumValue(Modality, "MODALITY_", m);
 
+/** `data` as the Buffer the generated messages hold, without a copy. */
+function buffer(data: Uint8Array): Buffer {
+  return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+}
+
+const spaceVectors = (v: SpaceVectors = {}) =>
+  Object.entries(v).map(([space, values]) => ({ space, values: [...values] }));
+
+/**
+ * The medium's bytes; a table may come as text (UTF-8). Empty bytes, or a string for an image
+ * or a recording (more likely a path than the file), are refused before anything is sent.
+ */
+function mediaBytes(data: Uint8Array | string, what: string, textOk: boolean): Uint8Array {
+  if (typeof data === "string") {
+    if (textOk) return new TextEncoder().encode(data);
+    throw new TypeError(`${what}: the file's bytes, not a string (a path? read the file first)`);
+  }
+  if (!(data instanceof Uint8Array)) throw new TypeError(`${what}: a Uint8Array expected`);
+  if (data.byteLength === 0) throw new RangeError(`${what}: empty`);
+  return data;
+}
+
+/** The media write kinds of `mediaInput`. */
+export type MediaModality = "image" | "audio" | "table";
+
+/**
+ * One image, recording or table to write: its bytes in the blob, the caption as its text, an
+ * observation unless `kind` says otherwise (an item of `rememberBatch` too).
+ */
+export function mediaInput(
+  namespace: string,
+  modality: MediaModality,
+  data: Uint8Array | string,
+  o: AudioOptions = {},
+): MemoryInput {
+  const { caption, wait, language, ...fields } = o;
+  return {
+    kind: "observation",
+    ...fields,
+    namespace,
+    text: caption,
+    modality,
+    blobData: mediaBytes(data, `${modality} data`, modality === "table"),
+    blobLanguage: language,
+    waitProcessed: wait,
+  };
+}
+
 /** The RememberRequest of one memory. */
 export function rememberRequest(m: MemoryInput): RememberRequest {
   return RememberRequest.fromPartial({
@@ -154,10 +255,20 @@ export function rememberRequest(m: MemoryInput): RememberRequest {
       importance: m.importance,
       createdAt: m.createdAt,
       expiresAt: m.expiresAt,
-      blob: m.blobUri ? { uri: m.blobUri, mimeType: m.blobMimeType } : undefined,
+      blob:
+        m.blobUri || m.blobData
+          ? {
+              uri: m.blobUri,
+              mimeType: m.blobMimeType,
+              data: m.blobData ? buffer(m.blobData) : undefined,
+              language: m.blobLanguage,
+            }
+          : undefined,
+      spaceVectors: spaceVectors(m.spaceVectors),
     },
     hints: { remember: m.remember, errorResolved: m.errorResolved },
     supersedes: [...(m.supersedes ?? [])],
+    waitProcessed: m.waitProcessed,
   });
 }
 
@@ -180,11 +291,22 @@ export function recallRequest(
   text: string,
   o: RecallOptions = {},
 ): RecallRequest {
+  if (o.imageData !== undefined && o.imageSha256) {
+    throw new RangeError("query by image: the image's bytes or a held blob's sha256, not both");
+  }
+  const image =
+    o.imageData !== undefined
+      ? { data: buffer(mediaBytes(o.imageData, "imageData", false)) }
+      : o.imageSha256
+        ? { sha256: o.imageSha256 }
+        : undefined;
   return RecallRequest.fromPartial({
     namespace,
     queryText: text,
     queryVector: [...(o.vector ?? [])],
-    queryModality: o.image ? Modality.MODALITY_IMAGE : Modality.MODALITY_UNSPECIFIED,
+    queryModality: o.image || image ? Modality.MODALITY_IMAGE : Modality.MODALITY_UNSPECIFIED,
+    queryBlob: image,
+    querySpaceVectors: spaceVectors(o.spaceVectors),
     topK: o.topK,
     filter: memoryFilter(o),
     includeObsolete: o.includeObsolete,
@@ -196,6 +318,22 @@ export function recallRequest(
     plan: (o.plan ?? []).map((p) => ({ pocket: p.pocket, depth: p.depth })),
     routePolicy: o.routePolicy,
   });
+}
+
+/** The RecallRequest of a query by image: its bytes, or a held blob's `{ sha256 }`. */
+export function imageRecallRequest(
+  namespace: string,
+  image: Uint8Array | { readonly sha256: string },
+  o: ImageRecallOptions = {},
+): RecallRequest {
+  const { queryText, ...options } = o;
+  if (image instanceof Uint8Array) {
+    return recallRequest(namespace, queryText ?? "", { ...options, imageData: image });
+  }
+  if (!image.sha256) {
+    throw new RangeError("query by image: give the image's bytes or a held blob's sha256");
+  }
+  return recallRequest(namespace, queryText ?? "", { ...options, imageSha256: image.sha256 });
 }
 
 /** The ListRequest of one page. */

@@ -7,8 +7,10 @@ import { enumName } from "./enums.js";
 import {
   MemoryKind,
   Modality,
+  ProcessingState,
   SourceType,
   Tier,
+  type BlobRef,
   type MemoryRecord,
 } from "./gen/pocketd/v1/memory.js";
 import {
@@ -21,6 +23,20 @@ import {
   type RememberResponse,
   type StatsResponse,
 } from "./gen/pocketd/v1/memory_service.js";
+
+/**
+ * A memory's medium: where it lives (for bytes pocketd stores, "blob:sha256:<hex>"), its
+ * sniffed type, size and hash, a recording's language, and its bytes (only from `get` with
+ * `includeBlobData`; empty otherwise).
+ */
+export interface Blob {
+  readonly uri: string;
+  readonly mimeType: string;
+  readonly sizeBytes: number;
+  readonly sha256: string;
+  readonly language: string;
+  readonly data: Uint8Array;
+}
 
 /** One stored memory. */
 export interface Memory {
@@ -54,6 +70,14 @@ export interface Memory {
   readonly derivedFrom: readonly string[];
   /** The topic summary that replaced it in recall (it lives in the cold tier then). */
   readonly compressedInto: string;
+  /** Its medium; undefined: none. */
+  readonly blob: Blob | undefined;
+  /** Where it stands in the media pipeline: "ready", "processing" or "failed". */
+  readonly processingState: string;
+  /** Why processing failed, or the warning it left (the alignment check's). */
+  readonly processingNote: string;
+  /** Its vectors in other spaces than the text encoder's, by space name (with `includeVector`). */
+  readonly spaceVectors: Readonly<Record<string, readonly number[]>>;
 }
 
 /** How a hit was scored (see ScoreBreakdown in the proto). */
@@ -66,6 +90,8 @@ export interface Score {
   readonly vectorHit: boolean;
   readonly keywordHit: boolean;
   readonly exactHit: boolean;
+  /** The space whose cosine `vector` is ("text", an image or client space; "": none). */
+  readonly vectorSpace: string;
 }
 
 /** One Recall hit. */
@@ -76,6 +102,11 @@ export interface Hit {
   readonly pocket: string;
   /** With `contextTurns`: the neighbouring turns of its session, in turn order. */
   readonly context: readonly Memory[];
+  /**
+   * The other memories of its group (an image, its OCR text, caption and summary share a
+   * groupId and come back once, as the best of them), best first.
+   */
+  readonly groupMemberIds: readonly string[];
 }
 
 /** What one step of the recall plan did. */
@@ -110,6 +141,14 @@ export interface RememberResult {
   readonly tier: string;
   /** The older memories it made obsolete, and why. */
   readonly superseded: readonly Supersession[];
+  /**
+   * "processing" while its medium is queued for reading (`memoryId` is the one it will be
+   * stored under), "failed" when reading failed or the alignment check rejected it (`reason`
+   * says why), "ready" otherwise.
+   */
+  readonly processingState: string;
+  /** What the write left to know: the alignment check's disagreement, a table's rows left out. */
+  readonly warnings: readonly string[];
 }
 
 /** An older memory a write made obsolete: which, by which, and the reason code. */
@@ -184,11 +223,38 @@ export interface IndexStats {
   readonly catchingUp: boolean;
 }
 
+/** The media pipeline's queue (all namespaces), what it did since start-up, and the blobs held. */
+export interface MediaStats {
+  readonly pending: number;
+  readonly processed: number;
+  readonly failed: number;
+  readonly blobs: number;
+}
+
 /** A Stats answer. */
 export interface Stats {
   readonly namespaces: readonly NamespaceStats[];
   readonly pendingIndex: number;
   readonly index: IndexStats;
+  readonly media: MediaStats;
+}
+
+/** A ProcessingState's name; unset reads as "ready", as the proto says. */
+function processingState(value: ProcessingState): string {
+  return value === ProcessingState.PROCESSING_STATE_UNSPECIFIED
+    ? "ready"
+    : enumName(ProcessingState, "PROCESSING_STATE_", value);
+}
+
+function toBlob(b: BlobRef): Blob {
+  return {
+    uri: b.uri,
+    mimeType: b.mimeType,
+    sizeBytes: b.sizeBytes,
+    sha256: b.sha256,
+    language: b.language,
+    data: b.data,
+  };
 }
 
 /** A MemoryRecord as a `Memory`. */
@@ -218,6 +284,10 @@ export function toMemory(r: MemoryRecord): Memory {
     supersedeReason: r.supersedeReason,
     derivedFrom: r.derivedFrom,
     compressedInto: r.compressedInto,
+    blob: r.blob === undefined ? undefined : toBlob(r.blob),
+    processingState: processingState(r.processingState),
+    processingNote: r.processingNote,
+    spaceVectors: Object.fromEntries(r.spaceVectors.map((v) => [v.space, v.values])),
   };
 }
 
@@ -239,9 +309,11 @@ export function toRecallResult(r: RecallResponse): RecallResult {
                 vectorHit: h.score?.vectorHit ?? false,
                 keywordHit: h.score?.keywordHit ?? false,
                 exactHit: h.score?.exactHit ?? false,
+                vectorSpace: h.score?.vectorSpace ?? "",
               },
               pocket: h.pocket,
               context: h.context.map(toMemory),
+              groupMemberIds: h.groupMemberIds,
             },
           ],
     ),
@@ -275,6 +347,8 @@ export function toRememberResult(r: RememberResponse): RememberResult {
       supersededBy: x.supersededBy,
       reason: x.reason,
     })),
+    processingState: processingState(r.processingState),
+    warnings: r.warnings,
   };
 }
 
@@ -339,6 +413,12 @@ export function toStats(r: StatsResponse): Stats {
       pending: index?.pending ?? 0,
       unsnapshotted: index?.unsnapshotted ?? 0,
       catchingUp: index?.catchingUp ?? false,
+    },
+    media: {
+      pending: r.media?.pending ?? 0,
+      processed: r.media?.processed ?? 0,
+      failed: r.media?.failed ?? 0,
+      blobs: r.media?.blobs ?? 0,
     },
   };
 }
