@@ -146,7 +146,9 @@ class Client:
     def remember_batch(self, items: Sequence[MemoryInput]) -> list[RememberResult]:
         """Store many memories in one transaction; the deadline grows with the batch."""
         req = spb.RememberBatchRequest(items=[i.to_pb() for i in items])
-        resp = self._stub.RememberBatch(req, timeout=write_timeout(self.timeout, items))
+        resp = self._stub.RememberBatch(
+            req, timeout=write_timeout(batch_timeout(self.timeout, len(items)), items)
+        )
         return [RememberResult.from_pb(r) for r in resp.results]
 
     def recall(self, namespace: str, text: str = "", **options: Any) -> RecallResult:
@@ -370,7 +372,9 @@ class AsyncClient:
     async def remember_batch(self, items: Sequence[MemoryInput]) -> list[RememberResult]:
         """Store many memories in one transaction; the deadline grows with the batch."""
         req = spb.RememberBatchRequest(items=[i.to_pb() for i in items])
-        resp = await self._stub.RememberBatch(req, timeout=write_timeout(self.timeout, items))
+        resp = await self._stub.RememberBatch(
+            req, timeout=write_timeout(batch_timeout(self.timeout, len(items)), items)
+        )
         return [RememberResult.from_pb(r) for r in resp.results]
 
     async def recall(self, namespace: str, text: str = "", **options: Any) -> RecallResult:

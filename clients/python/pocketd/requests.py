@@ -53,10 +53,11 @@ MEDIA_WAIT_TIMEOUT = 60.0
 
 
 def write_timeout(timeout: float, items: Sequence[MemoryInput]) -> float:
-    """The deadline of a Remember or RememberBatch of `items`: the batch's, and at least
-    `MEDIA_WAIT_TIMEOUT` when one of them waits for its medium to be read."""
-    wait = MEDIA_WAIT_TIMEOUT if any(i.wait_processed for i in items) else 0.0
-    return max(batch_timeout(timeout, len(items)), wait)
+    """The deadline of a write of `items`: `timeout`, or at least `MEDIA_WAIT_TIMEOUT` when one
+    of them waits for its medium to be read."""
+    if any(i.wait_processed for i in items):
+        return max(timeout, MEDIA_WAIT_TIMEOUT)
+    return timeout
 
 
 @dataclass(frozen=True)
