@@ -42,19 +42,33 @@ from server.adapters.durable import fsync_dir
 from server.adapters.journal_file import JournalFile
 from server.adapters.metrics import PrometheusMetrics
 from server.adapters.model_store import ModelStore, ModelWatcher
+from server.adapters.blob_files import FileBlobStore
+from server.adapters.clip_onnx import ClipModelError, OnnxImageSpace
+from server.adapters.media_decode import PilDecoder
+from server.adapters.media_ledger import SqliteMediaLedger
 from server.adapters.onnx_encoder import ModelMissingError, OnnxTextEncoder
 from server.adapters.onnx_policy import OnnxPocketModel
 from server.adapters.openai_summariser import build_summariser
 from server.adapters.redis_sessions import RedisUnreachableError, open_redis_sessions
 from server.adapters.sqlite_ledger import SqliteLedgerStore
+from server.adapters.rapid_ocr import RapidOcr
+from server.adapters.space_index import SpaceIndexes
 from server.adapters.sqlite_store import SqliteRecordStore
 from server.adapters.tantivy_index import TantivyKeywordIndex
 from server.adapters.token_counter import TokenCounter
 from server.adapters.usearch_index import UsearchIndexSet
+from server.adapters.whisper_speech import WhisperSpeech
 from server.api.calls import Lane, WorkerPools
 from server.api.page_tokens import SECRET_BYTES
 from server.api.server import GrpcServer, ListenError
-from server.config import MODELS_DIR, TEXT_ENCODERS, is_loopback, model_dir, tokenizer_file
+from server.config import (
+    MODELS_DIR,
+    TEXT_ENCODERS,
+    is_loopback,
+    model_dir,
+    speech_model_dir,
+    tokenizer_file,
+)
 from server.core.agent.ledger import Ledger
 from server.core.agent.memory_writer import PendingWrites
 from server.core.agent.needs import NeedDetector
@@ -65,6 +79,19 @@ from server.core.agent.toolcache import ToolCache
 from server.core.clock import Clock
 from server.core.deadline import no_deadline
 from server.core.engine import EngineParts, MemoryEngine
+from server.core.media.blobs import BlobKeeper
+from server.core.media.intake import MediaIntake
+from server.core.media.ports import (
+    BlobStore,
+    MediaLedger,
+    Ocr,
+    OcrText,
+    Pixels,
+    Samples,
+    Speech,
+    Transcript,
+)
+from server.core.media.reading import MediaReader
 from server.core.memory.lifecycle.compress import Compressor
 from server.core.memory.lifecycle.parts import Lifecycle
 from server.core.memory.lifecycle.reconcile import Reconciler
@@ -79,6 +106,7 @@ from server.core.memory.ports import (
     KeywordIndex,
     MaintenanceJournal,
     RecordStore,
+    SpaceIndexSet,
     TextEncoder,
     VectorIndexSet,
 )
@@ -91,7 +119,7 @@ from server.core.memory.state.maintenance import Maintenance
 from server.core.memory.state.sessions import MemoryHotSessions, hot_turns
 from server.core.memory.summarise import ExtractiveSummariser, Summariser
 from server.core.memory.write.supersede import SupersedePolicy
-from server.core.memory.write.writer import Writer
+from server.core.memory.write.writer import Writer, new_memory_id
 from server.core.metrics import Metrics, NoMetrics
 from server.core.query.encoding import Encoding
 from server.core.query.retriever import Retriever
@@ -102,6 +130,7 @@ from server.core.routing.router import Router
 from server.core.settings import (
     GENERIC_THRESHOLDS,
     EncoderThresholds,
+    MediaSettings,
     MemorySettings,
     Settings,
     resolve_thresholds,
@@ -350,17 +379,20 @@ def assemble_engine(
     background_nice: int = 0,
     write_encoder: TextEncoder | None = None,
     lifecycle: LifecycleAdapters | None = None,
+    media: MediaAdapters | None = None,
 ) -> MemoryEngine:
     """The engine and its parts over the given stores (`snapshots`: where the metadata
     columns' checkpoint is kept). `background_nice`: the niceness of the
     indexer's and the maintenance's threads; `write_encoder`: the encoder of memories, apart
     from the queries' (the same one when None); `lifecycle`: the hot tier's session memory,
-    the summariser and the maintenance journal (default: in memory, extractive)."""
+    the summariser and the maintenance journal (default: in memory, extractive); `media`: the
+    media pipeline's readers and stores (None: no media are read)."""
     if lifecycle is None:
         lifecycle = LifecycleAdapters(MemoryHotSessions(clock), None, MemoryJournal())
     columns = Columns(PocketCatalog(PocketScheme(settings.pockets)))
     hot = MemoryHotTier(settings.embedding_dim, keywords.analyze, clock)
     publish = threading.Lock()  # the writer's synchronous followers and the indexer's marks
+    keeper = BlobKeeper(media.blobs, media.ledger) if media is not None else None
     writer = Writer(
         settings,
         store,
@@ -370,7 +402,8 @@ def assemble_engine(
         keywords.analyze,
         clock,
         publish,
-        followers=(columns, hot, lifecycle.sessions),
+        followers=(columns, hot, lifecycle.sessions, *((keeper,) if keeper else ())),
+        media_cosine=media.settings.dedup_image_cosine if media is not None else 1.0,
     )
     indexer = Indexer(
         settings.index,
@@ -384,6 +417,7 @@ def assemble_engine(
         clock,
         publish,
         background_nice,
+        spaces=media.spaces if media is not None else None,
     )
     access = AccessRecorder(writer.add_access)
     checkpoint = Checkpoint(columns, store, snapshots, settings.index.columns_snapshot_seconds)
@@ -415,14 +449,120 @@ def assemble_engine(
         hot=hot,
         encoding=encoding,
         writer=writer,
-        retriever=Retriever(settings, columns, hot, vectors, keywords, store, clock),
+        retriever=Retriever(
+            settings,
+            columns,
+            hot,
+            vectors,
+            keywords,
+            store,
+            clock,
+            media.spaces if media is not None else None,
+            media.space_scales if media is not None else None,
+        ),
         indexer=indexer,
         access=access,
         maintenance=maintenance,
         checkpoint=checkpoint,
         lifecycle=life,
+        media=None
+        if media is None or keeper is None
+        else MediaIntake(
+            media.settings,
+            media.reader,
+            media.blobs,
+            keeper,
+            media.ledger,
+            clock,
+            new_memory_id,
+            background_nice,
+        ),
     )
     return MemoryEngine(settings, parts, store, vectors, keywords, clock)
+
+
+@dataclass(frozen=True)
+class MediaAdapters:
+    """What the media pipeline is given from outside the core: its settings, the readers (a
+    decoder; OCR, speech and the image space where configured), the blob store, the media
+    ledger, and the named spaces' indexes with each space's (floor, ceiling)."""
+
+    settings: MediaSettings
+    reader: MediaReader
+    blobs: BlobStore
+    ledger: MediaLedger
+    spaces: SpaceIndexSet
+    space_scales: dict[str, tuple[float, float]]
+
+
+def media_adapters(settings: Settings, data: Path, fresh_rev: int) -> MediaAdapters:
+    """The media pipeline over a data directory (`blobs/`, `media.sqlite`, `spaces/`):
+    OCR and speech loaded on their first use (a server that is never sent an image pays
+    nothing), the image space at start (its manifest's hashes checked: exit 2 naming
+    media.clip.model_dir when it does not load). `fresh_rev`: the revision a new `spaces/`
+    is current to (the other indexes')."""
+    m = settings.media
+    ocr = LazyOcr(lambda: RapidOcr(m.ocr)) if m.ocr.enabled else None
+    speech: Speech | None = None
+    if m.speech.enabled:
+        english = speech_model_dir(settings)
+        multi = Path(m.speech.multilingual_model_dir) if m.speech.multilingual_model_dir else None
+        if english.exists():
+            speech = LazySpeech(
+                lambda: WhisperSpeech(m.speech, english, multi),
+                ("en", "zh", "auto") if multi is not None else ("en",),
+            )
+        else:
+            log.warning(
+                "no speech model in %s (make models): recordings need a transcript", english
+            )
+    space = None
+    scales: dict[str, tuple[float, float]] = {}
+    if m.clip.model_dir:
+        try:
+            space = OnnxImageSpace(Path(m.clip.model_dir), m.clip)
+        except (ClipModelError, OSError) as exc:
+            raise StartupError(f"media.clip.model_dir: {exc}") from exc
+        scales[space.name] = (space.vector_floor, space.vector_ceiling)
+    return MediaAdapters(
+        m,
+        MediaReader(m, PilDecoder(m), ocr, speech, space),
+        FileBlobStore(data / "blobs"),
+        SqliteMediaLedger(data / "media.sqlite"),
+        SpaceIndexes(data / "spaces", fresh_rev),
+        scales,
+    )
+
+
+class LazyOcr:
+    """An `Ocr` built on its first read (rapidocr's import and sessions take seconds)."""
+
+    def __init__(self, build: Callable[[], Ocr]) -> None:
+        self._build = build
+        self._ocr: Ocr | None = None
+        self._lock = threading.Lock()
+
+    def read(self, image: Pixels) -> OcrText:
+        with self._lock:
+            if self._ocr is None:
+                self._ocr = self._build()
+        return self._ocr.read(image)
+
+
+class LazySpeech:
+    """A `Speech` built on its first transcript (a Whisper model takes a second to load)."""
+
+    def __init__(self, build: Callable[[], Speech], languages: tuple[str, ...]) -> None:
+        self._build = build
+        self._speech: Speech | None = None
+        self._lock = threading.Lock()
+        self.languages = languages
+
+    def transcribe(self, samples: Samples, language: str) -> Transcript:
+        with self._lock:
+            if self._speech is None:
+                self._speech = self._build()
+        return self._speech.transcribe(samples, language)
 
 
 @dataclass(frozen=True)
@@ -563,6 +703,7 @@ def build_engine(
         raise StartupError(str(exc)) from exc
     store = SqliteRecordStore(data / "records.sqlite3", m.index.record_cache_bytes)
     clock = SystemClock()
+    media = media_adapters(settings, data, min(vectors.saved_rev(), keywords.committed_rev()))
     engine = assemble_engine(
         m,
         store,
@@ -574,6 +715,7 @@ def build_engine(
         settings.server.background_nice,
         write_encoder,
         lifecycle_adapters(m, store, write_encoder or encoder, clock, data),
+        media,
     )
     r = settings.router
     decisions = CountedDecisions(

@@ -4,11 +4,13 @@ A pure function of its inputs: the environment mapping and the working directory
 by the entry point, never read here. Any unknown key or bad value raises `ConfigError` naming the
 key: every numeric key has a range (see `server.core.settings`), checked here.
 
-Relative paths (`server.data_dir`, `encoder.model_dir`, `agent.tokenizer_file`): in a config file
+Relative paths (`server.data_dir`, `encoder.model_dir`, `agent.tokenizer_file`, the TLS files,
+`media.speech.model_dir`, `media.speech.multilingual_model_dir`, `media.clip.model_dir`): in a config file
 they are relative to that file's directory; from the environment or a flag, to the working
 directory. An unset `encoder.model_dir` is the built-in encoder's location (`models/<encoder.text>`
 in the checkout, where `make models` writes it), an unset `agent.tokenizer_file` the built-in
-tokenizer's (`models/tokenizer/tokenizer.json`); the default `server.data_dir` is `./data` in the
+tokenizer's (`models/tokenizer/tokenizer.json`), an unset `media.speech.model_dir` the built-in
+speech model's (`models/whisper-tiny-en`); the default `server.data_dir` is `./data` in the
 working directory.
 """
 
@@ -107,6 +109,9 @@ PATH_KEYS = (
     ("tls", "cert_file"),
     ("tls", "key_file"),
     ("tls", "client_ca_file"),
+    ("media", "speech", "model_dir"),
+    ("media", "speech", "multilingual_model_dir"),
+    ("media", "clip", "model_dir"),
 )
 
 
@@ -114,10 +119,18 @@ def _resolve_paths(layer: dict[str, Any], base: Path | None) -> None:
     """Make the relative paths of one source absolute against `base` (None: leave them)."""
     if base is None:
         return
-    for section, key in PATH_KEYS:
-        node = layer.get(section)
+    for *sections, key in PATH_KEYS:
+        node: Any = layer
+        for section in sections:
+            node = node.get(section) if isinstance(node, dict) else None
         if isinstance(node, dict) and isinstance(node.get(key), str) and node[key]:
             node[key] = str(base / Path(node[key]).expanduser())
+
+
+def speech_model_dir(s: Settings) -> Path:
+    """The English speech model: the configured one, or the built-in location."""
+    given = s.media.speech.model_dir
+    return Path(given) if given else MODELS_DIR / "whisper-tiny-en"
 
 
 def _describe(exc: msgspec.ValidationError) -> str:

@@ -21,6 +21,7 @@ from server.core.memory.model import (
     Hit,
     Kind,
     MaintainReport,
+    MediaInput,
     MemoryFilter,
     Modality,
     NewMemory,
@@ -32,10 +33,12 @@ from server.core.memory.model import (
     Record,
     Source,
     SourceType,
+    SpaceVector,
     Stats,
     Vector,
     WriteHints,
     WriteResult,
+    unit,
 )
 from server.core.tenancy import Tenant
 
@@ -67,7 +70,7 @@ def new_memory(req: spb.RememberRequest, tenant: Tenant) -> NewMemory:
         session_id=r.session_id,
         text=r.text,
         blob=Blob(r.blob.uri, r.blob.mime_type, r.blob.size_bytes, r.blob.sha256)
-        if r.blob.uri
+        if r.blob.uri and not r.blob.data
         else None,
         source=Source(
             r.source.tool,
@@ -80,6 +83,10 @@ def new_memory(req: spb.RememberRequest, tenant: Tenant) -> NewMemory:
         tags=tuple(r.tags),
         group_id=r.group_id,
         speaker=r.speaker,
+        space_vectors=tuple(
+            SpaceVector.of(sv.space, unit(np.array(sv.values, dtype=np.float32)))
+            for sv in r.space_vectors
+        ),
     )
     event = next((getattr(r, n) for n in ("occurred_at", "created_at") if r.HasField(n)), None)
     return NewMemory(
@@ -91,6 +98,7 @@ def new_memory(req: spb.RememberRequest, tenant: Tenant) -> NewMemory:
         client_memory_id=bool(r.memory_id),
         created_at=None if event is None else ts_seconds(event),
         turn=r.turn if r.HasField("turn") else None,
+        media=MediaInput(r.blob.data, r.blob.language, req.wait_processed) if r.blob.data else None,
     )
 
 
@@ -105,6 +113,8 @@ def write_result(res: WriteResult) -> spb.RememberResponse:
             spb.Supersession(memory_id=x.memory_id, superseded_by=x.superseded_by, reason=x.reason)
             for x in res.superseded
         ],
+        processing_state=int(res.processing),  # type: ignore[arg-type]
+        warnings=list(res.warnings),
     )
     if res.expires_at is not None and res.decision != GateDecision.REJECTED:
         timestamp(res.expires_at, out.expires_at)
@@ -128,7 +138,7 @@ def recall_query(req: spb.RecallRequest, tenant: Tenant) -> RecallQuery:
         namespace=tenant.scope(req.namespace),
         text=req.query_text,
         vector=_vec(req.query_vector),
-        image_query=req.query_modality == pb.MODALITY_IMAGE,
+        image_query=req.query_modality == pb.MODALITY_IMAGE or req.HasField("query_blob"),
         top_k=req.top_k if req.HasField("top_k") else 0,
         filter=memory_filter(req.filter),
         include_obsolete=req.include_obsolete,
@@ -140,6 +150,11 @@ def recall_query(req: spb.RecallRequest, tenant: Tenant) -> RecallQuery:
         as_of=ts_seconds(req.as_of) if req.HasField("as_of") else None,
         context_turns=req.context_turns,
         route_policy=req.route_policy,
+        space_vectors={
+            sv.space: unit(np.array(sv.values, dtype=np.float32)) for sv in req.query_space_vectors
+        },
+        image=req.query_blob.data,
+        image_sha256=req.query_blob.sha256 if not req.query_blob.data else "",
     )
 
 
@@ -172,7 +187,11 @@ def record_pb(rec: Record, tenant: Tenant, vector: Vector | None = None) -> pb.M
         group_id=rec.group_id,
         tier=int(rec.tier),  # type: ignore[arg-type]
         speaker=rec.speaker,
+        processing_state=int(rec.processing),  # type: ignore[arg-type]
+        processing_note=rec.processing_note,
     )
+    for sv in rec.space_vectors:
+        out.space_vectors.add(space=sv.space, values=sv.vector.tolist())
     if rec.turn >= 0:
         out.turn = rec.turn
     if rec.blob is not None:
@@ -210,9 +229,11 @@ def hit_pb(hit: Hit, tenant: Tenant) -> spb.RecallHit:
             vector_hit=s.vector_hit,
             keyword_hit=s.keyword_hit,
             exact_hit=s.exact_hit,
+            vector_space=s.space,
         ),
         pocket=hit.pocket,
         context=[record_pb(r, tenant) for r in hit.context],
+        group_member_ids=list(hit.group_members),
     )
 
 
@@ -286,6 +307,10 @@ def stats_response(st: Stats, tenant: Tenant) -> spb.StatsResponse:
         )
     if not tenant.admin:
         return out
+    m = st.media
+    out.media.CopyFrom(
+        spb.MediaStats(pending=m.pending, processed=m.processed, failed=m.failed, blobs=m.blobs)
+    )
     out.pending_index = st.pending_index
     out.index.CopyFrom(
         spb.IndexStats(

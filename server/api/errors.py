@@ -38,7 +38,7 @@ from server.core.errors import (
     FailedPreconditionError,
     FieldViolation,
     InvalidArgumentError,
-    InvalidMediaError,
+    InvalidFieldError,
     Location,
     NotFoundError,
     PermissionDeniedError,
@@ -76,7 +76,12 @@ def _status(code: int, message: str, *details: Message) -> status_pb2.Status:
 
 
 # The wire path of each part of a memory that the core names in a `Location`.
-_PARTS = {"blob": "record.blob", "blob.data": "record.blob.data", "record": "record"}
+_PARTS = {
+    "blob": "record.blob",
+    "blob.data": "record.blob.data",
+    "space_vectors": "record.space_vectors",
+    "record": "record",
+}
 
 
 def field_path(where: Location, batch: bool) -> str:
@@ -95,9 +100,9 @@ def to_status(exc: BaseException, batch: bool = True) -> status_pb2.Status:
     was a batch, for the field paths of core locations."""
     if isinstance(exc, InvalidArgumentError):
         return _bad_request(exc)
-    if isinstance(exc, InvalidMediaError):
+    if isinstance(exc, InvalidFieldError):
         path = field_path(exc.where, batch)
-        return _bad_request(InvalidArgumentError([FieldViolation(path, str(exc))]))
+        return _bad_request(InvalidArgumentError([FieldViolation(path, exc.description)]))
     if isinstance(exc, PermissionDeniedError):
         denied = error_details_pb2.BadRequest(
             field_violations=[

@@ -173,7 +173,12 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
         def work(eng: MemoryEngine, d: Deadline) -> spb.GetResponse:
             ns = t.scope(request.namespace)
             rec, vec = eng.get(ns, request.memory_id, request.include_vector)
-            return spb.GetResponse(record=convert.record_pb(rec, t, vec))
+            out = spb.GetResponse(record=convert.record_pb(rec, t, vec))
+            if request.include_blob_data and rec.blob is not None and rec.blob.held:
+                data = eng.blob(rec.blob.sha256)
+                if data is not None:
+                    out.record.blob.data = data
+            return out
 
         return await self._run(
             context,

@@ -9,7 +9,7 @@ no request can cost more than its caps allow.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sized
+from collections.abc import Collection, Sequence, Sized
 
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -18,6 +18,7 @@ from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
 from server.api import fields as f
 from server.core.errors import FieldViolation, InvalidArgumentError
+from server.core.memory.model import TEXT_SPACE
 from server.core.routing.policies import POLICIES
 from server.core.settings import Settings
 
@@ -32,6 +33,8 @@ MAX_SPEAKER_CHARS = 64
 MAX_TURN = 10_000_000
 MAX_CONTEXT_TURNS = 8
 MAX_UNSUPERSEDE_IDS = 1024
+MAX_SPACES = 8
+MAX_SPACE_DIM = 8192
 
 _KINDS = set(pb.MemoryKind.values()) - {pb.MEMORY_KIND_UNSPECIFIED}
 _MODALITIES = set(pb.Modality.values())
@@ -66,6 +69,8 @@ class Validator:
     def __init__(self, settings: Settings) -> None:
         self._lim = settings.limits
         self._dim = settings.memory.embedding_dim
+        m = settings.media
+        self._max_media = max(m.image.max_bytes, m.audio.max_bytes, m.table.max_bytes)
 
     def namespace(self, v: Violations, field: str, value: str, required: bool = True) -> None:
         if not value:
@@ -121,6 +126,20 @@ class Validator:
         return None if problem else f.seconds(ts)
 
     def _blob(self, v: Violations, p: str, b: pb.BlobRef) -> None:
+        if b.data:
+            # The sniffed type's own limit (media.image, .audio, .table) is checked once the
+            # bytes are read; this bounds what validation lets through at all.
+            if len(b.data) > self._max_media:
+                v.add(
+                    f"{p}.data",
+                    f"has {len(b.data)} bytes; the largest medium allowed is"
+                    f" {self._max_media} (media.*.max_bytes)",
+                )
+            if b.language and not f.matches(f.LANGUAGE_RE, b.language):
+                v.add(f"{p}.language", f.LANGUAGE_RULE)
+            return
+        if b.language:
+            v.add(f"{p}.language", "is only for a recording sent as data")
         if b.uri:
             v.add_if(f"{p}.uri", f.uri_problem(b.uri, MAX_URI_CHARS))
         elif b.mime_type or b.sha256 or b.size_bytes:
@@ -129,6 +148,24 @@ class Validator:
             v.add(f"{p}.mime_type", "must be a MIME type such as image/png (type/subtype)")
         if b.sha256 and not f.matches(f.SHA256_RE, b.sha256):
             v.add(f"{p}.sha256", "must be 64 lower-case hex digits")
+
+    def _space_vectors(self, v: Violations, p: str, vectors: Sequence[pb.SpaceVector]) -> None:
+        """At most `MAX_SPACES`, each a named space other than the text encoder's, once, with a
+        usable vector of at most `MAX_SPACE_DIM` values (each space's own dimension is the
+        engine's to check: the first vector stored fixes it)."""
+        if not self._count(v, p, len(vectors), MAX_SPACES, "spaces"):
+            return
+        seen: set[str] = set()
+        for i, sv in enumerate(vectors):
+            if not f.matches(f.SPACE_RE, sv.space) or sv.space == TEXT_SPACE:
+                v.add(f"{p}[{i}].space", f.SPACE_RULE)
+            elif sv.space in seen:
+                v.add(f"{p}[{i}].space", f"repeats space {sv.space!r}")
+            seen.add(sv.space)
+            if not 1 <= len(sv.values) <= MAX_SPACE_DIM:
+                v.add(f"{p}[{i}].values", f"has {len(sv.values)} values; 1-{MAX_SPACE_DIM} allowed")
+            else:
+                v.add_if(f"{p}[{i}].values", f.vector_problem(sv.values, len(sv.values)))
 
     def record(self, v: Violations, p: str, r: pb.MemoryRecord, now: float) -> None:
         self.namespace(v, f"{p}.namespace", r.namespace)
@@ -140,8 +177,9 @@ class Validator:
             self._enum(v, f"{p}.kind", r.kind, _KINDS, "MemoryKind")
         self._enum(v, f"{p}.modality", r.modality, _MODALITIES, "Modality")
         self._enum(v, f"{p}.source_type", r.source_type, _SOURCE_TYPES, "SourceType")
-        if not r.text and not r.vector and not r.blob.uri:
-            v.add(f"{p}", "needs at least one of text, vector or blob.uri")
+        if not r.text and not r.vector and not r.blob.uri and not r.blob.data:
+            v.add(f"{p}", "needs at least one of text, vector, blob.data or blob.uri")
+        self._space_vectors(v, f"{p}.space_vectors", r.space_vectors)
         self._chars(v, f"{p}.text", r.text, self._lim.max_text_chars)
         self.vector(v, f"{p}.vector", r.vector)
         if r.HasField("importance") and not 1 <= r.importance <= 5:
@@ -216,8 +254,23 @@ class Validator:
 
     def recall(self, v: Violations, req: spb.RecallRequest) -> None:
         self.namespace(v, "namespace", req.namespace)
-        if not req.query_text and not req.query_vector:
-            v.add("query_text", "query_text or query_vector is required")
+        has_blob = req.HasField("query_blob")
+        if not req.query_text and not req.query_vector and not has_blob:
+            if not req.query_space_vectors:
+                v.add(
+                    "query_text",
+                    "query_text, query_vector, query_blob or query_space_vectors is required",
+                )
+        if has_blob:
+            b = req.query_blob
+            if b.data:
+                if len(b.data) > self._max_media:
+                    v.add("query_blob.data", f"has {len(b.data)} bytes; at most {self._max_media}")
+            elif not b.sha256:
+                v.add("query_blob", "needs data (the image's bytes) or sha256 (a held blob)")
+            elif not f.matches(f.SHA256_RE, b.sha256):
+                v.add("query_blob.sha256", "must be 64 lower-case hex digits")
+        self._space_vectors(v, "query_space_vectors", req.query_space_vectors)
         self._chars(v, "query_text", req.query_text, self._lim.max_query_chars)
         self.vector(v, "query_vector", req.query_vector)
         self._enum(v, "query_modality", req.query_modality, _MODALITIES, "Modality")

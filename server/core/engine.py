@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -21,6 +22,8 @@ from server.core.clock import Clock
 from server.core.deadline import Deadline, no_deadline
 from server.core.errors import (
     FailedPreconditionError,
+    InvalidFieldError,
+    InvalidMediaError,
     Location,
     NotFoundError,
 )
@@ -33,6 +36,7 @@ from server.core.memory.model import (
     IndexState,
     Kind,
     MaintainReport,
+    MediaCounts,
     MemoryFilter,
     NamespaceStats,
     NewMemory,
@@ -56,6 +60,9 @@ from server.core.memory.ports import (
     RecordStore,
     VectorIndexSet,
 )
+from server.core.media.intake import MediaIntake
+from server.core.media.items import sibling_id
+from server.core.media.ports import MediaRejected, Sniffed
 from server.core.memory.state.access import AccessRecorder
 from server.core.memory.state.checkpoint import Checkpoint
 from server.core.memory.state.indexer import Indexer
@@ -85,6 +92,8 @@ class EngineParts:
     maintenance: Maintenance
     checkpoint: Checkpoint
     lifecycle: Lifecycle
+    # The media pipeline (blobs, OCR, transcripts, the image space); None: no media are read.
+    media: MediaIntake | None = None
 
 
 class MemoryEngine:
@@ -125,6 +134,15 @@ class MemoryEngine:
         self.maintenance = parts.maintenance
         self._checkpoint = parts.checkpoint
         self.lifecycle = parts.lifecycle
+        self.media = parts.media
+        # Each named space's dimension, fixed by its model or its first vector.
+        self._dims: dict[str, int] = {}
+        self._dims_lock = threading.Lock()
+        if self.media is not None:
+            self.media.attach(self._remember, self._similarity)
+            space = self.media.reader.space
+            if space is not None:
+                self._dims[space.name] = space.dim
 
     def load(self) -> dict[str, float]:
         """Load the metadata columns (their checkpoint and the changes since, else a scan of
@@ -157,6 +175,13 @@ class MemoryEngine:
             tail += len(live)
             rev = rows[-1].rev
         self.indexer.start()
+        if self.media is not None:  # the blobs' references as of the store, then the queue
+            keeper = self.media.keeper
+            while rows := self._store.changes_since(keeper.rev, 4096):
+                keeper.catch_up(rows)
+                if keeper.rev < rows[-1].rev:  # nothing of blobs in these: skip past them
+                    keeper.rev = rows[-1].rev
+            self.media.start()
         self.lifecycle.start(hot_records)  # before the tick that ends idle sessions reads it
         self.maintenance.start()
         log.info(
@@ -180,6 +205,8 @@ class MemoryEngine:
         # that stopping the lifecycle closes (a Redis client would reconnect, and leak).
         self.maintenance.stop()
         self.lifecycle.stop()
+        if self.media is not None:
+            self.media.stop()
         try:
             self._checkpoint.save()
         except Exception:  # the next start-up scans the store instead
@@ -200,8 +227,65 @@ class MemoryEngine:
         self, items: list[NewMemory], deadline: Deadline | None = None
     ) -> list[WriteResult]:
         """Encode what has no vector (in chunks, checking the deadline between them; a text whose
-        query vector is cached is not encoded again), then write through the gate."""
+        query vector is cached is not encoded again), then write through the gate. A write that
+        carries a medium goes through the media pipeline: the whole request is checked first,
+        then what has nothing left to read is written, then the media are queued."""
         deadline = deadline or no_deadline()
+        if any(it.media is not None for it in items):
+            return self._remember_media(items, deadline)
+        return self._remember(items, deadline)
+
+    def _remember_media(self, items: list[NewMemory], deadline: Deadline) -> list[WriteResult]:
+        media = self.media
+        queued: dict[int, Sniffed] = {}
+        for i, it in enumerate(items):
+            if it.media is None:
+                continue
+            if media is None:
+                raise FailedPreconditionError(
+                    "this server reads no media (no blob store): send the caption, OCR text or"
+                    " transcript as text",
+                    reason="NO_MEDIA_READER",
+                    where=Location("blob.data", i),
+                )
+            got = media.prepare(it, i)
+            if isinstance(got, NewMemory):
+                items[i] = got
+            else:
+                queued[i] = got
+        now = [i for i in range(len(items)) if i not in queued]
+        out: dict[int, WriteResult] = {}
+        if now:
+            out.update(zip(now, self._remember([items[i] for i in now], deadline), strict=True))
+        assert media is not None or not queued
+        for i, sn in queued.items():
+            out[i] = media.enqueue(items[i], sn, deadline)  # type: ignore[union-attr]
+        return [out[i] for i in range(len(items))]
+
+    def _similarity(self, a: str, b: str) -> float | None:
+        """The text encoder's cosine of two texts (the alignment check); None without one."""
+        if not self._encoding.available():
+            return None
+        v = self._encoding.encode([a, b], "the caption", no_deadline(), write=True)
+        return float(np.dot(v[0], v[1]))
+
+    def _check_spaces(self, items: list[NewMemory]) -> None:
+        """Every vector of a named space has that space's dimension (its model's, or its first
+        vector's, which fixes it)."""
+        with self._dims_lock:
+            for i, it in enumerate(items):
+                for j, sv in enumerate(it.record.space_vectors):
+                    n = len(sv.vector)
+                    want = self._dims.get(sv.space) or self.retriever.space_dim(sv.space) or n
+                    if n != want:
+                        raise InvalidFieldError(
+                            f"has {n} values; space {sv.space!r} has dimension {want}",
+                            Location("space_vectors", i, j),
+                        )
+                    self._dims[sv.space] = want
+
+    def _remember(self, items: list[NewMemory], deadline: Deadline) -> list[WriteResult]:
+        self._check_spaces(items)
         said = [embedded_text(it.record, self._s.embed_speaker) for it in items]
         for it, text in zip(items, said, strict=True):
             # a text just asked as a query (an agent's stated preference) is not encoded again
@@ -257,6 +341,8 @@ class MemoryEngine:
         deadline = deadline or no_deadline()
         later: Callable[[], Vector] | None = None
         routed: RoutedPlan | None = None
+        if not shadow:
+            self._media_query(q, deadline)
         if q.vector is not None:
             q.vector = unit(q.vector)
         planner = self.planner
@@ -290,6 +376,45 @@ class MemoryEngine:
         if not shadow:
             self.access.hit((h.record.key for h in res.hits), self._clock.now())
         return res
+
+    def _media_query(self, q: RecallQuery, deadline: Deadline) -> None:
+        """Before a Recall: wait for the session's media still being read (the namespace's when
+        the filter names no session), and put the query into the image space: a query image
+        through the image tower, the text through the text tower (when the namespace has
+        memories in that space)."""
+        media = self.media
+        if media is None:
+            if q.image or q.image_sha256:
+                raise FailedPreconditionError(
+                    "query by image needs the media pipeline and an image space (media.clip)",
+                    reason="NO_IMAGE_SPACE",
+                    where=Location("query_blob"),
+                )
+            return
+        media.wait(q.namespace, q.filter.session_id, deadline)
+        if q.image or q.image_sha256:
+            data = q.image or self.blob(q.image_sha256)
+            if data is None:
+                raise NotFoundError("blob", q.image_sha256, where=Location("query_blob.sha256"))
+            try:
+                name, vec = media.reader.image_query(data)
+            except LookupError as e:
+                raise FailedPreconditionError(
+                    "query by image needs an image space: set media.clip.model_dir (see"
+                    " `pocketd models export-clip`)",
+                    reason="NO_IMAGE_SPACE",
+                    where=Location("query_blob"),
+                ) from e
+            except MediaRejected as e:
+                raise InvalidMediaError(e.reason, e.detected, Location("query_blob.data")) from e
+            q.space_vectors.setdefault(name, vec)
+            q.image_query = True
+        space = media.reader.space
+        if q.text and space is not None and space.name not in q.space_vectors:
+            if self.retriever.space_size(q.namespace, space.name):
+                got = media.reader.text_query(q.text)
+                if got is not None:
+                    q.space_vectors[got[0]] = got[1]
 
     def reconcile(
         self, namespace: str, facts: list[NewMemory], dry_run: bool, deadline: Deadline
@@ -355,6 +480,9 @@ class MemoryEngine:
         key = self._store.key_of(namespace, memory_id)
         rec = None if key is None else self._store.get([key]).get(key)
         if key is None or rec is None:
+            pending = self.media.pending(namespace, memory_id) if self.media else None
+            if pending is not None:  # still being read, or its reading failed
+                return pending, None
             raise NotFoundError("memory", memory_id, where=Location("memory_id"))
         vec = self._store.get_vectors([key]).get(key) if include_vector else None
         self.access.hit((key,), self._clock.now())
@@ -368,10 +496,13 @@ class MemoryEngine:
         deadline: Deadline | None = None,
     ) -> int:
         if memory_id is not None:
+            cancelled = self.media is not None and self.media.cancel(namespace, memory_id)
             key = self._store.key_of(namespace, memory_id)
             if key is None:
+                if cancelled:  # it was still being read: nothing of it was stored
+                    return 1
                 raise NotFoundError("memory", memory_id, where=Location("memory_id"))
-            keys = [key]
+            keys = [key, *self._derived_keys(namespace, memory_id, key)]
         else:
             ns_id = self.columns.ns_id(namespace)
             if ns_id < 0:
@@ -382,6 +513,25 @@ class MemoryEngine:
         n = self._writer.forget(keys, deadline or no_deadline())
         self.indexer.wake()
         return n
+
+    def _derived_keys(self, namespace: str, memory_id: str, key: int) -> list[int]:
+        """The memory of what a medium says (its OCR text, its transcript), which goes with the
+        item's memory when that is forgotten."""
+        rec = self._store.get([key]).get(key)
+        if rec is None or rec.blob is None or not rec.blob.held:
+            return []
+        other = self._store.key_of(namespace, sibling_id(memory_id, rec.modality))
+        if other is None:
+            return []
+        sib = self._store.get([other]).get(other)
+        return [other] if sib is not None and sib.derived_from == (memory_id,) else []
+
+    def blob(self, sha256: str) -> bytes | None:
+        """The bytes of a blob pocketd holds (Get's include_blob_data, a query by a held
+        image), None when there is none."""
+        if self.media is None or not self.media.keeper.holds(sha256):
+            return None
+        return self.media.blobs.get(sha256)
 
     def list(
         self,
@@ -432,7 +582,8 @@ class MemoryEngine:
             )
             pockets = self.pockets(ns, ns_id) if namespace else ()
             out.append(NamespaceStats(ns, total, obsolete, tiers, pockets))
-        return Stats(tuple(out), self.hot.pending(), self.index_state())
+        media = self.media.counts() if self.media is not None else MediaCounts()
+        return Stats(tuple(out), self.hot.pending(), self.index_state(), media)
 
     def routable(self, namespace: str, flt: MemoryFilter) -> tuple[PocketStats, ...]:
         """The pockets a Recall with filter `flt` could search (what a router chooses from)."""

@@ -38,15 +38,23 @@ class InvalidArgumentError(PocketdError):
         super().__init__("; ".join(f"{v.field}: {v.description}" for v in violations))
 
 
-class InvalidMediaError(PocketdError):
-    """A medium the request carries is unsupported, corrupt, truncated or beyond a limit; found
-    by the core (which reads the bytes) at `where`. `detected` is the type sniffed from them."""
+class InvalidFieldError(PocketdError):
+    """One part of the request (`where`) is invalid in a way only the core can tell (it needs
+    the state, or reads the bytes): INVALID_ARGUMENT naming its field."""
+
+    def __init__(self, description: str, where: Location) -> None:
+        self.description = description
+        self.where = where
+        super().__init__(description)
+
+
+class InvalidMediaError(InvalidFieldError):
+    """A medium the request carries is unsupported, corrupt, truncated or beyond a limit.
+    `detected` is the type sniffed from its bytes."""
 
     def __init__(self, description: str, detected: str, where: Location) -> None:
-        self.description = description
+        super().__init__(f"{description} (detected type: {detected})", where)
         self.detected = detected
-        self.where = where
-        super().__init__(f"{description} (detected type: {detected})")
 
 
 class NotFoundError(PocketdError):

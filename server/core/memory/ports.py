@@ -14,6 +14,7 @@ from server.core.memory.changes import Applied, Op
 from server.core.memory.model import (
     MemoryFilter,
     Record,
+    SpaceVector,
     Vector,
 )
 from server.core.memory.pockets import PocketCatalog, PocketKey
@@ -194,6 +195,42 @@ class KeywordResult:
     postings: int
     # The hits that hold every identifier of the query in their own text.
     exact: frozenset[int] = frozenset()
+
+
+class SpaceIndexSet(Protocol):
+    """The indexes of the named vector spaces other than the text encoder's: one per
+    (namespace, pocket, space), each space with its own dimension (the built-in one is
+    `server.adapters.space_index.SpaceIndexes`)."""
+
+    def apply(
+        self,
+        namespace: str,
+        gone: Sequence[int],
+        puts: Sequence[tuple[int, str, tuple[SpaceVector, ...]]],
+    ) -> None:
+        """`gone` keys leave every index of the namespace; each of `puts` (key, pocket, its
+        vectors) is in exactly its pocket's index of each space it has a vector in."""
+        ...
+
+    def dim(self, space: str) -> int | None:
+        """The space's dimension, once a vector of it is stored."""
+        ...
+
+    def size(self, namespace: str, space: str) -> int: ...
+
+    def search(
+        self, namespace: str, space: str, pockets: Sequence[str] | None, vector: Vector, k: int
+    ) -> tuple[KeyArray, npt.NDArray[np.float32]]:
+        """The best k keys by cosine among those pockets (None: all) of the space."""
+        ...
+
+    def get(self, namespace: str, space: str, keys: Sequence[int]) -> dict[int, Vector]:
+        """The stored vectors in the space of those keys that have one."""
+        ...
+
+    def saved_rev(self) -> int: ...
+
+    def save(self, rev: int) -> None: ...
 
 
 class KeywordIndex(Protocol):

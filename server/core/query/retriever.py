@@ -36,12 +36,20 @@ import msgspec
 from server.core.clock import Clock
 from server.core.deadline import Deadline
 from server.core.memory.costs import CostModel
-from server.core.memory.model import MemoryFilter, PlanStep, RecallQuery, RecallResult, Vector
+from server.core.memory.model import (
+    MemoryFilter,
+    PlanStep,
+    RecallQuery,
+    RecallResult,
+    StepReport,
+    Vector,
+)
 from server.core.memory.ports import (
     HotTier,
     KeywordIndex,
     MetadataColumns,
     RecordStore,
+    SpaceIndexSet,
     VectorIndexSet,
 )
 from server.core.memory.timecues import cue_pattern, window
@@ -74,12 +82,19 @@ class Retriever:
         keywords: KeywordIndex,
         store: RecordStore,
         clock: Clock,
+        spaces: SpaceIndexSet | None = None,
+        space_scales: dict[str, tuple[float, float]] | None = None,
     ) -> None:
+        """`spaces`: the named vector spaces' indexes (an image space's), each with its
+        (floor, ceiling) in `space_scales` (a space not listed: the text space's)."""
         self._s = settings.hybrid_search
         self._costs = CostModel.from_settings(settings)
         self._cols = columns
         self._clock = clock
-        src = Sources(self._s, columns, hot, vectors, keywords, store, self._costs)
+        src = Sources(
+            self._s, columns, hot, vectors, keywords, store, self._costs, spaces, space_scales or {}
+        )
+        self._spaces = spaces
         self._scorer = Scorer(src, settings.retrieval)
         self._stop = EarlyStop(src, self._scorer)
         self._vector = VectorChannel(src, self._stop)
@@ -115,6 +130,37 @@ class Retriever:
             pockets.append(_Pocket(key.name, size, self._costs.method(key.tier, size)))
         plan = default_pockets(pockets, include_cold)
         return full_plan(plan, self._s.candidates_per_channel, top_k)
+
+    def space_dim(self, space: str) -> int | None:
+        """A named space's dimension, once a vector of it is indexed."""
+        return None if self._spaces is None else self._spaces.dim(space)
+
+    def space_size(self, namespace: str, space: str) -> int:
+        """How many memories of the namespace have a vector in the space."""
+        return 0 if self._spaces is None else self._spaces.size(namespace, space)
+
+    def _space_channel(self, run: Run) -> None:
+        """Each space the query was encoded into, searched over the plan's pockets of that
+        space at the channel's depth; a candidate's vector score is its best space's cosine
+        (mapped onto the text scale). One report per space: pocket `@<space>`."""
+        assert self._spaces is not None
+        q, cat = run.q, self._cols.catalog
+        names = [cat.key(p).name for p in run.pockets]
+        depth = self._s.candidates_per_channel
+        for space, qv in q.space_vectors.items():
+            keys, sims = self._spaces.search(q.namespace, space, names, qv, depth)
+            size = self._spaces.size(q.namespace, space)
+            if len(keys):
+                ok = run.mask(self._cols, keys)
+                keys, sims = keys[ok], sims[ok]
+            mapped = self._scorer.on_text_scale(space, sims).tolist()
+            for k, c in zip(keys.tolist(), mapped, strict=True):
+                if k not in run.vec or c > run.vec[k]:
+                    run.vec[k] = c
+                    run.space[k] = space
+            units = self._costs.exact(size) * len(qv) / 384
+            best = float(sims.max()) if len(sims) else 0.0
+            run.reports.append(StepReport(f"@{space}", depth, "space", size, units, best))
 
     def recall(
         self, q: RecallQuery, deadline: Deadline, vector: Callable[[], Vector] | None = None
@@ -166,6 +212,9 @@ class Retriever:
                 q.vector = vector()
             if q.vector is not None:
                 self._vector.run(run, q.vector, deadline)
+            if q.space_vectors and self._spaces is not None:
+                deadline.check("the named spaces")
+                self._space_channel(run)
         deadline.check("ranking")
         found = len(run.vec), len(run.kw)  # by each channel, before both are completed
         # An explicit plan's depths are the client's: a step as deep as it asks is kept.
@@ -173,6 +222,7 @@ class Retriever:
         self._scorer.keep_best_vectors(run, max(self._s.candidates_per_channel, top_k, deepest))
         self._succession.bring_heirs(run)
         self._scorer.complete(run, q.vector)
+        self._scorer.complete_spaces(run)
         hits = self._hits.rank(run, top_k)
         vector_cost = sum(r.cost_units for r in run.reports)
         return RecallResult(

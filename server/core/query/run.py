@@ -15,6 +15,7 @@ from server.core.memory.ports import (
     KeywordQuery,
     MetadataColumns,
     RecordStore,
+    SpaceIndexSet,
     VectorIndexSet,
 )
 from server.core.settings import HybridSearchSettings
@@ -33,6 +34,10 @@ class Sources:
     keywords: KeywordIndex
     store: RecordStore
     costs: CostModel
+    # The named spaces' indexes, and each space's (floor, ceiling): the cosines that mean no
+    # match and a full match in it (a space not listed: the text space's own).
+    spaces: SpaceIndexSet | None = None
+    space_scales: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 class Reader:
@@ -82,6 +87,9 @@ class Run:
     heirs: dict[int, int] = field(default_factory=dict)
     # The candidates' own vectors, as `Scorer.complete` read them (the slot rule reuses them).
     vectors: dict[int, Vector] = field(default_factory=dict)
+    # The candidates whose vector score came from another space than the text encoder's (an
+    # image space): key → the space (its cosine, mapped onto the text scale, is in `vec`).
+    space: dict[int, str] = field(default_factory=dict)
     # The plan's pockets as a table of pocket ids, for the dict it was made of.
     _table: tuple[dict[int, PlanStep], npt.NDArray[np.bool_]] | None = field(
         default=None, repr=False

@@ -87,6 +87,7 @@ class Scorer(Reader):
 
     def __init__(self, src: Sources, decay: DecaySettings) -> None:
         super().__init__(src)
+        self._src = src
         # Kind → whether it decays (a table over the kinds' values: a lookup per candidate).
         self._decays = np.zeros(max(int(k) for k in Kind) + 1, np.bool_)
         self._decays[[int(Kind[k.upper()]) for k in decay.kinds]] = True
@@ -140,6 +141,42 @@ class Scorer(Reader):
                     keys = list(got)
                     norm = keyword_scale(run, np.array([got[k] for k in keys], np.float64))
                     run.kw.update(zip(keys, norm.tolist(), strict=True))
+
+    def space_scale(self, space: str) -> tuple[float, float]:
+        """A space's (floor, ceiling): its own, or the text space's."""
+        got = self._src.space_scales.get(space)
+        return got if got is not None else (self._s.floor, self._s.ceiling)
+
+    def on_text_scale(self, space: str, cos: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """A space's cosines mapped onto the text space's scale (its floor onto the text
+        floor, its ceiling onto the text ceiling), so that one formula ranks every space."""
+        lo, hi = self.space_scale(space)
+        tlo, thi = self._s.floor, self._s.ceiling
+        out = tlo + (cos.astype(np.float64) - lo) / max(hi - lo, 1e-6) * (thi - tlo)
+        return np.clip(out, -1.0, 1.0).astype(np.float32)
+
+    def complete_spaces(self, run: Run) -> None:
+        """Every candidate's cosine in each space the query was encoded into, from its stored
+        vector there (whatever search found it), mapped onto the text scale: its vector score
+        is the best of its spaces'."""
+        spaces = self._src.spaces
+        q = run.q
+        if spaces is None or not q.space_vectors:
+            return
+        keys = sorted(run.vec.keys() | run.kw.keys())
+        for space, qv in q.space_vectors.items():
+            held = spaces.get(q.namespace, space, keys)
+            if not held:
+                continue
+            ks = list(held)
+            mat = np.stack([held[k] for k in ks]).astype(np.float32)
+            if mat.shape[1] != len(qv):
+                continue
+            mapped = self.on_text_scale(space, mat @ np.asarray(qv, np.float32)).tolist()
+            for k, c in zip(ks, mapped, strict=True):
+                if k not in run.vec or c > run.vec[k]:
+                    run.vec[k] = c
+                    run.space[k] = space
 
     def keep_best_vectors(self, run: Run, count: int) -> None:
         """Keep the vector channel's best `count` candidates across the plan's pockets (as

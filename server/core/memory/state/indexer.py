@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from server.core.clock import Clock
-from server.core.memory.model import Record, Tier, Vector, units
+from server.core.memory.model import Record, SpaceVector, Tier, Vector, units
 from server.core.memory.pockets import PocketScheme
 from server.core.memory.ports import (
     ChangedRow,
@@ -39,6 +39,7 @@ from server.core.memory.ports import (
     KeywordDoc,
     KeywordIndex,
     RecordStore,
+    SpaceIndexSet,
     VectorIndexSet,
 )
 from server.core.priority import run_below_readers
@@ -77,6 +78,7 @@ class Indexer:
         clock: Clock,
         publish_lock: threading.Lock,
         nice: int = 0,
+        spaces: SpaceIndexSet | None = None,
     ) -> None:
         self._s = settings
         self._ctx = context
@@ -89,7 +91,11 @@ class Indexer:
         self._hot = hot
         self._clock = clock
         self._lock = publish_lock
-        self.rev = min(vectors.saved_rev(), keywords.committed_rev())
+        self._spaces = spaces
+        saved = [vectors.saved_rev(), keywords.committed_rev()]
+        if spaces is not None:
+            saved.append(spaces.saved_rev())
+        self.rev = min(saved)
         # Rows indexed since the vector snapshot (replayed rows included).
         self.unsnapshotted = 0
         self._stop = threading.Event()
@@ -141,6 +147,7 @@ class Indexer:
             # One task per pocket: a graph is only ever built by one thread.
             vectors = units(np.stack([v for _, v in pairs]))
             building.append(self._pool.submit(index.add, added, vectors))
+        self._index_spaces(rows, live)
         rev = rows[-1].rev
         try:  # BM25 is built meanwhile (the graphs' inserts release the GIL)
             self._index_keywords(rows, hood, rev)
@@ -210,6 +217,21 @@ class Indexer:
             adds[pockets[key]].append((key, v))
         return adds
 
+    def _index_spaces(self, rows: Sequence[ChangedRow], live: list[tuple[Record, str]]) -> None:
+        """The step's rows into the named spaces' indexes: every tier (the hot tier scans only
+        the text space), each record in its pocket's index of each space it has a vector in."""
+        if self._spaces is None:
+            return
+        gone: dict[str, list[int]] = defaultdict(list)
+        puts: dict[str, list[tuple[int, str, tuple[SpaceVector, ...]]]] = defaultdict(list)
+        for r in rows:
+            if r.deleted:
+                gone[r.record.namespace].append(r.record.key)
+        for rec, pocket in live:
+            puts[rec.namespace].append((rec.key, pocket, rec.space_vectors))
+        for ns in gone.keys() | puts.keys():
+            self._spaces.apply(ns, gone.get(ns, []), puts.get(ns, []))
+
     def _index_keywords(self, rows: Sequence[ChangedRow], hood: _Hood, rev: int) -> None:
         gone: dict[str, list[int]] = defaultdict(list)
         for r in rows:
@@ -256,6 +278,8 @@ class Indexer:
     def _snapshot(self, rev: int) -> None:
         t0 = time.monotonic()
         self._vectors.save(rev)
+        if self._spaces is not None:
+            self._spaces.save(rev)
         log.debug(
             "vector snapshot at rev %d (%d rows since the last) in %.3fs",
             rev,

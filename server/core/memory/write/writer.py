@@ -124,10 +124,13 @@ class Writer:
         clock: Clock,
         publish_lock: threading.Lock,
         followers: Sequence[Follower],
+        media_cosine: float = 1.0,
     ) -> None:
+        """`media_cosine`: the image-space cosine at which two images are one picture
+        (`media.dedup_image_cosine`; 1: only the same blob)."""
         self._s = settings
         self._gate = ImportanceGate(settings.write_policy)
-        self._merge = MergePolicy(settings.write_policy, terms)
+        self._merge = MergePolicy(settings.write_policy, terms, media_cosine)
         self._supersede = SupersedePolicy(settings.lifecycle.supersede, terms)
         self._store = store
         self._cols = columns
