@@ -34,25 +34,25 @@ from pathlib import Path
 from typing import IO, Any
 
 from kernels.warmup import compile_all
+from server.adapters.blob_files import FileBlobStore
+from server.adapters.clip_onnx import ClipModelError, OnnxImageSpace
 from server.adapters.cold_segments import ColdArchive, ColdArchiveError
 from server.adapters.columns_file import ColumnsFile
 from server.adapters.decision_log import FileDecisionLog
 from server.adapters.difficulty_models import load_difficulty
 from server.adapters.durable import fsync_dir
 from server.adapters.journal_file import JournalFile
-from server.adapters.metrics import PrometheusMetrics
-from server.adapters.model_store import ModelStore, ModelWatcher
-from server.adapters.blob_files import FileBlobStore
-from server.adapters.clip_onnx import ClipModelError, OnnxImageSpace
 from server.adapters.media_decode import PilDecoder
 from server.adapters.media_ledger import SqliteMediaLedger
+from server.adapters.metrics import PrometheusMetrics
+from server.adapters.model_store import ModelStore, ModelWatcher
 from server.adapters.onnx_encoder import ModelMissingError, OnnxTextEncoder
 from server.adapters.onnx_policy import OnnxPocketModel
 from server.adapters.openai_summariser import build_summariser
-from server.adapters.redis_sessions import RedisUnreachableError, open_redis_sessions
-from server.adapters.sqlite_ledger import SqliteLedgerStore
 from server.adapters.rapid_ocr import RapidOcr
+from server.adapters.redis_sessions import RedisUnreachableError, open_redis_sessions
 from server.adapters.space_index import SpaceIndexes
+from server.adapters.sqlite_ledger import SqliteLedgerStore
 from server.adapters.sqlite_store import SqliteRecordStore
 from server.adapters.tantivy_index import TantivyKeywordIndex
 from server.adapters.token_counter import TokenCounter

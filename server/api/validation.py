@@ -255,12 +255,11 @@ class Validator:
     def recall(self, v: Violations, req: spb.RecallRequest) -> None:
         self.namespace(v, "namespace", req.namespace)
         has_blob = req.HasField("query_blob")
-        if not req.query_text and not req.query_vector and not has_blob:
-            if not req.query_space_vectors:
-                v.add(
-                    "query_text",
-                    "query_text, query_vector, query_blob or query_space_vectors is required",
-                )
+        if not (req.query_text or req.query_vector or has_blob or req.query_space_vectors):
+            v.add(
+                "query_text",
+                "query_text, query_vector, query_blob or query_space_vectors is required",
+            )
         if has_blob:
             b = req.query_blob
             if b.data:

@@ -27,6 +27,9 @@ from server.core.errors import (
     Location,
     NotFoundError,
 )
+from server.core.media.intake import MediaIntake
+from server.core.media.items import sibling_id
+from server.core.media.ports import MediaRejected, Sniffed
 from server.core.memory.changes import Applied
 from server.core.memory.costs import CostModel
 from server.core.memory.lifecycle.parts import Lifecycle
@@ -60,9 +63,6 @@ from server.core.memory.ports import (
     RecordStore,
     VectorIndexSet,
 )
-from server.core.media.intake import MediaIntake
-from server.core.media.items import sibling_id
-from server.core.media.ports import MediaRejected, Sniffed
 from server.core.memory.state.access import AccessRecorder
 from server.core.memory.state.checkpoint import Checkpoint
 from server.core.memory.state.indexer import Indexer
@@ -410,11 +410,11 @@ class MemoryEngine:
             q.space_vectors.setdefault(name, vec)
             q.image_query = True
         space = media.reader.space
-        if q.text and space is not None and space.name not in q.space_vectors:
-            if self.retriever.space_size(q.namespace, space.name):
-                got = media.reader.text_query(q.text)
-                if got is not None:
-                    q.space_vectors[got[0]] = got[1]
+        fresh = q.text and space is not None and space.name not in q.space_vectors
+        if fresh and space is not None and self.retriever.space_size(q.namespace, space.name):
+            got = media.reader.text_query(q.text)
+            if got is not None:
+                q.space_vectors[got[0]] = got[1]
 
     def reconcile(
         self, namespace: str, facts: list[NewMemory], dry_run: bool, deadline: Deadline

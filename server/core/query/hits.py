@@ -8,12 +8,11 @@ import msgspec
 import numpy as np
 
 from kernels.rank import rank_final
-from server.core.memory.model import TEXT_SPACE, Hit, MemoryFilter, Record, Score
 from server.core.media.items import sibling_id
+from server.core.memory.model import TEXT_SPACE, Hit, MemoryFilter, Record, Score
 from server.core.query.run import KeyArray, Reader, Run, Sources
 from server.core.query.scoring import Scorer
 from server.core.query.succession import Succession
-
 
 # Extra candidates ranked so that a group's members, returned once, leave no place empty.
 GROUP_SLACK = 16

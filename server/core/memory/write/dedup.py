@@ -201,9 +201,8 @@ class MergePolicy:
         """Two memories of media are one when they hold the same blob, or when their vectors in
         a space both have are one picture's (`media_cosine`)."""
         a, b = new.blob, old.blob
-        if a is not None and b is not None and a.held and b.held:
-            if a.sha256 == b.sha256:
-                return "the same medium (sha256)"
+        if a is not None and b is not None and a.held and b.held and a.sha256 == b.sha256:
+            return "the same medium (sha256)"
         for sv in new.space_vectors:
             other = old.space_vector(sv.space)
             if other is not None and len(other) == len(sv.vector):
