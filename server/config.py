@@ -7,12 +7,11 @@ key: every numeric key has a range (see `server.core.settings`), checked here.
 Relative paths (`server.data_dir`, `encoder.model_dir`, `agent.tokenizer_file`, the TLS files,
 `media.speech.model_dir`, `media.speech.multilingual_model_dir`, `media.clip.model_dir`): in a
 config file they are relative to that file's directory; from the environment or a flag, to the
-working directory. An unset `encoder.model_dir` is the built-in encoder's location (`models/<encoder.text>`
-in the checkout, where `make models` writes it), an unset `agent.tokenizer_file` the built-in
-tokenizer's (`models/tokenizer/tokenizer.json`), an unset `media.speech.model_dir` the built-in
-speech model's (`models/whisper-tiny-en`); the default `server.data_dir` is `./data` in the
-working directory.
-"""
+working directory. An unset `encoder.model_dir` is the built-in encoder's location
+(`models/<encoder.text>` in the checkout, where `make models` writes it), an unset
+`agent.tokenizer_file` the built-in tokenizer's (`models/tokenizer/tokenizer.json`), an unset
+`media.speech.model_dir` the built-in speech model's (`models/whisper-tiny-en`); the default
+`server.data_dir` is `./data` in the working directory. """
 
 from __future__ import annotations
 

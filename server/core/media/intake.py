@@ -1,12 +1,12 @@
 """The media pipeline: a write that carries an image or a recording is acknowledged once its
 blob and its job are durable, and read on a bounded background queue (seed 001 §5.2).
 
-On the request path (`prepare`, then `enqueue`): the bytes are sniffed, checked against the
-limits and decoded once (a corrupt file is refused, naming `record.blob.data`, and nothing is
-stored); a table is linearised there and written at once. An image or a recording is put in the blob store
+On the request path (`prepare`, then `enqueue`): the bytes are sniffed, checked against the limits
+and decoded once (a corrupt file is refused, naming `record.blob.data`, and nothing is stored); a
+table is linearised there and written at once. An image or a recording is put in the blob store
 (fsynced), its job into the media ledger (committed), and the reply says PROCESSING under the
-memory_id it will be stored as. With `wait_processed` the call waits, within its deadline, for
-the outcome.
+memory_id it will be stored as. With `wait_processed` the call waits, within its deadline, for the
+outcome.
 
 On a worker (`media.queue.workers`, niced like the other background writers): the medium is
 read (OCR and the image vector, or a transcript), the caption checked against the OCR text
