@@ -107,6 +107,8 @@ class RapidOcr:
                     f"{path} is missing: rapidocr's wheel ships its models; reinstall"
                     " rapidocr==3.10.0"
                 )
+        # rapidocr ignores a thread count above the machine's cores (and onnxruntime would then
+        # take them all): more than the cores is the cores.
         threads = min(settings.threads, os.cpu_count() or 1)
         params: dict[str, Any] = {
             "Global.log_level": "error",
