@@ -1,10 +1,14 @@
 package pocketd_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +161,44 @@ func TestLiveLifecycle(t *testing.T) {
 	}
 	if _, err := c.Maintain(ctx, ns); err != nil {
 		t.Fatalf("Maintain: %v", err)
+	}
+}
+
+// TestLiveMedia remembers a tiny screenshot (testdata/error-e1234.png: "Refund failed: E1234"
+// in DejaVu Sans, 300 × 48 px), waits until the server has read it, and finds it by its code.
+func TestLiveMedia(t *testing.T) {
+	c, ns := live(t)
+	ctx := context.Background()
+	shot, err := os.ReadFile("testdata/error-e1234.png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.RememberImage(ctx, ns, shot, pocketd.WithSession("s1"), pocketd.WaitProcessed())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.GetDecision() != pb.GateDecision_GATE_DECISION_STORED ||
+		r.GetProcessingState() != pb.ProcessingState_PROCESSING_STATE_READY {
+		t.Fatalf("RememberImage: %v", r)
+	}
+	res, err := c.Recall(ctx, &pb.RecallRequest{Namespace: ns, QueryText: "error code E1234", TopK: proto.Int32(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(res.GetHits(), func(h *pb.RecallHit) bool {
+		return h.GetRecord().GetMemoryId() == r.GetMemoryId() || slices.Contains(h.GetGroupMemberIds(), r.GetMemoryId())
+	})
+	if i < 0 || !strings.Contains(res.GetHits()[i].GetRecord().GetText(), "E1234") {
+		t.Fatalf("Recall did not find the screenshot %s by its code: %v", r.GetMemoryId(), res.GetHits())
+	}
+	got, err := c.Get(ctx, &pb.GetRequest{Namespace: ns, MemoryId: r.GetMemoryId(), IncludeBlobData: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(shot)
+	b := got.GetBlob()
+	if !bytes.Equal(b.GetData(), shot) || b.GetMimeType() != "image/png" || b.GetSha256() != hex.EncodeToString(sum[:]) ||
+		got.GetModality() != pb.Modality_MODALITY_IMAGE {
+		t.Fatalf("Get: the blob is %s %s (%d bytes), modality %v", b.GetMimeType(), b.GetSha256(), len(b.GetData()), got.GetModality())
 	}
 }

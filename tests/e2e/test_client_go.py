@@ -32,6 +32,7 @@ LIVE_TESTS = (
     "TestLiveBadRequestNamesTheField",
     "TestLiveTask",
     "TestLiveLifecycle",
+    "TestLiveMedia",
 )
 
 
