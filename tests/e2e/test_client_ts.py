@@ -29,6 +29,7 @@ LIVE_TESTS = (
     "live: remember then recall round trip",
     "live: a bad request names the field",
     "live: reconcile, unsupersede, end a session and maintain",
+    "live: a screenshot remembered, then found by its code",
     "live: a task opened, reserved, committed, stepped and closed",
 )
 # A loaded two-core machine compiles the package and its generated stubs slowly.

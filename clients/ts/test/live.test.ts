@@ -5,7 +5,8 @@
  */
 
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import { after, describe, test } from "node:test";
 
 import { status } from "@grpc/grpc-js";
@@ -77,6 +78,25 @@ describe("live: a real pocketd", () => {
     });
     const report = await client.maintain(ns);
     assert.ok(report.tookMicros >= 0);
+  });
+
+  // test/fixtures/error-e1234.png: "Refund failed: E1234" in DejaVu Sans, 300 × 48 px.
+  test("live: a screenshot remembered, then found by its code", { skip }, async () => {
+    const ns = `${namespace}-media`;
+    const shot = await readFile(new URL("../../test/fixtures/error-e1234.png", import.meta.url));
+    const r = await client.rememberImage(ns, shot, { sessionId: "s1", wait: true });
+    assert.deepEqual([r.decision, r.processingState], ["stored", "ready"], r.reason);
+    const found = await client.recall(ns, "error code E1234", { topK: 5 });
+    const hit = found.hits.find(
+      (h) => h.memory.memoryId === r.memoryId || h.groupMemberIds.includes(r.memoryId),
+    );
+    assert.ok(hit, `the screenshot ${r.memoryId} is recalled by its code`);
+    assert.match(hit.memory.text, /E1234/);
+    const got = await client.get(ns, r.memoryId, { includeBlobData: true });
+    assert.equal(got.modality, "image");
+    assert.equal(got.blob?.mimeType, "image/png");
+    assert.equal(got.blob?.sha256, createHash("sha256").update(shot).digest("hex"));
+    assert.deepEqual(Buffer.from(got.blob?.data ?? []), shot);
   });
 
   test("live: a task opened, reserved, committed, stepped and closed", { skip }, async () => {
