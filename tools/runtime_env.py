@@ -52,7 +52,7 @@ BUILD_ONLY = {
 # What the runtime stage copies into /app, as in the checkout (the Dockerfile's COPY lines).
 APP_FILES = ("pyproject.toml", "README.md", "server", "kernels", "clients/python/pocketd")
 # What tools/fetch_models.py writes (the Dockerfile runs it into /app/models).
-MODEL_DIRS = ("use-m3", "tokenizer")
+MODEL_DIRS = ("use-m3", "tokenizer", "whisper-tiny-en")
 PROBE_MODULE = "github.com/grpc-ecosystem/grpc-health-probe"
 PROBE_VERSION = "v0.4.63"  # the Dockerfile's GRPC_HEALTH_PROBE_VERSION
 # The base image of the runtime stage, as docker-library/repo-info records it (linux/amd64):

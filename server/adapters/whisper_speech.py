@@ -85,7 +85,7 @@ def load(model_dir: Path, threads: int, fetch_hint: str) -> Loaded:
         raise SpeechModelMissingError(f"{model_dir / 'model.bin'} is missing: run `{fetch_hint}`")
     # Imported here: faster-whisper pulls in CTranslate2 and its tokenizers, which a server
     # with speech off never needs.
-    from faster_whisper import WhisperModel  # type: ignore[import-untyped]
+    from faster_whisper import WhisperModel
 
     model = WhisperModel(
         str(model_dir),

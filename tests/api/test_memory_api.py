@@ -154,7 +154,7 @@ async def test_health_serving_and_reflection(server: RunningServer) -> None:
 
 
 BAD_REMEMBER = [
-    (record(text=""), "record", "at least one of text, vector or blob"),
+    (record(text=""), "record", "at least one of text, vector, blob.data or blob.uri"),
     (record(text="x" * 40_000), "record.text", "maximum is 32768"),
     (record(vector=[0.1] * 3), "record.vector", "embedding_dim is 512"),
     (record(vector=[math.nan] + [0.1] * (DIM - 1)), "record.vector", "NaN or Inf"),
