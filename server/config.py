@@ -11,7 +11,7 @@ working directory. An unset `encoder.model_dir` is the built-in encoder's locati
 (`models/<encoder.text>` in the checkout, where `make models` writes it), an unset
 `agent.tokenizer_file` the built-in tokenizer's (`models/tokenizer/tokenizer.json`), an unset
 `media.speech.model_dir` the built-in speech model's (`models/whisper-tiny-en`); the default
-`server.data_dir` is `./data` in the working directory. """
+`server.data_dir` is `./data` in the working directory."""
 
 from __future__ import annotations
 
@@ -190,6 +190,23 @@ def check(s: Settings) -> None:
         "memory.hybrid_search.top_k",
         "must be in 1..limits.max_top_k",
     )
+    for name, limit in (
+        ("image", s.media.image.max_bytes),
+        ("audio", s.media.audio.max_bytes),
+        ("table", s.media.table.max_bytes),
+    ):
+        need(
+            limit < s.server.max_message_bytes,
+            f"media.{name}.max_bytes",
+            f"must be below server.max_message_bytes ({s.server.max_message_bytes}): a medium"
+            " that large could never arrive; raise both",
+        )
+    if s.media.speech.default_language == "auto":
+        need(
+            bool(s.media.speech.multilingual_model_dir),
+            "media.speech.default_language",
+            '"auto" needs media.speech.multilingual_model_dir (make models-speech-zh)',
+        )
     d = m.retrieval
     need(
         len(d.after_days) == len(d.factors),

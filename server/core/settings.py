@@ -1143,8 +1143,8 @@ class ImageLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """What an image may be, checked from its header before a pixel is decoded (a small PNG
     that decodes to 50,000 × 50,000 pixels is refused, not decoded)."""
 
-    # The encoded file's size.
-    max_bytes: Annotated[int, between(1, 1 << 30)] = 20 << 20
+    # The encoded file's size (below `server.max_message_bytes`, which bounds any call).
+    max_bytes: Annotated[int, between(1, 1 << 30)] = 15 << 20
     # Width × height.
     max_pixels: Annotated[int, between(1, 1 << 32)] = 40_000_000
     # The longer side.
@@ -1155,8 +1155,9 @@ class AudioLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """What a recording may be, its duration read from its header before it is decoded (an
     hour of silence compresses to little, so bytes alone do not bound the work)."""
 
-    # The encoded file's size.
-    max_bytes: Annotated[int, between(1, 1 << 30)] = 50 << 20
+    # The encoded file's size (below `server.max_message_bytes`, which bounds any call: 15 MiB
+    # hold 8 minutes of 16 kHz 16-bit WAV, hours of a compressed recording).
+    max_bytes: Annotated[int, between(1, 1 << 30)] = 15 << 20
     # Its duration.
     max_seconds: Annotated[float, Meta(gt=0.0, le=86_400.0)] = 600.0
 
@@ -1237,8 +1238,12 @@ class MediaQueueSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True
     max_pending: Annotated[int, between(1, 1 << 20)] = 256
     # Worker threads (OCR and speech are CPU-bound: one per spare core).
     workers: Annotated[int, between(1, 64)] = 1
-    # A Recall waits at most this long (within its deadline) for its session's pending media.
-    recall_wait_seconds: Annotated[float, between(0.0, 600.0)] = 10.0
+    # A Recall waits at most this long (within its deadline) for its session's pending media
+    # (the namespace's, when its filter names no session).
+    recall_wait_seconds: Annotated[float, between(0.0, 600.0)] = 30.0
+    # Load the OCR and speech models in the background at start-up, so that the first medium
+    # is not read behind several seconds of loading.
+    warm_up: bool = True
 
 
 class MediaSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

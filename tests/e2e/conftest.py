@@ -17,7 +17,12 @@ class Proc(ServerProcess):
     def __init__(self, data: Path, env: dict[str, str] | None = None, debug: bool = False) -> None:
         super().__init__(
             data,
-            env={"POCKETD__ENCODER__MODEL_DIR": str(MODEL_DIR), **(env or {})},
+            # No warm-up of the OCR and speech models: a test that reads media pays for them.
+            env={
+                "POCKETD__ENCODER__MODEL_DIR": str(MODEL_DIR),
+                "POCKETD__MEDIA__QUEUE__WARM_UP": "false",
+                **(env or {}),
+            },
             extra_args=["--log-level", "DEBUG"] if debug else None,
         )
 

@@ -141,11 +141,20 @@ class MediaIntake:
         swept = self.keeper.sweep()
         if resumed or swept:
             log.info("media: %d jobs resumed, %d stray blobs removed", resumed, swept)
+        if self._s.queue.warm_up:
+            threading.Thread(target=self._warm, name="pocketd-media-warm", daemon=True).start()
         for i in range(self._s.queue.workers):
             t = threading.Thread(target=self._run, name=f"pocketd-media-{i}", daemon=True)
             t.start()
             self._threads.append(t)
         return resumed
+
+    def _warm(self) -> None:
+        run_below_readers(self._nice)
+        try:
+            self.reader.warm()
+        except Exception:  # the first medium then loads them, and says what fails
+            log.warning("loading the media readers failed", exc_info=True)
 
     def stop(self) -> None:
         """Stop the workers after the job each is on; pending jobs stay in the ledger."""

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from server.core.media.ports import (
+    SAMPLE_RATE,
     ImageSpace,
     MediaDecoder,
     MediaRejected,
@@ -109,6 +112,14 @@ class MediaReader:
             got = self.speech.transcribe(samples, lang)
             return Reading(got.text.strip(), (), got.language, got.seconds)
         return Reading("")
+
+    def warm(self) -> None:
+        """Load the readers' models by reading a blank image and a moment of silence (a first
+        medium is then not read behind seconds of loading)."""
+        if self.ocr is not None:
+            self.ocr.read(np.full((32, 32, 3), 255, np.uint8))
+        if self.speech is not None:
+            self.speech.transcribe(np.zeros(SAMPLE_RATE // 2, np.float32), self.speech.languages[0])
 
     def image_query(self, data: bytes) -> tuple[str, Vector]:
         """A query image's vector in the image space (query by image). Raises `MediaRejected`

@@ -371,7 +371,9 @@ type BlobRef struct {
 	// recording; a CSV, TSV or Markdown table). pocketd sniffs the type, checks the limits
 	// (`media.image`, `media.audio`, `media.table`) before decoding, stores the bytes
 	// content-addressed and reads them: OCR for images, a transcript for recordings, a linearised
-	// text for tables. Returned only by Get with include_blob_data. At most 64 MiB in one call.
+	// text for tables. Returned only by Get with include_blob_data. Within the medium's
+	// `media.*.max_bytes` (15 MiB, 15 MiB and 4 MiB by default) and the call's
+	// `server.max_message_bytes` (16 MiB).
 	Data []byte `protobuf:"bytes,5,opt,name=data,proto3" json:"data,omitempty"`
 	// The language a recording is in ("en", "zh", or "auto"); empty:
 	// `media.speech.default_language`. Only for recordings.
