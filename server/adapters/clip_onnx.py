@@ -1,7 +1,7 @@
 """An image space on onnxruntime: a CLIP-style model's two towers, exported to ONNX (`pocketd
 models export-clip`, or `tools/tiny_clip.py` for the tests' tiny model), put images and texts in
 one vector space. No torch at run time: the preprocessing is open_clip's, written with PIL and
-numpy, and the tokenizer is `clip_tokenizer`.
+numpy (`clip_preprocess`), and the tokenizer is `clip_tokenizer`.
 
 A model directory holds `image.onnx`, `text.onnx`, the BPE vocabulary and `manifest.json`
 (`ClipManifest`), which says how to feed the towers: the image size, mean and std, the resize
@@ -27,22 +27,15 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
-from PIL import Image
 
+from server.adapters.clip_preprocess import normalised, resized
 from server.adapters.clip_tokenizer import ClipTokenizer
 from server.core.media.ports import Pixels
 from server.core.memory.model import Vector, units
 from server.core.settings import ClipSettings
 
-SHORTEST = "shortest-side bicubic + centre crop"
-SQUASH = "squash"
 IMAGE_BATCH = 16  # images per run of the image tower (a ViT-B-32 batch is 9.6 MB of input)
 TEXT_BATCH = 64
-# An image longer than this many times its short side has its long side cut to that, centred,
-# before the resize: open_clip would resize a 4 x 50,000 strip to 224 x 2,800,000 pixels (1.9 GB)
-# only to keep its middle 224. The centre crop sees the same middle, from a resize whose scale
-# differs by the rounding of one side's length.
-MAX_ASPECT = 16
 
 
 class ClipModelError(Exception):
@@ -95,45 +88,6 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def resized(image: Pixels, size: int, resize: str) -> Pixels:
-    """The image as open_clip's eval transform gives it to the tower, before scaling: "squash"
-    resizes to size x size; the default resizes the short side to `size` (torchvision's
-    `Resize(size)`: the long side to int(size * long / short)) with PIL's bicubic filter, then
-    cuts the centre (torchvision's `CenterCrop`: offsets rounded half to even)."""
-    h, w = image.shape[:2]
-    pil = Image.fromarray(np.ascontiguousarray(image), "RGB")
-    if resize == SQUASH:
-        new_w, new_h = size, size
-    else:
-        short, long = min(h, w), max(h, w)
-        if long > MAX_ASPECT * short:
-            long = MAX_ASPECT * short
-            cut = ((w - long) // 2, 0) if w > h else (0, (h - long) // 2)
-            pil = pil.crop((cut[0], cut[1], cut[0] + min(w, long), cut[1] + min(h, long)))
-            w, h = pil.size
-        new_long = int(size * long / short)
-        new_w, new_h = (size, new_long) if w <= h else (new_long, size)
-    if (new_w, new_h) != (w, h):
-        pil = pil.resize((new_w, new_h), Image.Resampling.BICUBIC)
-    if resize != SQUASH:
-        top = round((new_h - size) / 2.0)
-        left = round((new_w - size) / 2.0)
-        pil = pil.crop((left, top, left + size, top + size))
-    return np.asarray(pil, dtype=np.uint8)
-
-
-def normalised(
-    images: Sequence[Pixels], mean: Sequence[float], std: Sequence[float]
-) -> npt.NDArray[np.float32]:
-    """A batch of resized images as the tower's input: [b, 3, h, w], x / 255, minus the mean,
-    over the std, per channel, in float32 (torchvision's ToTensor and Normalize)."""
-    x = np.stack(images).astype(np.float32) / np.float32(255.0)
-    x -= np.asarray(mean, np.float32)
-    x /= np.asarray(std, np.float32)
-    out: npt.NDArray[np.float32] = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
-    return out
 
 
 class OnnxImageSpace:

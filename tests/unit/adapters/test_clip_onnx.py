@@ -14,14 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from server.adapters.clip_onnx import (
-    MAX_ASPECT,
-    SHORTEST,
-    ClipModelError,
-    OnnxImageSpace,
-    normalised,
-    resized,
-)
+from server.adapters.clip_onnx import ClipModelError, OnnxImageSpace
+from server.adapters.clip_preprocess import MAX_ASPECT, SHORTEST, normalised, resized
 from server.core.settings import ClipSettings
 from tests.conftest import load_tool
 
