@@ -2,7 +2,8 @@
 router's commands: `pocketd router log --data-dir DIR [--last N] [--json]`,
 `pocketd router train --data-dir DIR [--config FILE] [--tenant T] [--namespace NS]` and
 `pocketd router rollback --data-dir DIR [--tenant T] [--namespace NS]`,
-`pocketd models train-difficulty [--data-dir DIR] [--data FILE]`, and
+`pocketd models train-difficulty [--data-dir DIR] [--data FILE]`,
+`pocketd models export-clip --arch ARCH --checkpoint FILE --out DIR [--int8] [--venv DIR]`, and
 `pocketd token new --tenant T [--namespace GLOB]... [--admin]`.
 
 The only place that reads the environment (POCKETD__SECTION__KEY overrides, NUMBA_CACHE_DIR) and
@@ -83,6 +84,18 @@ def _parser() -> argparse.ArgumentParser:
     td.add_argument("--data", type=Path, help="labelled prompts, JSON lines (default: shipped)")
     td.add_argument("--holdout", type=float, default=0.25, help="held-out share of templates")
     td.add_argument("--epochs", type=int, default=120)
+    ec = msub.add_parser(
+        "export-clip",
+        help="export an open_clip checkpoint to ONNX as an image space (clip.model_dir)",
+    )
+    ec.add_argument("--arch", required=True, help="open_clip's model name, e.g. ViT-B-32")
+    ec.add_argument("--checkpoint", type=Path, required=True, help=".bin, .pt or .safetensors")
+    ec.add_argument("--out", type=Path, required=True, help="the model directory to write")
+    ec.add_argument("--tag", default="", help="the pretrained tag of the weights, e.g. openai")
+    ec.add_argument("--int8", action="store_true", help="quantise both towers (dynamic int8)")
+    ec.add_argument(
+        "--venv", type=Path, default=Path(".venv-clip"), help="the export venv (torch; made once)"
+    )
     tk = sub.add_parser("token", help="bearer tokens for auth.tokens")
     tksub = tk.add_subparsers(dest="token_command", required=True)
     tn = tksub.add_parser("new", help="make a token; print it once, and its auth.tokens entry")
@@ -197,6 +210,10 @@ def main(argv: list[str] | None = None) -> int:
         from server.reembed_admin import reembed_main
 
         return reembed_main(settings)
+    if ns.command == "models" and ns.models_command == "export-clip":
+        from server.models_admin import export_clip_main
+
+        return export_clip_main(ns.arch, ns.checkpoint, ns.out, ns.int8, ns.venv, ns.tag)
     if ns.command == "models":
         settings = _settings(
             ns.config, {"server": {"data_dir": ns.data_dir} if ns.data_dir else {}}

@@ -6,12 +6,18 @@ export both heads to ONNX (checked against numpy), and install them in
 
 The install replaces the folder by a rename; the one it replaces is kept as
 `difficulty.previous`.
+
+`pocketd models export-clip`: an open_clip checkpoint's two towers to ONNX, as an image space's
+model directory (`clip.model_dir`), by `tools/export_clip.py` in a venv of its own that holds
+torch (made once; never the server's: the server runs the towers on onnxruntime alone).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -115,3 +121,55 @@ def train_difficulty_main(settings: Settings, data: Path | None, share: float, e
         f"{t.accuracy:.3f}, rules alone {t.rules_accuracy:.3f}"
     )
     return 0
+
+
+# The export venv's packages: open_clip and the torch it was checked with (STACK.md), and the
+# ONNX packages the export writes, checks and quantises with.
+EXPORT_PINS = ("open-clip-torch==3.3.0", "torch==2.15.0", "onnx==1.23.2", "onnxruntime==1.32.0")
+EXPORT_TOOL = Path(__file__).resolve().parent.parent / "tools" / "export_clip.py"
+_PROBE = (
+    "import importlib.metadata as m, sys; "
+    "sys.exit(any(m.version(p.split('==')[0]) != p.split('==')[1] for p in sys.argv[1:]))"
+)
+
+
+def export_venv(venv: Path, say: Callable[[str], None]) -> Path:
+    """The export venv's python: made and filled with `EXPORT_PINS` unless it holds them."""
+    python = venv / "bin" / "python"
+    if python.is_file():
+        probe = subprocess.run([str(python), "-c", _PROBE, *EXPORT_PINS], capture_output=True)
+        if probe.returncode == 0:
+            return python
+    say(f"making {venv} with {', '.join(EXPORT_PINS)} (once: a 3 GB download, about 7 minutes)")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", *EXPORT_PINS], check=True)
+    return python
+
+
+def export_clip_main(
+    arch: str, checkpoint: Path, out: Path, int8: bool, venv: Path, tag: str = ""
+) -> int:
+    """Runs `tools/export_clip.py` in the export venv, offline (HF_HUB_OFFLINE=1: a pretrained
+    tag never downloads), and returns its exit status."""
+
+    def say(msg: str) -> None:
+        print(f"pocketd models export-clip: {msg}", file=sys.stderr, flush=True)
+
+    if not checkpoint.is_file():
+        print(f"pocketd: --checkpoint {checkpoint} is not a file", file=sys.stderr)
+        return 2
+    if not EXPORT_TOOL.is_file():
+        print(
+            f"pocketd: {EXPORT_TOOL} is missing (export-clip runs from a checkout)", file=sys.stderr
+        )
+        return 2
+    try:
+        python = export_venv(venv, say)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"pocketd: could not make the export venv {venv}: {e}", file=sys.stderr)
+        return 2
+    cmd = [str(python), str(EXPORT_TOOL), "--arch", arch, "--checkpoint", str(checkpoint)]
+    cmd += ["--out", str(out), *(["--tag", tag] if tag else []), *(["--int8"] if int8 else [])]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    return subprocess.run(cmd, env=env).returncode
