@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 import numpy as np
@@ -90,6 +90,36 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def reduced(path: Path, tok: ClipTokenizer) -> dict[int, int]:
+    """A reduced vocabulary's map, open_clip id -> row (see the module docstring)."""
+    try:
+        ids = np.load(path)
+    except (ValueError, OSError) as exc:
+        raise ClipModelError(f"{path} (the manifest's vocab_ids): {exc}") from exc
+    keep = {int(v): row for row, v in enumerate(ids.reshape(-1).tolist())}
+    if tok.start not in keep or tok.end not in keep:
+        raise ClipModelError(f"{path} lacks the start or end token's id")
+    return keep
+
+
+def session(path: Path, opts: ort.SessionOptions, name: str, m: ClipManifest) -> Any:
+    """An onnxruntime session of one tower, checked against the manifest's input, output and
+    dimension."""
+    try:
+        s = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime's errors derive from Exception alone
+        raise ClipModelError(f"{path} does not load in onnxruntime: {exc}") from exc
+    inputs = [i.name for i in s.get_inputs()]
+    outputs = {o.name: o.shape for o in s.get_outputs()}
+    dim = outputs[m.output][-1] if m.output in outputs else None
+    if name not in inputs or not (dim == m.dim or isinstance(dim, str)):  # str: a symbolic size
+        raise ClipModelError(
+            f"{path} takes {inputs} and gives {outputs}: the manifest says {name!r} and"
+            f" {m.output!r} of {m.dim} dimensions"
+        )
+    return s
+
+
 class OnnxImageSpace:
     """`ImageSpace` over an exported model directory (see the module docstring)."""
 
@@ -122,28 +152,16 @@ class OnnxImageSpace:
                 f"vector_floor {self.vector_floor} is not below vector_ceiling"
                 f" {self.vector_ceiling} (clip settings or {model_dir / 'manifest.json'})"
             )
-        self._keep: dict[int, int] | None = None
-        if m.vocab_ids is not None:
-            ids = np.load(model_dir / m.vocab_ids)
-            self._keep = {int(v): row for row, v in enumerate(ids.tolist())}
-        self._tok = ClipTokenizer(vocabulary, m.context_length)
+        try:
+            self._tok = ClipTokenizer(vocabulary, m.context_length)
+        except (ValueError, OSError) as exc:
+            raise ClipModelError(f"{vocabulary}: {exc}") from exc
+        self._keep = None if m.vocab_ids is None else reduced(model_dir / m.vocab_ids, self._tok)
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = settings.threads
         opts.inter_op_num_threads = 1
-        cpu = ["CPUExecutionProvider"]
-        self._image = ort.InferenceSession(str(model_dir / "image.onnx"), opts, providers=cpu)
-        self._text = ort.InferenceSession(str(model_dir / "text.onnx"), opts, providers=cpu)
-        for session, graph, name in (
-            (self._image, "image.onnx", m.image_input),
-            (self._text, "text.onnx", m.text_input),
-        ):
-            inputs = [i.name for i in session.get_inputs()]
-            outputs = {o.name: o.shape for o in session.get_outputs()}
-            if name not in inputs or outputs.get(m.output, [None, m.dim])[-1] != m.dim:
-                raise ClipModelError(
-                    f"{model_dir / graph} takes {inputs} and gives {outputs}: the manifest says"
-                    f" {name!r} and {m.output!r} of {m.dim} dimensions"
-                )
+        self._image = session(model_dir / "image.onnx", opts, m.image_input, m)
+        self._text = session(model_dir / "text.onnx", opts, m.text_input, m)
 
     def tokens(self, texts: Sequence[str]) -> npt.NDArray[np.int64]:
         """The text tower's input for `texts` (the reduced vocabulary applied)."""

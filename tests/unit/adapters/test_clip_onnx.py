@@ -5,6 +5,7 @@ one space, the manifest's hashes refuse a modified graph, and the preprocessing 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import shutil
@@ -103,6 +104,19 @@ def test_an_unusable_directory_says_what_is_wrong(model_dir: Path, tmp_path: Pat
     manifest = json.loads((copy / "manifest.json").read_text())
     (copy / "manifest.json").write_text(json.dumps({**manifest, "dim": 512}))
     with pytest.raises(ClipModelError, match="512 dimensions"):
+        OnnxImageSpace(copy, ClipSettings(model_dir=str(copy)))
+    (copy / "manifest.json").write_text(json.dumps({**manifest, "output": "vec"}))
+    with pytest.raises(ClipModelError, match="'vec' of 64 dimensions"):
+        OnnxImageSpace(copy, ClipSettings(model_dir=str(copy)))
+    (copy / manifest["vocabulary"]).write_bytes(b"not gzip")
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ClipModelError, match=r"bpe_simple_vocab_16e6\.txt\.gz: Not a gzip"):
+        OnnxImageSpace(copy, ClipSettings(model_dir=str(copy)))
+    shutil.copyfile(model_dir / manifest["vocabulary"], copy / manifest["vocabulary"])
+    (copy / "text.onnx").write_bytes(b"not a graph")
+    sums = {**manifest["sha256"], "text.onnx": hashlib.sha256(b"not a graph").hexdigest()}
+    (copy / "manifest.json").write_text(json.dumps({**manifest, "sha256": sums}))
+    with pytest.raises(ClipModelError, match=r"text\.onnx does not load"):
         OnnxImageSpace(copy, ClipSettings(model_dir=str(copy)))
     del manifest["sha256"]
     (copy / "manifest.json").write_text(json.dumps(manifest))
