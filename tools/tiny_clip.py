@@ -6,8 +6,8 @@
 `build` copies the two graphs and the reduced vocabulary's ids, and writes the manifest the
 fixture implies: 64 x 64 images fed as they are ("squash" is a no-op on the drawn 64 x 64
 images), `eval_ort.py`'s mean and std, a context of 16 tokens. `--measure N` draws N fresh images
-per caption with the fixture's `synth.py` and prints the cosines of matched and unmatched
-(image, caption) pairs and caption-to-image recall@1, which the manifest's floor and ceiling come
+per caption with the fixture's `synth.py` and prints `tools/clip_recall.py`'s figures (recall,
+and the cosines of matched and unmatched pairs), which the manifest's floor and ceiling come
 from. Tests call `tiny_clip_dir(tmp_path_factory)`.
 """
 
@@ -107,30 +107,18 @@ def tiny_clip_dir(tmp_path_factory: Any) -> Path:
 
 
 def measure(model_dir: Path, per_caption: int, seed: int = 0) -> dict[str, float]:
-    """Cosines of matched and unmatched pairs over `per_caption` fresh images of each caption,
-    and caption-to-image recall@1 (each caption's best image shows it)."""
+    """`tools/clip_recall.py`'s figures over `per_caption` fresh images of each caption."""
     from server.adapters.clip_onnx import OnnxImageSpace
     from server.core.settings import ClipSettings
 
-    s = synth()
+    spec = importlib.util.spec_from_file_location("clip_recall", ROOT / "tools/clip_recall.py")
+    assert spec is not None and spec.loader is not None
+    clip_recall = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(clip_recall)
+    texts = [c for c in synth().CLASSES for _ in range(per_caption)]
     space = OnnxImageSpace(model_dir, ClipSettings(model_dir=str(model_dir)))
-    rng = random.Random(seed)
-    labels = [k for k in range(len(s.CLASSES)) for _ in range(per_caption)]
-    images = draw([s.CLASSES[k] for k in labels], rng)
-    cos = space.encode_texts(s.CLASSES) @ space.encode_images(images).T  # captions x images
-    matched = np.asarray(labels)[None, :] == np.arange(len(s.CLASSES))[:, None]
-    hit = matched[np.arange(len(s.CLASSES)), cos.argmax(1)]
-    q = np.quantile
-    return {
-        "unmatched_mean": float(cos[~matched].mean()),
-        "unmatched_p90": float(q(cos[~matched], 0.90)),
-        "unmatched_p99": float(q(cos[~matched], 0.99)),
-        "unmatched_max": float(cos[~matched].max()),
-        "matched_p01": float(q(cos[matched], 0.01)),
-        "matched_median": float(np.median(cos[matched])),
-        "matched_mean": float(cos[matched].mean()),
-        "caption_to_image_r1": float(hit.mean()),
-    }
+    out: dict[str, float] = clip_recall.recall(space, draw(texts, random.Random(seed)), texts)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {out}")
     if ns.measure:
         for k, v in measure(out, ns.measure).items():
-            print(f"{k}: {v:.3f}")
+            print(f"{k}: {v:.3g}")
     return 0
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from server.adapters.clip_onnx import ClipModelError, OnnxImageSpace
 from server.adapters.clip_preprocess import MAX_ASPECT, SHORTEST, normalised, resized
@@ -164,3 +165,22 @@ def test_scaling_is_per_channel_in_channels_first_order() -> None:
     x = normalised([img, img], (0.5, 0.0, 0.1), (0.5, 1.0, 0.2))
     assert x.shape == (2, 3, 2, 3) and x.dtype == np.float32
     assert np.allclose(x[:, 0], 1.0) and np.allclose(x[:, 1], 0.0) and np.allclose(x[:, 2], 0.5)
+
+
+def test_the_recall_recipe_on_pairs_of_files(
+    model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tools/clip_recall.py, the check a user runs on their own pairs before turning CLIP on."""
+    rng = random.Random(11)
+    lines = []
+    for n, caption in enumerate(synth.CLASSES):
+        png = tmp_path / f"{n}.png"
+        Image.fromarray(tiny.draw([caption], rng)[0]).save(png)
+        lines.append(f"{png.name}\t{caption}")
+    (tmp_path / "pairs.tsv").write_text("\n".join(lines) + "\n")
+    argv = ["--model", str(model_dir), "--pairs", str(tmp_path / "pairs.tsv")]
+    assert load_tool("clip_recall").main(argv) == 0
+    printed = dict(line.split(": ", 1) for line in capsys.readouterr().out.splitlines())
+    assert printed["pairs"] == "22" and float(printed["recall_at_1"]) >= 0.9
+    assert float(printed["matched_median"]) > float(printed["unmatched_p90"])
+    assert printed["suggested"].startswith("media.clip.vector_floor")
