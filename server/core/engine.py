@@ -8,6 +8,7 @@ clock). Every method blocks, so the API runs them in a bounded executor, off the
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import threading
@@ -27,7 +28,7 @@ from server.core.errors import (
     Location,
     NotFoundError,
 )
-from server.core.media.intake import MediaIntake
+from server.core.media.intake import MediaIntake, TableWrite
 from server.core.media.items import sibling_id
 from server.core.media.ports import MediaRejected, Sniffed
 from server.core.memory.changes import Applied
@@ -36,6 +37,7 @@ from server.core.memory.lifecycle.parts import Lifecycle
 from server.core.memory.lifecycle.reconcile import ReconcileResult
 from server.core.memory.lifecycle.session_end import SessionEndResult
 from server.core.memory.model import (
+    GateDecision,
     IndexState,
     Kind,
     MaintainReport,
@@ -45,6 +47,7 @@ from server.core.memory.model import (
     NewMemory,
     Page,
     PocketStats,
+    ProcessingState,
     RecallQuery,
     RecallResult,
     Record,
@@ -236,8 +239,12 @@ class MemoryEngine:
         return self._remember(items, deadline)
 
     def _remember_media(self, items: list[NewMemory], deadline: Deadline) -> list[WriteResult]:
+        """A batch with media, checked whole before any of it is stored: tables and plain
+        records are written at once (a table's bytes stored with them), images and recordings
+        queued for reading."""
         media = self.media
         queued: dict[int, Sniffed] = {}
+        tables: list[TableWrite] = []
         for i, it in enumerate(items):
             if it.media is None:
                 continue
@@ -249,18 +256,60 @@ class MemoryEngine:
                     where=Location("blob.data", i),
                 )
             got = media.prepare(it, i)
-            if isinstance(got, NewMemory):
-                items[i] = got
+            if isinstance(got, TableWrite):
+                items[i] = got.new
+                tables.append(got)
             else:
                 queued[i] = got
+        self._check_spaces(items)
         now = [i for i in range(len(items)) if i not in queued]
         out: dict[int, WriteResult] = {}
         if now:
-            out.update(zip(now, self._remember([items[i] for i in now], deadline), strict=True))
+            assert media is not None
+            with media.tables_held(tables):
+                written = self._remember([items[i] for i in now], deadline)
+            out.update(zip(now, written, strict=True))
         assert media is not None or not queued
         for i, sn in queued.items():
-            out[i] = media.enqueue(items[i], sn, deadline)  # type: ignore[union-attr]
+            same = self._same_medium(items[i])
+            out[i] = same or media.enqueue(items[i], sn, deadline)  # type: ignore[union-attr]
         return [out[i] for i in range(len(items))]
+
+    def _same_medium(self, new: NewMemory) -> WriteResult | None:
+        """An image or recording sent again, without a memory_id of the client's, to a
+        namespace that holds it (the same bytes, for the same kind and speaker): merged into
+        the memory that holds it, or into the one still being read, and not read again. A
+        client's memory_id is an upsert of that id, as for text."""
+        rec, media = new.record, self.media
+        if rec.memory_id or new.media is None or media is None:
+            return None
+        sha = hashlib.sha256(new.media.data).hexdigest()
+        queued = media.queued_with(rec.namespace, rec.kind, rec.speaker, sha)
+        if queued is not None:
+            return WriteResult(
+                memory_id=queued,
+                decision=GateDecision.MERGED,
+                reason="the same medium (sha256) as a memory still being read",
+                importance=0,
+                expires_at=None,
+                tier=rec.tier,
+                processing=ProcessingState.PROCESSING,
+            )
+        keys = np.asarray(media.keeper.holders(sha), np.int64)
+        if not len(keys):
+            return None
+        live = keys[self.columns.current(keys, int(rec.kind))].tolist()
+        for old in self._store.get(live).values():
+            if old.namespace == rec.namespace and old.speaker == rec.speaker:
+                return WriteResult(
+                    memory_id=old.memory_id,
+                    decision=GateDecision.MERGED,
+                    reason="the same medium (sha256)",
+                    importance=old.importance,
+                    expires_at=old.expires_at,
+                    tier=old.tier,
+                )
+        return None
 
     def _similarity(self, a: str, b: str) -> float | None:
         """The text encoder's cosine of two texts (the alignment check); None without one."""

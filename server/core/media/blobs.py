@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 from server.core.media.ports import BlobStore, MediaLedger
@@ -40,6 +40,9 @@ class BlobKeeper:
         self._ledger = ledger
         self.rev, self._of = ledger.refs()
         self._count: Counter[str] = Counter(self._of.values())
+        self._by: defaultdict[str, set[int]] = defaultdict(set)  # sha256 → the keys holding it
+        for key, sha in self._of.items():
+            self._by[sha].add(key)
         self._jobs: Counter[str] = Counter()  # blobs pending jobs hold
         self._lock = threading.Lock()
 
@@ -63,6 +66,9 @@ class BlobKeeper:
                 if old == sha:
                     continue
                 if old is not None:
+                    self._by[old].discard(key)
+                    if not self._by[old]:
+                        del self._by[old]
                     self._count[old] -= 1
                     if self._count[old] <= 0:
                         del self._count[old]
@@ -73,6 +79,7 @@ class BlobKeeper:
                     put.pop(key, None)
                 else:
                     self._of[key] = sha
+                    self._by[sha].add(key)
                     self._count[sha] += 1
                     put[key] = sha
             if not put and not drop:
@@ -95,6 +102,11 @@ class BlobKeeper:
                 del self._jobs[sha256]
             gone = [] if self._count[sha256] or self._jobs[sha256] else [sha256]
         self._remove(gone)
+
+    def holders(self, sha256: str) -> list[int]:
+        """The keys of the records that hold the blob."""
+        with self._lock:
+            return sorted(self._by.get(sha256, ()))
 
     def holds(self, sha256: str) -> bool:
         with self._lock:

@@ -23,11 +23,13 @@ RESOURCE_EXHAUSTED (backpressure).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import msgspec
@@ -69,6 +71,15 @@ Write = Callable[[list[NewMemory], Deadline], list[WriteResult]]
 Similarity = Callable[[str, str], float | None]
 _ENC = msgspec.msgpack.Encoder()
 _DEC = msgspec.msgpack.Decoder(Spec)
+
+
+@dataclass(frozen=True)
+class TableWrite:
+    """A table checked on the request path: the memory to write now (its rows as the text, its
+    blob named), and the bytes, stored only when the whole batch has been checked."""
+
+    new: NewMemory
+    data: bytes
 
 
 @dataclass
@@ -166,9 +177,9 @@ class MediaIntake:
 
     # -- the request path --------------------------------------------------------------------
 
-    def prepare(self, new: NewMemory, item: int) -> NewMemory | Sniffed:
-        """Check a write's medium on the request path: a NewMemory to write now (a table,
-        linearised), or what the bytes are (an image or a recording, for `enqueue`). Raises
+    def prepare(self, new: NewMemory, item: int) -> TableWrite | Sniffed:
+        """Check a write's medium on the request path: a table to write now (linearised, for
+        `tables_held`), or what the bytes are (an image or a recording, for `enqueue`). Raises
         `InvalidMediaError` for bytes that are not a medium within the limits, and
         FAILED_PRECONDITION when nothing here can read it. Nothing is stored yet, so a batch is
         checked whole before any of it is."""
@@ -241,12 +252,12 @@ class MediaIntake:
             processing=ProcessingState.PROCESSING,
         )
 
-    def _table(self, new: NewMemory, sn: Sniffed, data: bytes) -> NewMemory:
+    def _table(self, new: NewMemory, sn: Sniffed, data: bytes) -> TableWrite:
         """A table: its linearised rows as the text (after the caption), its columns as tags,
-        the bytes kept as its blob."""
+        the bytes kept as its blob (named here, stored by `tables_held`)."""
         table = self.reader.table(data, sn)
         rec = new.record
-        sha = self.blobs.put(data)
+        sha = hashlib.sha256(data).hexdigest()
         text = "\n".join(t for t in (rec.text.strip(), table.text) if t)
         tags = tuple(dict.fromkeys(rec.tags + tuple(c.lower() for c in table.columns)))[:32]
         out = msgspec.structs.replace(
@@ -256,9 +267,21 @@ class MediaIntake:
             tags=tags,
             blob=Blob(f"{BLOB_URI}{sha}", sn.mime, len(data), sha),
         )
-        # The bytes are durable and held by no record until the write commits; a crash in
-        # between leaves a stray blob, which the next start-up's sweep removes.
-        return msgspec.structs.replace(new, record=out, media=None)
+        return TableWrite(msgspec.structs.replace(new, record=out, media=None), data)
+
+    @contextmanager
+    def tables_held(self, tables: Sequence[TableWrite]) -> Iterator[None]:
+        """The tables' bytes stored and held while their records are written: a record that
+        commits holds its blob from then on; one refused leaves nothing behind. A crash in
+        between leaves a stray blob, which the next start-up's sweep removes."""
+        shas = [self.blobs.put(t.data) for t in tables]
+        for sha in shas:
+            self.keeper.hold(sha)
+        try:
+            yield
+        finally:
+            for sha in shas:
+                self.keeper.release(sha)
 
     # -- what is pending ---------------------------------------------------------------------
 
@@ -282,6 +305,22 @@ class MediaIntake:
                 processing_note=failed.failed,
                 created_at=failed.created,
             )
+        return None
+
+    def queued_with(self, namespace: str, kind: Kind, speaker: str, sha256: str) -> str | None:
+        """The memory_id of a job still in the queue for the same medium in the namespace (of
+        the same kind and speaker), else None."""
+        with self._lock:
+            for (ns, memory_id), work in self._work.items():
+                rec = work.spec.record
+                if (
+                    ns == namespace
+                    and work.job.sha256 == sha256
+                    and rec.kind == kind
+                    and rec.speaker == speaker
+                    and not work.cancelled
+                ):
+                    return memory_id
         return None
 
     def wait(self, namespace: str, session_id: str, deadline: Deadline) -> bool:
