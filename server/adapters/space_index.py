@@ -2,12 +2,14 @@
 "clip", a client's own): one usearch index per (namespace, pocket, space), each space with its
 own dimension, under `<data_dir>/spaces/`.
 
-A record carries at most one vector per space (`Record.space_vectors`); the indexer puts each
-into its pocket's index of that space and takes it out of wherever it was before (a tier move,
-an upsert without it, a Forget). A search scans a small index exactly and a large one by its
-HNSW graph; `get` returns the stored vectors, from which scoring computes every candidate's
-cosine one way, whatever search found it. The indexes are saved with the indexer's snapshots
-(`save(rev)`); a start-up restores them and the indexer replays the store's changes since.
+A record carries at most one vector per space (`Record.space_vectors`), but in the passages
+space (`PASSAGES`: a media memory's windows of text), whose index holds several vectors a key.
+The indexer puts them into their pocket's index of each space and takes them out of wherever
+they were before (a tier move, an upsert without them, a Forget). A search scans a small index
+exactly and a large one by its HNSW graph; `get` returns the stored vectors, from which scoring
+computes every candidate's cosine one way, whatever search found it. The indexes are saved with
+the indexer's snapshots (`save(rev)`); a start-up restores them and the indexer replays the
+store's changes since.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import numpy.typing as npt
 from usearch.index import Index
 
 from server.adapters.durable import fsync_dir
-from server.core.memory.model import SpaceVector, Vector
+from server.core.memory.model import PASSAGES, SpaceVector, Vector
 
 log = logging.getLogger(__name__)
 KeyArray = npt.NDArray[np.int64]
@@ -70,8 +72,11 @@ class SpaceIndexes:
             for key, pocket, vectors in puts:
                 want = {(pocket, sv.space) for sv in vectors}
                 self._drop(namespace, key, keep=want)
+                by_space: dict[str, list[SpaceVector]] = {}
                 for sv in vectors:
-                    self._add(namespace, pocket, key, sv)
+                    by_space.setdefault(sv.space, []).append(sv)
+                for space, svs in by_space.items():
+                    self._add(namespace, pocket, key, space, svs)
                 if want:
                     self._where[(namespace, key)] = want
 
@@ -82,21 +87,23 @@ class SpaceIndexes:
                 part.remove(key)
                 self._dirty.add((namespace, pocket, space))
 
-    def _add(self, namespace: str, pocket: str, key: int, sv: SpaceVector) -> None:
-        v = sv.vector
-        dim = self._dims.setdefault(sv.space, len(v))
-        if len(v) != dim:  # the engine checks writes; never let one stop the indexer
-            log.error(
-                "skipping key %d: space %r has dimension %d, not %d", key, sv.space, dim, len(v)
-            )
+    def _add(
+        self, namespace: str, pocket: str, key: int, space: str, svs: list[SpaceVector]
+    ) -> None:
+        """The key's vectors in the space (one, or the passages), replacing what it had."""
+        dim = self._dims.setdefault(space, len(svs[0].vector))
+        if any(len(sv.vector) != dim for sv in svs):  # the engine checks writes
+            log.error("skipping key %d: space %r has dimension %d", key, space, dim)
             return
-        part = self._parts.get((namespace, pocket, sv.space))
+        part = self._parts.get((namespace, pocket, space))
         if part is None:
-            part = self._parts[(namespace, pocket, sv.space)] = Index(ndim=dim, **_OPTS)
+            part = self._parts[(namespace, pocket, space)] = _index(dim, space)
         if key in part:
             part.remove(key)
-        part.add(key, np.asarray(v, np.float32))
-        self._dirty.add((namespace, pocket, sv.space))
+        kept = svs if part.multi else svs[:1]
+        rows = np.stack([np.asarray(sv.vector, np.float32) for sv in kept])
+        part.add(np.full(len(rows), key, np.int64), rows)
+        self._dirty.add((namespace, pocket, space))
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -137,7 +144,7 @@ class SpaceIndexes:
         return allk[best], alls[best]
 
     def get(self, namespace: str, space: str, keys: Sequence[int]) -> dict[int, Vector]:
-        """The stored vectors of those keys that have one in the space."""
+        """The stored vectors of those keys that have any in the space, a row each."""
         out: dict[int, Vector] = {}
         with self._lock:
             for key in keys:
@@ -146,7 +153,8 @@ class SpaceIndexes:
                         continue
                     part = self._parts.get((namespace, pocket, s))
                     if part is not None and key in part:
-                        out[key] = np.asarray(part.get(key, dtype="f32"), np.float32).reshape(-1)
+                        got = np.asarray(part.get(key, dtype="f32"), np.float32)
+                        out[key] = got.reshape(-1, part.ndim)
         return out
 
     # -- persistence --------------------------------------------------------------------------
@@ -171,6 +179,7 @@ class SpaceIndexes:
                         "space": space,
                         "file": stem,
                         "dim": part.ndim,
+                        "multi": bool(part.multi),
                     }
                 )
             self._dirty.clear()
@@ -196,7 +205,7 @@ class SpaceIndexes:
         self._rev = int(doc["rev"])
         self._dims = {str(k): int(v) for k, v in doc.get("dims", {}).items()}
         for e in doc["parts"]:
-            part = Index(ndim=int(e["dim"]), **_OPTS)
+            part = _index(int(e["dim"]), str(e["space"]), bool(e.get("multi", False)))
             part.load(str(self._root / e["file"]))
             key = (e["namespace"], e["pocket"], e["space"])
             self._parts[key] = part
@@ -207,3 +216,8 @@ class SpaceIndexes:
 def _stem(namespace: str, pocket: str, space: str) -> str:
     digest = hashlib.sha256(f"{namespace}\0{pocket}\0{space}".encode()).hexdigest()[:24]
     return f"{digest}.usearch"
+
+
+def _index(dim: int, space: str, multi: bool | None = None) -> Index:
+    """A space's index: several vectors a key for the passages, one for any other space."""
+    return Index(ndim=dim, multi=space == PASSAGES if multi is None else multi, **_OPTS)

@@ -31,7 +31,9 @@ SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
 NAMESPACE_RULE = "must be 1-128 characters of [A-Za-z0-9_.:/-], starting with a letter or digit"
 SPACE_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
-SPACE_RULE = 'must be 1-32 characters of [a-z0-9_-], starting with a letter, and not "text"'
+SPACE_RULE = (
+    'must be 1-32 characters of [a-z0-9_-], starting with a letter, and not "text" or "passages"'
+)
 LANGUAGE_RE = re.compile(r"auto|[a-z]{2,3}")
 LANGUAGE_RULE = 'must be "auto" or a 2-3 letter language code ("en", "zh")'
 MEMORY_ID_RULE = "must be 1-128 characters of [A-Za-z0-9_.:-]"

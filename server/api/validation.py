@@ -18,7 +18,7 @@ from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
 from server.api import fields as f
 from server.core.errors import FieldViolation, InvalidArgumentError
-from server.core.memory.model import TEXT_SPACE
+from server.core.memory.model import PASSAGES, TEXT_SPACE
 from server.core.routing.policies import POLICIES
 from server.core.settings import Settings
 
@@ -157,7 +157,7 @@ class Validator:
             return
         seen: set[str] = set()
         for i, sv in enumerate(vectors):
-            if not f.matches(f.SPACE_RE, sv.space) or sv.space == TEXT_SPACE:
+            if not f.matches(f.SPACE_RE, sv.space) or sv.space in (TEXT_SPACE, PASSAGES):
                 v.add(f"{p}[{i}].space", f.SPACE_RULE)
             elif sv.space in seen:
                 v.add(f"{p}[{i}].space", f"repeats space {sv.space!r}")

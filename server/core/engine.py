@@ -17,6 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 
 from server.core.clock import Clock
@@ -30,6 +31,7 @@ from server.core.errors import (
 )
 from server.core.media.intake import MediaIntake, TableWrite
 from server.core.media.items import sibling_id
+from server.core.media.passages import passages_of
 from server.core.media.ports import MediaRejected, Sniffed
 from server.core.memory.changes import Applied
 from server.core.memory.costs import CostModel
@@ -360,9 +362,27 @@ class MemoryEngine:
             )
             for row, i in enumerate(need):
                 items[i].vector = vecs[row]
+        self._add_passages(items, deadline)
         results = self._writer.write(items, deadline)
         self.indexer.wake()
         return results
+
+    def _add_passages(self, items: list[NewMemory], deadline: Deadline) -> None:
+        """Media memories' passages (`server.core.media.passages`), encoded with the text
+        encoder; none without it."""
+        if not self._encoding.available():
+            return
+        cut = [(i, w) for i, it in enumerate(items) for w in passages_of(it.record)]
+        if not cut:
+            return
+        vecs = self._encoding.encode(
+            [w for _, w in cut], "a passage", deadline, Location("record", cut[0][0]), write=True
+        )
+        rows: dict[int, list[bytes]] = {}
+        for (i, _), v in zip(cut, vecs, strict=True):
+            rows.setdefault(i, []).append(np.ascontiguousarray(unit(v), np.float32).tobytes())
+        for i, got in rows.items():
+            items[i].record = msgspec.structs.replace(items[i].record, passages=tuple(got))
 
     def now(self) -> float:
         return self._clock.now()

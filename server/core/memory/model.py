@@ -106,6 +106,12 @@ class SpaceVector(msgspec.Struct, frozen=True):
         return SpaceVector(space, np.ascontiguousarray(v, dtype=np.float32).tobytes())
 
 
+# The space of a media memory's passages: its read text's windows of lines (OCR lines, a
+# transcript's sentences, a table's rows) in the text encoder's space, several a record, so that a
+# question about one line of a long screenshot finds it (its best window's cosine).
+PASSAGES = "passages"
+
+
 class ProcessingState(enum.IntEnum):
     UNSPECIFIED = 0
     READY = 1
@@ -163,10 +169,16 @@ class Record(msgspec.Struct):
     compressed_into: str = ""
     # Vectors in other spaces than the text encoder's (an image space's, a client's): unit rows.
     space_vectors: tuple[SpaceVector, ...] = ()
+    # Its passages (`PASSAGES`): unit vectors of the text encoder's, float32 bytes each.
+    passages: tuple[bytes, ...] = ()
     # A warning its media processing left (the alignment check's), or why it failed.
     processing_note: str = ""
     # Server-set for a memory Get finds in the media queue: PROCESSING or FAILED.
     processing: ProcessingState = ProcessingState.READY
+
+    def indexed_spaces(self) -> tuple[SpaceVector, ...]:
+        """Its vectors in the named spaces' indexes: `space_vectors` and each passage."""
+        return self.space_vectors + tuple(SpaceVector(PASSAGES, p) for p in self.passages)
 
     def space_vector(self, space: str) -> Vector | None:
         for sv in self.space_vectors:

@@ -37,6 +37,7 @@ from server.core.clock import Clock
 from server.core.deadline import Deadline
 from server.core.memory.costs import CostModel
 from server.core.memory.model import (
+    PASSAGES,
     MemoryFilter,
     PlanStep,
     RecallQuery,
@@ -212,6 +213,15 @@ class Retriever:
                 q.vector = vector()
             if q.vector is not None:
                 self._vector.run(run, q.vector, deadline)
+            # The query's text vector also searches media memories' passages (if any).
+            if (
+                q.vector is not None
+                and q.text
+                and self._spaces is not None
+                and PASSAGES not in q.space_vectors
+                and self._spaces.size(q.namespace, PASSAGES)
+            ):
+                q.space_vectors[PASSAGES] = q.vector
             if q.space_vectors and self._spaces is not None:
                 deadline.check("the named spaces")
                 self._space_channel(run)

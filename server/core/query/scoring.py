@@ -157,8 +157,8 @@ class Scorer(Reader):
 
     def complete_spaces(self, run: Run) -> None:
         """Every candidate's cosine in each space the query was encoded into, from its stored
-        vector there (whatever search found it), mapped onto the text scale: its vector score
-        is the best of its spaces'."""
+        vectors there (whatever search found it; the best of its passages), mapped onto the text
+        scale: its vector score is the best of its spaces'."""
         spaces = self._src.spaces
         q = run.q
         if spaces is None or not q.space_vectors:
@@ -169,10 +169,11 @@ class Scorer(Reader):
             if not held:
                 continue
             ks = list(held)
-            mat = np.stack([held[k] for k in ks]).astype(np.float32)
-            if mat.shape[1] != len(qv):
+            if any(held[k].shape[1] != len(qv) for k in ks):
                 continue
-            mapped = self.on_text_scale(space, mat @ np.asarray(qv, np.float32)).tolist()
+            # A key's best row (one, or its passages').
+            sims = [float((held[k] @ np.asarray(qv, np.float32)).max()) for k in ks]
+            mapped = self.on_text_scale(space, np.asarray(sims, np.float32)).tolist()
             for k, c in zip(ks, mapped, strict=True):
                 if k not in run.vec or c > run.vec[k]:
                     run.vec[k] = c

@@ -458,7 +458,8 @@ func (x *BlobRef) GetLanguage() string {
 // client's own of any dimension).
 type SpaceVector struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The space: 1-32 characters of [a-z0-9_-], starting with a letter. Not "text".
+	// The space: 1-32 characters of [a-z0-9_-], starting with a letter. Not "text" or "passages"
+	// (pocketd's own: the windows of a media memory's read text).
 	Space string `protobuf:"bytes,1,opt,name=space,proto3" json:"space,omitempty"`
 	// The vector: 1 to 8192 finite values, with a direction; every vector of one space has one
 	// dimension (the first one stored fixes it, or the configured model's).

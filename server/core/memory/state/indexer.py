@@ -228,7 +228,7 @@ class Indexer:
             if r.deleted:
                 gone[r.record.namespace].append(r.record.key)
         for rec, pocket in live:
-            puts[rec.namespace].append((rec.key, pocket, rec.space_vectors))
+            puts[rec.namespace].append((rec.key, pocket, rec.indexed_spaces()))
         for ns in gone.keys() | puts.keys():
             self._spaces.apply(ns, gone.get(ns, []), puts.get(ns, []))
 

@@ -375,7 +375,10 @@ export interface BlobRef {
  * client's own of any dimension).
  */
 export interface SpaceVector {
-  /** The space: 1-32 characters of [a-z0-9_-], starting with a letter. Not "text". */
+  /**
+   * The space: 1-32 characters of [a-z0-9_-], starting with a letter. Not "text" or "passages"
+   * (pocketd's own: the windows of a media memory's read text).
+   */
   space: string;
   /**
    * The vector: 1 to 8192 finite values, with a direction; every vector of one space has one
