@@ -180,7 +180,10 @@ class MemoryEngine:
             tail += len(live)
             rev = rows[-1].rev
         self.indexer.start()
-        if self.media is not None:  # the blobs' references as of the store, then the queue
+        if self.media is not None:
+            # The pending jobs hold their blobs first: catching up with the store may drop a
+            # record's last reference to a blob a job still needs. Then the workers start.
+            self.media.resume()
             keeper = self.media.keeper
             while rows := self._store.changes_since(keeper.rev, 4096):
                 keeper.catch_up(rows)
@@ -264,6 +267,9 @@ class MemoryEngine:
             else:
                 queued[i] = got
         self._check_spaces(items)
+        if queued:
+            assert media is not None
+            media.admit(len(queued))
         now = [i for i in range(len(items)) if i not in queued]
         out: dict[int, WriteResult] = {}
         if now:

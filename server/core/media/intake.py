@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import math
 import queue
 import threading
 import time
@@ -125,6 +126,8 @@ class MediaIntake:
         self._failed: dict[tuple[str, str], Job] = {}
         self._queue: queue.Queue[_Work | None] = queue.Queue()
         self._threads: list[threading.Thread] = []
+        self._stopping = threading.Event()
+        self._resumed: int | None = None  # jobs `resume` queued, once it ran
         self.processed = 0
         self.failed = 0
 
@@ -135,8 +138,9 @@ class MediaIntake:
 
     # -- start and stop ---------------------------------------------------------------------
 
-    def start(self) -> int:
-        """Queue the jobs a crash left pending, remove blobs no one holds, start the workers.
+    def resume(self) -> int:
+        """Hold the blobs of the jobs a crash left pending and queue them (before the blob
+        keeper catches up with the store, which may free a blob only a job still needs).
         Returns how many jobs resumed."""
         resumed = 0
         for job in self._ledger.jobs():
@@ -149,6 +153,13 @@ class MediaIntake:
                 self._work[(job.namespace, job.memory_id)] = work
             self._queue.put(work)
             resumed += 1
+        self._resumed = resumed
+        return resumed
+
+    def start(self) -> int:
+        """Resume the pending jobs (unless `resume` ran), remove blobs no one holds, start the
+        workers. Returns how many jobs resumed."""
+        resumed = self.resume() if self._resumed is None else self._resumed
         swept = self.keeper.sweep()
         if resumed or swept:
             log.info("media: %d jobs resumed, %d stray blobs removed", resumed, swept)
@@ -168,7 +179,9 @@ class MediaIntake:
             log.warning("loading the media readers failed", exc_info=True)
 
     def stop(self) -> None:
-        """Stop the workers after the job each is on; pending jobs stay in the ledger."""
+        """Stop the workers after the job each is on; pending jobs stay in the ledger (the next
+        start resumes them)."""
+        self._stopping.set()
         for _ in self._threads:
             self._queue.put(None)
         for t in self._threads:
@@ -197,13 +210,20 @@ class MediaIntake:
                 return self._table(new, sn, media.data)
         except MediaRejected as e:
             raise InvalidMediaError(e.reason, e.detected, where) from e
+        return sn
+
+    def admit(self, n: int) -> None:
+        """Room in the queue for `n` more jobs (a batch's, all or none), else
+        `ResourceExhaustedError` naming `media.queue.max_pending`."""
         with self._lock:
             pending = len(self._work)
-        if pending >= self._s.queue.max_pending:
+        cap = self._s.queue.max_pending
+        if pending + n > cap:
             raise ResourceExhaustedError(
-                f"the media queue holds {pending} items; retry later", "media.queue.max_pending"
+                f"the media queue holds {pending} of {cap} items, and this write adds {n};"
+                " retry later",
+                "media.queue.max_pending",
             )
-        return sn
 
     def enqueue(self, new: NewMemory, sn: Sniffed, deadline: Deadline) -> WriteResult:
         """Store the medium's blob and its job durably and queue it: the result says
@@ -239,7 +259,8 @@ class MediaIntake:
             self._ledger.finish(old.job.job_id)
             self.keeper.release(old.job.sha256)
         self._queue.put(work)
-        if media.wait and work.done.wait(max(deadline.remaining(), 0.0)):
+        left = deadline.remaining()
+        if media.wait and work.done.wait(None if math.isinf(left) else max(left, 0.0)):
             assert work.result is not None
             return work.result
         return WriteResult(
@@ -361,6 +382,16 @@ class MediaIntake:
             self._lock.notify_all()
         self._ledger.finish(work.job.job_id)
         self.keeper.release(work.job.sha256)
+        work.result = WriteResult(
+            memory_id=memory_id,
+            decision=GateDecision.REJECTED,
+            reason="forgotten before it was read",
+            importance=0,
+            expires_at=None,
+            tier=Tier.UNSPECIFIED,
+            processing=ProcessingState.FAILED,
+        )
+        work.done.set()  # a Remember waiting for it answers now
         return True
 
     def counts(self) -> MediaCounts:
@@ -372,7 +403,7 @@ class MediaIntake:
 
     def _run(self) -> None:
         run_below_readers(self._nice)
-        while (work := self._queue.get()) is not None:
+        while not self._stopping.is_set() and (work := self._queue.get()) is not None:
             if work.cancelled:
                 continue
             try:

@@ -266,14 +266,6 @@ def test_catch_up_of_rows_without_blobs_changes_nothing(place: Place) -> None:
     assert keeper.rev == 1 and keeper.holds(sha(A)) and place.on_disk() == {sha(A)}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: at start-up MemoryEngine.load (server/core/engine.py) runs BlobKeeper.catch_up"
-    " before MediaIntake.start holds the ledger's pending jobs, so a blob whose last record's"
-    " Erase was committed but not yet saved in the refs (a kill -9 between the two) is removed"
-    " by catch_up although a pending job still needs it; the job then fails with 'the"
-    " medium's blob is missing': an acknowledged medium is lost",
-)
 def test_catch_up_at_start_up_keeps_a_blob_a_pending_job_needs(tmp_path: Path) -> None:
     """One image sent twice: a record holds its blob, and the second write of the same bytes is
     acknowledged (its job pending). The record is forgotten and the process killed after the

@@ -12,8 +12,10 @@ wait at a gate (`GatedOcr`) the test opens: nothing here sleeps for a fixed time
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -176,9 +178,11 @@ def image(png: bytes, memory_id: str = "", session: str = "", wait: bool = False
 
 
 def send(kit: Kit, new: NewMemory) -> WriteResult:
-    """What the engine does with one write that carries an image: check it, then queue it."""
+    """What the engine does with one write that carries an image: check it, admit it to the
+    queue, then queue it."""
     sn = kit.intake.prepare(new, 0)
     assert isinstance(sn, Sniffed) and sn.modality == Modality.IMAGE
+    kit.intake.admit(1)
     return kit.intake.enqueue(new, sn, Deadline(LONG))
 
 
@@ -234,13 +238,6 @@ def test_a_write_that_waits_gets_the_outcome_of_its_read(tmp_path: Path, kits: l
     assert kit.store.records["inv-1"].text == SAYS[GREEN]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OverflowError,
-    reason="bug: MediaIntake.enqueue waits with `work.done.wait(max(deadline.remaining(), 0))`,"
-    " and with no deadline (`no_deadline()`, MemoryEngine.remember's default) that is"
-    " Event.wait(inf), which raises OverflowError after the medium was stored and queued",
-)
 def test_a_write_that_waits_without_a_deadline_gets_its_outcome(
     tmp_path: Path, kits: list[Kit]
 ) -> None:
@@ -295,7 +292,7 @@ def test_wait_is_capped_by_recall_wait_seconds(tmp_path: Path, kits: list[Kit]) 
 def test_a_full_queue_refuses_with_resource_exhausted_and_stores_nothing(
     tmp_path: Path, kits: list[Kit]
 ) -> None:
-    """With `max_pending` items waiting, `prepare` raises ResourceExhaustedError naming the
+    """With `max_pending` items waiting, `admit` raises ResourceExhaustedError naming the
     setting (the API's RESOURCE_EXHAUSTED with a QuotaFailure); nothing of the refused medium is
     stored; once the queue has room, the same medium is admitted."""
     gated = GatedOcr(colours())
@@ -303,8 +300,9 @@ def test_a_full_queue_refuses_with_resource_exhausted_and_stores_nothing(
     first = send(kit, image(png_of(RED)))
     second = send(kit, image(png_of(GREEN)))
     refused = image(png_of(BLUE))
+    assert isinstance(kit.intake.prepare(refused, 0), Sniffed)  # a medium it could read
     with pytest.raises(ResourceExhaustedError) as err:
-        kit.intake.prepare(refused, 0)
+        kit.intake.admit(1)
     assert err.value.limit == "media.queue.max_pending"
     assert "2" in str(err.value)
     assert blob_files(tmp_path) == {sha(png_of(RED)), sha(png_of(GREEN))}
@@ -319,13 +317,6 @@ def test_a_full_queue_refuses_with_resource_exhausted_and_stores_nothing(
     assert set(kit.store.writes) == {first.memory_id, second.memory_id, again.memory_id}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a RememberBatch of media is admitted whole past media.queue.max_pending: the"
-    " engine (server/core/engine.py `_remember_media`) calls `MediaIntake.prepare` for every"
-    " item before it `enqueue`s any, and `prepare` compares only the jobs already queued with"
-    " the limit, so a batch of N images is accepted into a queue with room for one",
-)
 def test_a_batch_of_media_is_held_to_max_pending(tmp_path: Path) -> None:
     """Through the engine: a batch of three images into a queue bounded at two is refused
     (RESOURCE_EXHAUSTED, nothing stored), as three single writes would be at the third."""
@@ -373,6 +364,29 @@ def test_cancelling_a_queued_job_removes_its_job_and_blob_and_it_is_never_read(
     assert kit.store.writes == [ahead.memory_id] and reads.inner.reads == 1
     assert not kit.intake.cancel(NS, ahead.memory_id)  # written: Forget erases it in the store
     assert blob_files(tmp_path) == {sha(png_of(RED))} and kit.pending_jobs() == []
+
+
+def test_a_write_waiting_for_its_reading_is_answered_when_a_forget_cancels_it(
+    tmp_path: Path, kits: list[Kit]
+) -> None:
+    """A Remember with `wait` whose job a Forget cancels answers at once (FAILED, forgotten),
+    not at its deadline."""
+    gated = GatedOcr(colours())
+    kit = open_kit(kits, tmp_path, gated)
+    send(kit, image(png_of(RED)))
+    assert gated.entered.wait(LONG)  # the worker holds the first at the gate
+    new = image(png_of(GREEN), memory_id="waits", wait=True)
+    sn = kit.intake.prepare(new, 0)
+    assert isinstance(sn, Sniffed)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(kit.intake.enqueue, new, sn, Deadline(LONG))
+        deadline = time.monotonic() + LONG
+        while kit.intake.pending(NS, "waits") is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert kit.intake.cancel(NS, "waits")
+        got = answer.result(timeout=LONG / 2)  # well before its own deadline
+    assert got.processing == ProcessingState.FAILED and "forgotten" in got.reason
+    gated.gate.set()
 
 
 def test_cancelling_a_job_while_it_is_read_keeps_its_write_from_happening(
@@ -476,14 +490,6 @@ def test_a_job_written_before_a_crash_but_not_finished_upserts_the_same_memory(
     assert again.keeper.holds(sha(png_of(RED)))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: MediaIntake.stop() queues its stop signal behind every pending job, so the"
-    " worker reads and writes the whole queue before it stops: a graceful shutdown waits for"
-    " every pending medium to be read (60 s a worker, after which MemoryEngine.close closes"
-    " the stores under a worker still writing); its docstring says it stops after the job"
-    " each worker is on, the rest staying pending in the ledger",
-)
 def test_stop_ends_after_the_job_in_hand_and_the_rest_resume_at_the_next_start(
     tmp_path: Path, kits: list[Kit]
 ) -> None:
