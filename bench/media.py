@@ -10,7 +10,7 @@ Parts (each in its own server, one after another; all by default):
   recall@1 per language. Rows, each given the same items and questions: `pocketd`; `bm25` (the
   afternoon build on the same text pocketd read, fetched with Get: bm25s, stemmed, stopwords
   out, jieba for Chinese) and `hybrid` (that and exact cosine over the server's own encoder,
-  0.5/0.5); `oracle` (the item's true text through pocketd's text path: perfect reading);
+  0.5/0.5); `oracle` (the item's true text, as a memory of its modality: perfect reading);
   `newest 5` (the trivial rule: the five items sent last). Also the share of answers the read
   text holds at all (`answer read`), and for the notes the same server with every recording
   decoded as English (`pocketd, English model`: a default server, which has no Chinese model).

@@ -1,12 +1,12 @@
 """One namespace of `python -m bench media` on a real server, through the Python client.
-
 `Namespace` writes the distractors (one RememberBatch of facts), then the items one Remember
 each, as an agent sends what a user shares: a screenshot or a voice note as bytes with no caption
 and no text (`remember_image`, `remember_audio`), or, in the oracle's namespace, the item's true
-text as an observation. It remembers which item each memory holds, the order they were sent and
-how long each acknowledgement took; `read_back` reads what the server made of each item (Get:
-its processing state and text, the OCR text or the transcript when there is no caption);
-`rank` asks each item's question (a text-only Recall of the top 5, `min_score` 0).
+text as an observation of its modality (no blob). It remembers which item each memory holds, the
+order they were sent and how long each acknowledgement took; `read_back` reads what the server
+made of each item (Get: its processing state and text, the OCR text or the transcript when there
+is no caption); `rank` asks each item's question (a text-only Recall of the top 5, `min_score`
+0).
 """
 
 from __future__ import annotations
@@ -58,9 +58,10 @@ class Namespace:
                 self.owner[r.memory_id] = d.id
 
     def add_truths(self, items: Sequence[Item]) -> None:
-        """The oracle's writes: each item's true text as an observation, one Remember each."""
+        """The oracle's writes: each item's true text as an observation of its modality (what a
+        perfect reading would store: the same passages), one Remember each."""
         for it in items:
-            r = self.client.remember(self.name, it.truth, kind="observation")
+            r = self.client.remember(self.name, it.truth, kind="observation", modality=it.modality)
             self.decisions[f"truth {r.decision}"] += 1
             self.order.append(it.id)
             if r.stored:
