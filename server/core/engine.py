@@ -144,7 +144,7 @@ class MemoryEngine:
         self._dims: dict[str, int] = {}
         self._dims_lock = threading.Lock()
         if self.media is not None:
-            self.media.attach(self._remember, self._similarity)
+            self.media.attach(self._write_media, self._similarity)
             space = self.media.reader.space
             if space is not None:
                 self._dims[space.name] = space.dim
@@ -318,6 +318,21 @@ class MemoryEngine:
                     tier=old.tier,
                 )
         return None
+
+    def _write_media(self, items: list[NewMemory], deadline: Deadline) -> list[WriteResult]:
+        """The media queue's write of an item's memories; an item written again under its id
+        without a sibling (no caption now, or nothing read) drops the sibling its earlier
+        version had, which held the earlier medium's text."""
+        results = self._remember(items, deadline)
+        ids = {(it.record.namespace, it.record.memory_id) for it in items}
+        for it in items:
+            rec = it.record
+            if rec.blob is None or not rec.blob.held:
+                continue
+            old = (rec.namespace, sibling_id(rec.memory_id, rec.modality))
+            if old not in ids and self._store.key_of(*old) is not None:
+                self.forget(*old, None, deadline)
+        return results
 
     def _similarity(self, a: str, b: str) -> float | None:
         """The text encoder's cosine of two texts (the alignment check); None without one."""

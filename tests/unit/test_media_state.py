@@ -26,18 +26,15 @@ After every step it checks:
   `engine.blob` serves exactly those;
 - Stats.media: the pending jobs, the jobs read and failed since start-up, the blobs held.
 
-The model is exact where the engine's contract is, and lenient in three places; the last two
-are bugs, each with a deterministic test of its own below (`xfail`, strict, naming the bug):
+The model is exact where the engine's contract is, and lenient in one place:
 - a clean close: the worker stops after the job in its hands and the rest resume at the next
   start, but whether it takes one more job before it sees the stop is a race with the gate this
   machine opens for the close, so the model accepts any split of the FIFO queue into a prefix
   read before the stop and a suffix resumed after it (tests/unit/media/test_intake.py checks
-  the stop exactly);
-- an item re-sent under its id without what makes an OCR-text memory (a caption and text in the
-  image) keeps its old OCR-text memory, with the old image's words, in its group; the model
-  accepts it present (as it was) or absent;
-- a Forget or a re-send clears a failure from memory only: the media ledger keeps the failed job,
-  so after a restart Get reports FAILED again; the model accepts NOT_FOUND or FAILED there.
+  the stop exactly).
+
+Two exact tests below keep what were bugs fixed: a forgotten failure stays forgotten across a
+restart, and an item re-sent under its id without an OCR-text memory drops its old one.
 
 The reading is deterministic: a fake OCR maps each colour to its text (one colour raises, as a
 reader's bug does: the job FAILS) and holds every read behind a gate that only a step opens, so
@@ -56,8 +53,8 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field, replace
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
@@ -353,14 +350,12 @@ class Job:
 @dataclass(frozen=True)
 class Rec:
     """A live record as the engine should store it: an item (`image` set: it holds the blob)
-    or the memory of its OCR text; `stale`: an OCR-text memory whose item was re-sent without
-    one (the engine may keep it or not: see the module's docstring)."""
+    or the memory of its OCR text."""
 
     text: str
     image: str | None = None
     group: str = ""
     derived_from: tuple[str, ...] = ()
-    stale: bool = False
 
     def agrees(self, key: Key, rec: Record) -> None:
         """The stored record says what the model holds, and is READY."""
@@ -393,8 +388,6 @@ class Model:
     records: dict[Key, Rec] = field(default_factory=dict)
     jobs: list[Job] = field(default_factory=list)  # pending, in the queue's (FIFO) order
     failed: dict[Key, Job] = field(default_factory=dict)
-    # Failures a Forget or a re-send cleared in memory; the ledger still has them.
-    cleared: set[Key] = field(default_factory=set)
     gone: set[Key] = field(default_factory=set)  # forgotten, never made again
     # The job in the worker's hands at the gate, and whether it is still pending.
     taken: Job | None = None
@@ -423,10 +416,12 @@ class Model:
             self.taken = job  # an idle worker takes it to the gate
         return job
 
-    def _clear_failure(self, key: Key) -> None:
-        if self.failed.pop(key, None) is not None:
-            self.cleared.add(key)
-            event("a failure cleared")
+    def _clear_failure(self, key: Key) -> bool:
+        """A Forget or a re-send of the id clears its failure (the ledger's too)."""
+        if self.failed.pop(key, None) is None:
+            return False
+        event("a failure cleared")
+        return True
 
     def process(self, job: Job) -> None:
         """The job read: its memories written (upserts of its ids), or FAILED."""
@@ -434,7 +429,6 @@ class Model:
         said = SAYS[job.image]
         if said is None:
             self.failed[job.key] = job
-            self.cleared.discard(job.key)
             self.failures += 1
             return
         self.read += 1
@@ -447,8 +441,9 @@ class Model:
         if split:
             self.records[words] = Rec(said, None, group, (mid,))
             self.gone.discard(words)
-        elif words in self.records:
-            self.records[words] = replace(self.records[words], stale=True)
+        elif words in self.records:  # the earlier medium's text goes
+            del self.records[words]
+            self.gone.add(words)
             event("an item re-sent without an OCR-text memory")
 
     def process_all(self) -> None:
@@ -463,10 +458,10 @@ class Model:
         if job is not None:
             self.jobs.remove(job)
             event("a pending job cancelled by Forget")
-        self._clear_failure(key)
+        was_failed = self._clear_failure(key)
         rec = self.records.pop(key, None)
         if rec is None:
-            if job is None:
+            if job is None and not was_failed:
                 return None
             self.gone.add(key)
             return 1
@@ -493,7 +488,7 @@ class Model:
         return held | {SHA[j.image] for j in self.jobs}
 
     def known(self) -> set[Key]:
-        return set(self.records) | {j.key for j in self.jobs} | set(self.failed) | self.cleared
+        return set(self.records) | {j.key for j in self.jobs} | set(self.failed)
 
 
 # -- the machine -------------------------------------------------------------------------------
@@ -680,10 +675,6 @@ class MediaMachine(RuleBasedStateMachine):
     def _store_holds_the_model(self) -> None:
         live = self.rig.live()
         model = self.model
-        for key, rec in list(model.records.items()):
-            if rec.stale and key not in live:  # the engine dropped it: it never comes back
-                del model.records[key]
-                model.gone.add(key)
         assert set(live) == set(model.records), (
             sorted(set(live) - set(model.records)),
             sorted(set(model.records) - set(live)),
@@ -705,8 +696,6 @@ class MediaMachine(RuleBasedStateMachine):
             elif key in model.failed:
                 assert got is not None and got.processing == ProcessingState.FAILED, (key, got)
                 assert got.processing_note == FAILED_NOTE, got
-            elif key in model.cleared:
-                assert got is None or got.processing == ProcessingState.FAILED, (key, got)
             else:
                 assert got is None, (key, got)
 
@@ -764,35 +753,18 @@ def rig() -> Iterator[Rig]:
     r.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a Forget of a memory whose reading FAILED clears the failure only in memory"
-    " (MediaIntake.cancel pops `_failed`; the engine then says NOT_FOUND), while the media"
-    " ledger keeps the failed job, so after a restart Get reports it FAILED again; a re-send"
-    " of the id clears it the same way (MediaIntake.enqueue)",
-)
 def test_a_forgotten_failure_stays_forgotten_across_a_restart(rig: Rig) -> None:
     got = rig.remember("f", "poison", "", False)
     rig.drain()
     key = ("f", got.memory_id)
     before = rig.get(key)
     assert before is not None and before.processing == ProcessingState.FAILED, before
-    with suppress(NotFoundError):  # whatever Forget says of it (today: NOT_FOUND)
-        rig.engine.forget(key[0], key[1], None)
-    after_forget = rig.get(key)
+    assert rig.engine.forget(key[0], key[1], None) == 1  # Get showed it: Forget finds it
+    assert rig.get(key) is None
     rig.restart()
-    after_restart = rig.get(key)
-    assert (after_forget is None) == (after_restart is None), (after_forget, after_restart)
+    assert rig.get(key) is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: an item re-sent under its id with an image that gives no OCR-text memory (no"
-    " caption, or no text in the image) keeps the OCR-text memory of the image it replaced"
-    " (`<id>.ocr`, in the item's group, derived from it): items.compose writes only the new"
-    " item, and nothing erases the old sibling, so a search for the old image's words still"
-    " finds the item's group (issue 30: one item, one memory_id)",
-)
 def test_an_item_resent_under_its_id_keeps_no_words_of_the_old_image(rig: Rig) -> None:
     with rig.reading():
         first = rig.remember("u", "error", CAPTIONS[1], True, "c1")

@@ -249,12 +249,14 @@ class MediaIntake:
         with self._lock:
             old = self._work.get((rec.namespace, memory_id))
             self._work[(rec.namespace, memory_id)] = work
-            self._failed.pop((rec.namespace, memory_id), None)
+            failed = self._failed.pop((rec.namespace, memory_id), None)
             # The same id sent again while the first waits: the last one wins (one already
             # writing finishes, and this one's write then upserts over it).
             drop = old is not None and not old.writing
             if old is not None and drop:
                 old.cancelled = True
+        if failed is not None:  # a failure of the same id is replaced by this job
+            self._ledger.finish(failed.job_id)
         if old is not None and drop:
             self._ledger.finish(old.job.job_id)
             self.keeper.release(old.job.sha256)
@@ -365,14 +367,18 @@ class MediaIntake:
         return True
 
     def cancel(self, namespace: str, memory_id: str) -> bool:
-        """Forget a memory still in the queue: True when it was cancelled before its write
-        (then nothing of it is stored); False when the queue does not hold it or its write
-        has begun (the store then holds it, and Forget erases it there)."""
+        """Forget a memory still in the queue, or one whose reading failed: True when it was
+        cancelled before its write, or was a failure (then nothing of it is stored, and the
+        ledger forgets it too); False when the queue does not hold it or its write has begun
+        (the store then holds it, and Forget erases it there)."""
         with self._lock:
             work = self._work.get((namespace, memory_id))
-            self._failed.pop((namespace, memory_id), None)
+            failed = self._failed.pop((namespace, memory_id), None)
+        if failed is not None:
+            self._ledger.finish(failed.job_id)
+        with self._lock:
             if work is None:
-                return False
+                return failed is not None
             while work.writing and not work.done.is_set():
                 self._lock.wait(0.25)
             if work.done.is_set():
