@@ -828,6 +828,19 @@ def _engine_gauges(metrics: Metrics, engine: MemoryEngine) -> None:
         partial(_index_lag, engine),
     )
     metrics.gauge("pocketd_hot_records", "Memories in the hot tier", engine.hot.size)
+    media = engine.media
+    if media is not None:
+        metrics.gauge(
+            "pocketd_media_pending",
+            "Media acknowledged and waiting to be read (OCR, speech, the image vector)",
+            lambda: media.counts().pending,
+        )
+        metrics.gauge(
+            "pocketd_media_failed", "Media whose reading failed", lambda: media.counts().failed
+        )
+        metrics.gauge(
+            "pocketd_media_blobs", "Blobs held by a memory or a pending job", media.keeper.count
+        )
 
 
 def _index_lag(engine: MemoryEngine) -> int:

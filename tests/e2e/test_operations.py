@@ -172,9 +172,13 @@ def test_metrics_count_a_known_sequence_of_calls(server: ServerProcess) -> None:
         "pocketd_write_calls_in_flight",
         "pocketd_bulk_calls_in_flight",
         "pocketd_agent_calls_in_flight",
+        "pocketd_media_pending",
+        "pocketd_media_failed",
+        "pocketd_media_blobs",
     ):
         assert (gauge, frozenset()) in after, gauge
     assert value(after, "pocketd_encoder_queue") == 0
+    assert value(after, "pocketd_media_pending") == 0  # no medium was sent
     wait_for(lambda: value(scrape(server), "pocketd_index_lag_revisions") == 0)
 
 
