@@ -306,8 +306,8 @@ class Rig:
         self.engine = self._open()
 
     def _close_ledger(self) -> None:
-        # MemoryEngine.close leaves the media ledger's SQLite connection open, and a sequence
-        # opens several engines: close it as the process's end would.
+        # A simulated kill -9 skips MemoryEngine.close, which closes it, and a sequence opens
+        # several engines: close it as the process's end would (a second close is harmless).
         media = self.engine.media
         if media is not None:
             media._ledger.close()  # type: ignore[attr-defined]
@@ -514,8 +514,7 @@ class MediaMachine(RuleBasedStateMachine):
             return self._merged(ns, image, caption, wait, queued, held)
         if wait:  # the worker reads the whole queue, then this job
             got = self.rig.remember_waited(ns, image, caption, memory_id)
-            # Its id, when the reply does not give it (a failed read's reply names none).
-            mid = memory_id or got.memory_id or "?"
+            mid = memory_id or got.memory_id  # a failed read's reply names it too
             job = model.enqueue(ns, mid, image, caption)
             model.process_all()
             if SAYS[image] is None:
@@ -523,9 +522,7 @@ class MediaMachine(RuleBasedStateMachine):
                     GateDecision.REJECTED,
                     ProcessingState.FAILED,
                 ), got
-                assert got.memory_id == "" and got.reason == FAILED_NOTE, got
-                if not memory_id:
-                    model.failed.pop(job.key, None)  # under an id the client never learns
+                assert got.memory_id == mid and got.reason == FAILED_NOTE, got
                 event("a waited read failed")
             else:
                 assert (got.decision, got.processing) == (

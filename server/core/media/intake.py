@@ -186,7 +186,12 @@ class MediaIntake:
             self._queue.put(None)
         for t in self._threads:
             t.join(timeout=60.0)
+        alive = [t.name for t in self._threads if t.is_alive()]
         self._threads.clear()
+        if alive:  # a read that will not end: the ledger stays open under it
+            log.error("media workers still reading after 60 s: %s", ", ".join(alive))
+            return
+        self._ledger.close()
 
     # -- the request path --------------------------------------------------------------------
 
@@ -476,7 +481,7 @@ class MediaIntake:
         self.keeper.release(job.sha256)
         self.failed += 1
         work.result = WriteResult(
-            memory_id="",
+            memory_id=job.memory_id,  # Get names it FAILED, with why, and Forget removes it
             decision=GateDecision.REJECTED,
             reason=why,
             importance=0,

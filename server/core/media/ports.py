@@ -188,3 +188,7 @@ class MediaLedger(Protocol):
     def save_refs(self, rev: int, put: dict[int, str], drop: list[int]) -> None:
         """Records `put` now hold their blobs, `drop` hold none; current to `rev`."""
         ...
+
+    def close(self) -> None:
+        """Release the ledger (after the workers stopped)."""
+        ...

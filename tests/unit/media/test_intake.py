@@ -116,8 +116,13 @@ class Kit:
     gates: list[GatedOcr] = field(default_factory=list)
 
     def pending_jobs(self) -> list[str]:
-        """The memory_ids of the jobs the ledger holds pending (not failed), oldest first."""
-        return [j.memory_id for j in self.ledger.jobs() if not j.failed]
+        """The memory_ids of the jobs the ledger holds pending (not failed), oldest first, read
+        from the file (the intake closes its ledger when it stops)."""
+        ledger = SqliteMediaLedger(self.data / "media.sqlite")
+        try:
+            return [j.memory_id for j in ledger.jobs() if not j.failed]
+        finally:
+            ledger.close()
 
     def close(self) -> None:
         for g in self.gates:
