@@ -29,7 +29,7 @@ from server.core.errors import (
     Location,
     NotFoundError,
 )
-from server.core.media.intake import MediaIntake, TableWrite
+from server.core.media.intake import MediaIntake, TableWrite, not_read_yet
 from server.core.media.items import sibling_id
 from server.core.media.passages import passages_of
 from server.core.media.ports import MediaRejected, Sniffed
@@ -294,14 +294,12 @@ class MemoryEngine:
         sha = hashlib.sha256(new.media.data).hexdigest()
         queued = media.queued_with(rec.namespace, rec.kind, rec.speaker, sha)
         if queued is not None:
-            return WriteResult(
-                memory_id=queued,
-                decision=GateDecision.MERGED,
-                reason="the same medium (sha256) as a memory still being read",
-                importance=0,
-                expires_at=None,
-                tier=rec.tier,
-                processing=ProcessingState.PROCESSING,
+            return not_read_yet(
+                queued,
+                GateDecision.MERGED,
+                "the same medium (sha256) as a memory still being read",
+                ProcessingState.PROCESSING,
+                rec.tier,
             )
         keys = np.asarray(media.keeper.holders(sha), np.int64)
         if not len(keys):
@@ -483,7 +481,7 @@ class MemoryEngine:
             return
         media.wait(q.namespace, q.filter.session_id, deadline)
         if q.image or q.image_sha256:
-            data = q.image or self.blob(q.image_sha256)
+            data = q.image or self.blob(q.image_sha256, q.namespace)
             if data is None:
                 raise NotFoundError("blob", q.image_sha256, where=Location("query_blob.sha256"))
             try:
@@ -594,12 +592,18 @@ class MemoryEngine:
                 raise NotFoundError("memory", memory_id, where=Location("memory_id"))
             keys = [key, *self._derived_keys(namespace, memory_id, key)]
         else:
+            # Media still being read that the filter would match never arrive.
+            media = self.media
+            dropped = media.cancel_matching(namespace, flt or MemoryFilter()) if media else 0
             ns_id = self.columns.ns_id(namespace)
             if ns_id < 0:
-                return 0
+                return dropped
             keys = self.columns.matching_keys(
                 ns_id, None, flt or MemoryFilter(), self._clock.now(), True, True
             ).tolist()
+            n = self._writer.forget(keys, deadline or no_deadline())
+            self.indexer.wake()
+            return n + dropped
         n = self._writer.forget(keys, deadline or no_deadline())
         self.indexer.wake()
         return n
@@ -616,12 +620,24 @@ class MemoryEngine:
         sib = self._store.get([other]).get(other)
         return [other] if sib is not None and sib.derived_from == (memory_id,) else []
 
-    def blob(self, sha256: str) -> bytes | None:
+    def blob(self, sha256: str, namespace: str | None = None) -> bytes | None:
         """The bytes of a blob pocketd holds (Get's include_blob_data, a query by a held
-        image), None when there is none."""
-        if self.media is None or not self.media.keeper.holds(sha256):
+        image), None when there is none; with `namespace`, only one a memory of that namespace
+        holds, stored or still being read (another tenant's blob is as absent as none)."""
+        media = self.media
+        if media is None or not media.keeper.holds(sha256):
             return None
-        return self.media.blobs.get(sha256)
+        if namespace is not None and not self._holds_in(namespace, sha256):
+            return None
+        return media.blobs.get(sha256)
+
+    def _holds_in(self, namespace: str, sha256: str) -> bool:
+        media = self.media
+        assert media is not None
+        if media.queued_in(namespace, sha256):
+            return True
+        keys = media.keeper.holders(sha256)
+        return any(r.namespace == namespace for r in self._store.get(keys).values())
 
     def list(
         self,

@@ -410,6 +410,33 @@ def test_forgetting_a_memory_still_being_read_cancels_it(srv: MediaServer) -> No
     assert sha(png) not in srv.blobs()
 
 
+def test_forgetting_by_filter_cancels_the_media_still_being_read_it_matches(
+    srv: MediaServer,
+) -> None:
+    """A session's media forgotten by filter while they wait to be read never arrive; another
+    session's stay; forgetting the whole namespace (`all`) takes the rest."""
+    ns = "forget-all"
+    mine = [solid_png((40, 80, c)) for c in (1, 2, 3)]
+    theirs = solid_png((40, 80, 4))
+    srv.drained()
+    with held(srv.engine) as gate:
+        acks = [remember(srv, image(ns, p, session_id="s1"), wait=False) for p in mine]
+        other = remember(srv, image(ns, theirs, session_id="s2"), wait=False)
+        assert gate.entered.wait(CALL)  # the first is being read, the others wait
+        session = spb.ForgetRequest(namespace=ns, filter=spb.MemoryFilter(session_id="s1"))
+        got = srv.stub.Forget(session, timeout=CALL)
+        assert got.forgotten_count == 3  # the one being read (its write never happens) too
+    srv.drained()
+    assert srv.stub.Forget(session, timeout=CALL).forgotten_count == 0
+    for a in acks:
+        assert gone(srv, ns, a.memory_id)
+    assert not {sha(p) for p in mine} & srv.blobs()
+    assert get(srv, ns, other.memory_id).blob.sha256 == sha(theirs)
+    everything = spb.ForgetRequest(namespace=ns, filter=spb.MemoryFilter(), all=True)
+    assert srv.stub.Forget(everything, timeout=CALL).forgotten_count == 1
+    assert records_in(srv, ns) == 0 and sha(theirs) not in srv.blobs()
+
+
 def test_expiry_removes_the_blob_and_a_cold_move_keeps_it(
     tmp_path: Path, encoder: OnnxTextEncoder, ocr: LazyOcr
 ) -> None:
@@ -668,3 +695,13 @@ def test_the_image_space_finds_drawn_images_by_caption_by_image_and_by_blob(
         own = recall(clip_srv, ns, query_blob=pb.BlobRef(sha256=sha(pictures[caption])))
         assert ids(own)[0] == by_caption[caption]
         assert own[0].score.vector_space == "clip"
+
+    # Another namespace (another tenant's, say) cannot query by this namespace's blob: it is as
+    # absent there as a blob never sent.
+    held = pb.BlobRef(sha256=sha(pictures["a red circle"]))
+    err = refused(lambda: recall(clip_srv, "elsewhere", query_blob=held), grpc.StatusCode.NOT_FOUND)
+    never = pb.BlobRef(sha256="0" * 64)
+    other = refused(
+        lambda: recall(clip_srv, "elsewhere", query_blob=never), grpc.StatusCode.NOT_FOUND
+    )
+    assert err.details().replace(held.sha256, "X") == other.details().replace(never.sha256, "X")

@@ -87,7 +87,7 @@ class BlobKeeper:
             self.rev = rev
             self._ledger.save_refs(rev, put, drop)
             gone = [s for s in freed if not self._count[s] and not self._jobs[s]]
-        self._remove(gone)
+            self._remove(gone)
 
     def hold(self, sha256: str) -> None:
         """A job now holds the blob (until `release`)."""
@@ -100,8 +100,8 @@ class BlobKeeper:
             self._jobs[sha256] -= 1
             if self._jobs[sha256] <= 0:
                 del self._jobs[sha256]
-            gone = [] if self._count[sha256] or self._jobs[sha256] else [sha256]
-        self._remove(gone)
+            if not (self._count[sha256] or self._jobs[sha256]):
+                self._remove([sha256])
 
     def holders(self, sha256: str) -> list[int]:
         """The keys of the records that hold the blob."""
@@ -120,11 +120,14 @@ class BlobKeeper:
     def sweep(self) -> int:
         """Remove every stored blob no record or job holds (a crash between a blob's put and its
         job's); returns how many. Run at start-up after the jobs are held."""
-        stray = [s for s in self._blobs.all() if not self.holds(s)]
-        self._remove(stray)
+        with self._lock:
+            stray = [s for s in self._blobs.all() if not (self._count[s] or self._jobs[s])]
+            self._remove(stray)
         return len(stray)
 
     def _remove(self, shas: Iterable[str]) -> None:
+        """Remove blobs no one holds. Called under the lock, so that a `hold` (which comes
+        before its blob's put) either keeps the file or finds it gone and puts it again."""
         for s in shas:
             try:
                 self._blobs.remove(s)

@@ -54,6 +54,7 @@ from server.core.memory.model import (
     GateDecision,
     Kind,
     MediaCounts,
+    MemoryFilter,
     Modality,
     NewMemory,
     ProcessingState,
@@ -72,6 +73,27 @@ Write = Callable[[list[NewMemory], Deadline], list[WriteResult]]
 Similarity = Callable[[str, str], float | None]
 _ENC = msgspec.msgpack.Encoder()
 _DEC = msgspec.msgpack.Decoder(Spec)
+
+
+def not_read_yet(
+    memory_id: str,
+    decision: GateDecision,
+    reason: str,
+    processing: ProcessingState,
+    tier: Tier = Tier.UNSPECIFIED,
+    importance: int = 0,
+) -> WriteResult:
+    """The reply to a write of a medium whose memory is not (or never) stored as read: queued,
+    merged into one still queued, failed or cancelled."""
+    return WriteResult(
+        memory_id=memory_id,
+        decision=decision,
+        reason=reason,
+        importance=importance,
+        expires_at=None,
+        tier=tier,
+        processing=processing,
+    )
 
 
 @dataclass(frozen=True)
@@ -239,8 +261,13 @@ class MediaIntake:
         deadline.check("before storing the medium")
         rec = new.record
         memory_id = rec.memory_id or self._new_id(self._clock.now())
-        sha = self.blobs.put(media.data)
-        self.keeper.hold(sha)
+        sha = hashlib.sha256(media.data).hexdigest()
+        self.keeper.hold(sha)  # before the put: a release meanwhile cannot remove the file
+        try:
+            self.blobs.put(media.data)
+        except BaseException:
+            self.keeper.release(sha)
+            raise
         spec = spec_of(new, memory_id)
         job = Job(
             0, rec.namespace, memory_id, rec.session_id, sha, _ENC.encode(spec), self._clock.now()
@@ -265,19 +292,26 @@ class MediaIntake:
         if old is not None and drop:
             self._ledger.finish(old.job.job_id)
             self.keeper.release(old.job.sha256)
+            old.result = not_read_yet(
+                memory_id,
+                GateDecision.STORED,
+                "replaced by a later write of the same memory_id, still being read",
+                ProcessingState.PROCESSING,
+                rec.tier,
+            )
+            old.done.set()  # a Remember waiting for the first answers now
         self._queue.put(work)
         left = deadline.remaining()
         if media.wait and work.done.wait(None if math.isinf(left) else max(left, 0.0)):
             assert work.result is not None
             return work.result
-        return WriteResult(
-            memory_id=memory_id,
-            decision=GateDecision.STORED,
-            reason=f"queued for reading ({sn.mime})",
-            importance=new.explicit_importance or 0,
-            expires_at=None,
-            tier=rec.tier,
-            processing=ProcessingState.PROCESSING,
+        return not_read_yet(
+            memory_id,
+            GateDecision.STORED,
+            f"queued for reading ({sn.mime})",
+            ProcessingState.PROCESSING,
+            rec.tier,
+            new.explicit_importance or 0,
         )
 
     def _table(self, new: NewMemory, sn: Sniffed, data: bytes) -> TableWrite:
@@ -302,10 +336,12 @@ class MediaIntake:
         """The tables' bytes stored and held while their records are written: a record that
         commits holds its blob from then on; one refused leaves nothing behind. A crash in
         between leaves a stray blob, which the next start-up's sweep removes."""
-        shas = [self.blobs.put(t.data) for t in tables]
+        shas = [t.new.record.blob.sha256 for t in tables if t.new.record.blob is not None]
         for sha in shas:
-            self.keeper.hold(sha)
+            self.keeper.hold(sha)  # before the put: a release meanwhile cannot remove the file
         try:
+            for t in tables:
+                self.blobs.put(t.data)
             yield
         finally:
             for sha in shas:
@@ -351,10 +387,38 @@ class MediaIntake:
                     return memory_id
         return None
 
+    def cancel_matching(self, namespace: str, flt: MemoryFilter) -> int:
+        """A Forget by filter: cancel the namespace's jobs still in the queue (and forget its
+        failures) that the filter would match once read; how many. What is known before the
+        reading decides (session, kind, the client's tags, the time of the write, an explicit
+        importance); a modality filter matches a pending medium when it names images or
+        recordings; an importance the gate has yet to give matches."""
+        with self._lock:
+            ids = [
+                mid
+                for (ns, mid), w in self._work.items()
+                if ns == namespace and _could_match(w.spec, w.job, flt)
+            ]
+            ids += [
+                mid
+                for (ns, mid), job in self._failed.items()
+                if ns == namespace and (not flt.session_id or job.session_id == flt.session_id)
+            ]
+        return sum(self.cancel(namespace, mid) for mid in ids)
+
+    def queued_in(self, namespace: str, sha256: str) -> bool:
+        """Whether a job of the namespace still in the queue holds the medium."""
+        with self._lock:
+            return any(
+                ns == namespace and w.job.sha256 == sha256 and not w.cancelled
+                for (ns, _), w in self._work.items()
+            )
+
     def wait(self, namespace: str, session_id: str, deadline: Deadline) -> bool:
         """Wait until no medium of the namespace's session (any session when "") is pending,
-        within the deadline and `media.queue.recall_wait_seconds`; True when none is."""
-        limit = min(self._s.queue.recall_wait_seconds, max(deadline.remaining(), 0.0))
+        within `media.queue.recall_wait_seconds` and half the deadline's time left (the Recall
+        itself needs the rest: it then answers from what is searchable); True when none is."""
+        limit = min(self._s.queue.recall_wait_seconds, max(deadline.remaining() / 2, 0.0))
         end = time.monotonic() + limit
 
         def mine() -> bool:
@@ -393,14 +457,8 @@ class MediaIntake:
             self._lock.notify_all()
         self._ledger.finish(work.job.job_id)
         self.keeper.release(work.job.sha256)
-        work.result = WriteResult(
-            memory_id=memory_id,
-            decision=GateDecision.REJECTED,
-            reason="forgotten before it was read",
-            importance=0,
-            expires_at=None,
-            tier=Tier.UNSPECIFIED,
-            processing=ProcessingState.FAILED,
+        work.result = not_read_yet(
+            memory_id, GateDecision.REJECTED, "forgotten before it was read", ProcessingState.FAILED
         )
         work.done.set()  # a Remember waiting for it answers now
         return True
@@ -449,9 +507,15 @@ class MediaIntake:
             work.writing = True
         try:
             results = self._write(items, no_deadline())
-        finally:
+        except BaseException:
             with self._lock:
                 work.writing = False
+            if self._stopping.is_set():  # the stores are closing: the next start resumes it
+                log.warning("media job %d left pending at shutdown", job.job_id)
+                return
+            raise
+        # `writing` stays set until `_finish`: a Forget meanwhile finds the write done, and
+        # erases it in the store (never releasing the blob a second time).
         first = results[0]
         warnings = (note,) if note else ()
         work.result = msgspec.structs.replace(first, warnings=warnings)
@@ -480,14 +544,9 @@ class MediaIntake:
         self._ledger.fail(job.job_id, why)
         self.keeper.release(job.sha256)
         self.failed += 1
-        work.result = WriteResult(
-            memory_id=job.memory_id,  # Get names it FAILED, with why, and Forget removes it
-            decision=GateDecision.REJECTED,
-            reason=why,
-            importance=0,
-            expires_at=None,
-            tier=Tier.UNSPECIFIED,
-            processing=ProcessingState.FAILED,
+        # Its id: Get names it FAILED, with why, and Forget removes it.
+        work.result = not_read_yet(
+            job.memory_id, GateDecision.REJECTED, why, ProcessingState.FAILED
         )
         with self._lock:
             self._failed[(job.namespace, job.memory_id)] = dataclasses.replace(
@@ -503,3 +562,23 @@ class MediaIntake:
                 del self._work[key]
             self._lock.notify_all()
         work.done.set()
+
+
+def _could_match(spec: Spec, job: Job, flt: MemoryFilter) -> bool:
+    """Whether a pending medium's memory would match a Forget's filter once read."""
+    rec = spec.record
+    if flt.session_id and job.session_id != flt.session_id:
+        return False
+    if flt.kinds and rec.kind not in flt.kinds:
+        return False
+    if flt.modalities and not {Modality.IMAGE, Modality.AUDIO, rec.modality} & set(flt.modalities):
+        return False
+    if flt.tags and not set(rec.tags) & set(flt.tags):
+        return False
+    created = spec.created_at if spec.created_at is not None else job.created
+    if flt.created_after is not None and created < flt.created_after:
+        return False
+    if flt.created_before is not None and created >= flt.created_before:
+        return False
+    importance = spec.explicit_importance
+    return not (flt.min_importance and importance is not None and importance < flt.min_importance)

@@ -394,6 +394,30 @@ def test_a_write_waiting_for_its_reading_is_answered_when_a_forget_cancels_it(
     gated.gate.set()
 
 
+def test_a_write_waiting_for_its_reading_is_answered_when_its_id_is_sent_again(
+    tmp_path: Path, kits: list[Kit]
+) -> None:
+    """A Remember with `wait` whose queued job a later write of the same id replaces answers at
+    once (PROCESSING: the later one is being read), not at its deadline."""
+    gated = GatedOcr(colours())
+    kit = open_kit(kits, tmp_path, gated)
+    send(kit, image(png_of(RED)))
+    assert gated.entered.wait(LONG)  # the worker holds the first at the gate
+    first = image(png_of(GREEN), memory_id="twice", wait=True)
+    sn = kit.intake.prepare(first, 0)
+    assert isinstance(sn, Sniffed)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(kit.intake.enqueue, first, sn, Deadline(LONG))
+        wait_for(lambda: kit.intake.pending(NS, "twice") is not None)
+        again = send(kit, image(png_of(BLUE), memory_id="twice"))
+        got = answer.result(timeout=LONG / 2)  # well before its own deadline
+    assert got.processing == ProcessingState.PROCESSING and "replaced" in got.reason
+    assert again.memory_id == got.memory_id == "twice"
+    gated.gate.set()
+    drained(kit)
+    assert blob_files(tmp_path) == {sha(png_of(RED)), sha(png_of(BLUE))}
+
+
 def test_cancelling_a_job_while_it_is_read_keeps_its_write_from_happening(
     tmp_path: Path, kits: list[Kit]
 ) -> None:
