@@ -23,7 +23,9 @@ import msgspec
 import numpy as np
 import pytest
 import redis
+from hypothesis import HealthCheck
 from hypothesis import settings as hsettings
+from hypothesis.stateful import RuleBasedStateMachine
 
 from server.adapters.columns_file import ColumnsFile
 from server.adapters.journal_file import JournalFile
@@ -259,3 +261,15 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     srv.start()
     yield srv
     srv.stop()
+
+
+def run_state_machine(machine: type[RuleBasedStateMachine], default: int, steps: int) -> None:
+    """A state machine's runs: `default` examples of `steps` steps, or
+    `POCKETD_STATE_EXAMPLES` of them; no deadline (a step may restart an engine)."""
+    machine.TestCase.settings = hsettings(
+        max_examples=int(os.environ.get("POCKETD_STATE_EXAMPLES", str(default))),
+        stateful_step_count=steps,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    machine.TestCase().runTest()

@@ -52,7 +52,6 @@ sequences this short get there.
 from __future__ import annotations
 
 import dataclasses
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -62,7 +61,7 @@ from unittest.mock import patch
 import msgspec
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, event, settings
+from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
@@ -94,7 +93,7 @@ from server.core.memory.pockets import PocketCatalog, PocketScheme
 from server.core.memory.state.columns import ARRAYS, Columns
 from server.core.memory.write.writer import DEDUP_CANDIDATES, Writer
 from server.core.settings import MemorySettings
-from tests.conftest import DAY, FakeClock, open_engine
+from tests.conftest import DAY, FakeClock, open_engine, run_state_machine
 from tests.unit.engine_state_model import (
     FAMILIES,
     KINDS,
@@ -660,21 +659,10 @@ class EngineMachine(RuleBasedStateMachine):
             assert float(got @ want) > bound, (rec.memory_id, rec.tier, float(got @ want))
 
 
-def run(examples: int) -> None:
-    machine = EngineMachine
-    machine.TestCase.settings = settings(
-        max_examples=examples,
-        stateful_step_count=25,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    machine.TestCase().runTest()
-
-
 def test_the_engine_agrees_with_its_model() -> None:
-    run(int(os.environ.get("POCKETD_STATE_EXAMPLES", "40")))
+    run_state_machine(EngineMachine, 40, 25)
 
 
 @pytest.mark.slow
 def test_the_engine_agrees_with_its_model_long() -> None:
-    run(int(os.environ.get("POCKETD_STATE_EXAMPLES", "300")))
+    run_state_machine(EngineMachine, 300, 25)

@@ -48,7 +48,6 @@ minute on a loaded two-core machine; the `slow` variant runs 200).
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import tempfile
 import threading
@@ -61,7 +60,7 @@ from typing import cast
 import msgspec
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, event, settings
+from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, multiple, rule
 
@@ -82,7 +81,7 @@ from server.core.memory.model import (
     WriteResult,
 )
 from server.core.settings import Settings
-from tests.conftest import DIM, FakeClock, make_settings, wait_for
+from tests.conftest import DIM, FakeClock, make_settings, run_state_machine, wait_for
 from tests.media_fixtures import blob_files, media_settings, open_media_engine, solid_png
 
 NAMESPACES = ("a", "b", "c")
@@ -720,24 +719,13 @@ class MediaMachine(RuleBasedStateMachine):
         assert counts == per_ns, (counts, per_ns)
 
 
-def run(examples: int) -> None:
-    machine = MediaMachine
-    machine.TestCase.settings = settings(
-        max_examples=examples,
-        stateful_step_count=20,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    machine.TestCase().runTest()
-
-
 def test_media_memory_agrees_with_its_model() -> None:
-    run(int(os.environ.get("POCKETD_STATE_EXAMPLES", "25")))
+    run_state_machine(MediaMachine, 25, 20)
 
 
 @pytest.mark.slow
 def test_media_memory_agrees_with_its_model_long() -> None:
-    run(int(os.environ.get("POCKETD_STATE_EXAMPLES", "200")))
+    run_state_machine(MediaMachine, 200, 20)
 
 
 # -- what the model is lenient about, checked exactly ---------------------------------------------
