@@ -131,6 +131,7 @@ class Scorer(Reader):
                 sims = (mat.astype(np.float32) @ qv).tolist()
                 cosines.update((k, c) for k, ok, c in zip(mine, present, sims, strict=True) if ok)
             run.vec = cosines
+            run.space.clear()  # text cosines now; `complete_spaces` labels what a space raises
         # The keyword channel listed every memory that holds a query term unless its list was
         # full: only then can a vector candidate have an unlisted BM25.
         if run.kq is not None and run.kw_full:
