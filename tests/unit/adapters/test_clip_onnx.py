@@ -22,7 +22,10 @@ from server.core.settings import ClipSettings
 from tests.conftest import load_tool
 
 tiny = load_tool("tiny_clip")
-synth = tiny.synth()
+try:
+    synth = tiny.synth()
+except FileNotFoundError as exc:  # a checkout without ../shared beside it (CI has it)
+    pytest.skip(f"the tiny model's fixture is missing: {exc}", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
