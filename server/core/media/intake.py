@@ -148,6 +148,7 @@ class MediaIntake:
         self._failed: dict[tuple[str, str], Job] = {}
         self._queue: queue.Queue[_Work | None] = queue.Queue()
         self._threads: list[threading.Thread] = []
+        self._warmer: threading.Thread | None = None
         self._stopping = threading.Event()
         self._resumed: int | None = None  # jobs `resume` queued, once it ran
         self.processed = 0
@@ -186,7 +187,10 @@ class MediaIntake:
         if resumed or swept:
             log.info("media: %d jobs resumed, %d stray blobs removed", resumed, swept)
         if self._s.queue.warm_up:
-            threading.Thread(target=self._warm, name="pocketd-media-warm", daemon=True).start()
+            self._warmer = threading.Thread(
+                target=self._warm, name="pocketd-media-warm", daemon=True
+            )
+            self._warmer.start()
         for i in range(self._s.queue.workers):
             t = threading.Thread(target=self._run, name=f"pocketd-media-{i}", daemon=True)
             t.start()
@@ -204,6 +208,12 @@ class MediaIntake:
         """Stop the workers after the job each is on; pending jobs stay in the ledger (the next
         start resumes them)."""
         self._stopping.set()
+        # A process that exits while the warm-up is creating the readers' native thread pools
+        # aborts ("terminate called without an active exception"): let it finish first.
+        if self._warmer is not None:
+            self._warmer.join(timeout=120.0)
+            if self._warmer.is_alive():
+                log.error("the media readers' warm-up did not end in 120 s")
         for _ in self._threads:
             self._queue.put(None)
         for t in self._threads:
