@@ -15,7 +15,6 @@ from __future__ import annotations
 import concurrent.futures
 import hashlib
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -385,9 +384,7 @@ def test_a_write_waiting_for_its_reading_is_answered_when_a_forget_cancels_it(
     assert isinstance(sn, Sniffed)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         answer = pool.submit(kit.intake.enqueue, new, sn, Deadline(LONG))
-        deadline = time.monotonic() + LONG
-        while kit.intake.pending(NS, "waits") is None and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for(lambda: kit.intake.pending(NS, "waits") is not None)
         assert kit.intake.cancel(NS, "waits")
         got = answer.result(timeout=LONG / 2)  # well before its own deadline
     assert got.processing == ProcessingState.FAILED and "forgotten" in got.reason
