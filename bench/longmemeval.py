@@ -56,13 +56,16 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
+from bench.ablations import ABLATIONS, ablation_env, settings_env
 from bench.longmemeval_data import DATA, TYPES, DataMissingError, Loaded, Question, build, read
 from bench.longmemeval_score import METRICS, OVERALL, Figures, Hits, figures, hits
 from bench.longmemeval_split import PARTS, SPLIT, load, order_key
@@ -132,29 +135,53 @@ def _eta(t0: float, done: int, total: int) -> str:
     )
 
 
-def run_pocketd(corpus: Corpus, question_of: dict[str, str], keep: bool) -> dict[str, Any]:
-    """pocketd, its ceiling and the oracle, per question; and what the import did."""
-    log(f"pocketd: starting a server on its defaults; importing {len(corpus.turns)} turns")
-    pd = Pocketd(keep=keep)
+def run_pocketd(
+    corpus: Corpus, question_of: dict[str, str], ns: argparse.Namespace
+) -> dict[str, Any]:
+    """pocketd, its ceiling and the oracle, per question; what the import did; and, per
+    ablation (`bench.ablations`), pocketd served again from the same stored memories with one
+    mechanism turned off. With `--store DIR` the import is kept in DIR and, when DIR already
+    holds one, read from there."""
+    work = ns.store or Path(tempfile.mkdtemp(prefix="pocketd-longmemeval-"))
+    env = settings_env(ns.set)
+    pd = Pocketd(work=work, config=ns.config, env=env)
     totals: dict[str, float] = defaultdict(float)
     try:
-        t0, done = time.perf_counter(), 0
-        for part in chunks(corpus, IMPORT_CHUNK):
-            pd.add(part, "longmemeval")
-            for k, v in pd.imports["longmemeval"].items():
-                totals[k] += v
-            done += len(part.probes)
-            log(f"pocketd import: {_eta(t0, done, len(corpus.probes))}")
+        if pd.saved:
+            log(f"pocketd: serving the import saved in {work}")
+            pd.load()
+            totals.update(pd.imports["longmemeval"])
+        else:
+            log(f"pocketd: importing {len(corpus.turns)} turns")
+            t0, done = time.perf_counter(), 0
+            for part in chunks(corpus, IMPORT_CHUNK):
+                pd.add(part, "longmemeval")
+                for k, v in pd.imports["longmemeval"].items():
+                    totals[k] += v
+                done += len(part.probes)
+                log(f"pocketd import: {_eta(t0, done, len(corpus.probes))}")
+            pd.imports["longmemeval"] = dict(totals)
+            pd.save()
         per: PerQuestion = {
             "pocketd": rank_all(pd.ranker("longmemeval"), corpus.probes, question_of)
         }
         per["ceiling"] = rank_all(Ceiling(pd.held), corpus.probes, question_of)
         per["oracle"] = rank_all(Oracle(), corpus.probes, question_of)
+        short = pd.short_lists["longmemeval"]
+        pd.close()
+        for name, off in [] if ns.no_ablations else ABLATIONS:
+            log(f"pocketd {name}: serving the same memories again")
+            pd = Pocketd(work=work, config=ns.config, env={**env, **ablation_env(off)})
+            pd.load()
+            per[name] = rank_all(pd.ranker("longmemeval"), corpus.probes, question_of)
+            pd.close()
         imp = dict(totals)  # sums over the chunks; the rate is recomputed from them
         imp["turns_per_second"] = imp["turns"] / imp["seconds"] if imp["seconds"] else 0.0
-        return {"per_question": per, "import": imp, "short_lists": pd.short_lists["longmemeval"]}
+        return {"per_question": per, "import": imp, "short_lists": short}
     finally:
         pd.close()
+        if ns.store is None and not ns.keep:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def run_baselines(corpus: Corpus, question_of: dict[str, str], info: dict[str, Any]) -> PerQuestion:
@@ -208,9 +235,11 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
     question_of = {ns_: q for x in loaded.values() for ns_, q in x.question_of.items()}
     log(f"{len(corpus.turns)} turns, {len(corpus.probes)} questions scored")
     t0 = time.perf_counter()
-    pd = run_pocketd(corpus, question_of, ns.keep)
+    pd = run_pocketd(corpus, question_of, ns)
     info: dict[str, Any] = {}
-    per: PerQuestion = {**pd["per_question"], **run_baselines(corpus, question_of, info)}
+    per: PerQuestion = dict(pd["per_question"])
+    if not ns.pocketd_only:
+        per.update(run_baselines(corpus, question_of, info))
     type_of = {question_of[p.namespace]: p.kind for p in corpus.probes}
     parts: dict[str, Any] = {}
     for part, x in loaded.items():
@@ -304,6 +333,22 @@ def main(argv: list[str]) -> int:
     p.add_argument("--user-only", action="store_true", help="index user turns only")
     p.add_argument("--json", type=Path, help="also write the figures here")
     p.add_argument("--keep", action="store_true", help="keep the server's data directory")
+    p.add_argument(
+        "--store",
+        type=Path,
+        help="keep pocketd's import in this directory, or serve the one it already holds",
+    )
+    p.add_argument("--config", type=Path, help="a pocketd config file for the server")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="a pocketd setting for the server (repeatable), e.g."
+        " memory.hybrid_search.session_weight=0.2",
+    )
+    p.add_argument("--pocketd-only", action="store_true", help="no baselines")
+    p.add_argument("--no-ablations", action="store_true", help="no ablation rows")
     ns = p.parse_args(argv)
     r = run(ns)
     print(report(r))

@@ -11,6 +11,7 @@ of its own.
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import tempfile
@@ -253,10 +254,21 @@ class Pocketd:
     10, `as_of` its probe's time, with `min_score` 0 so that the relevance floor does not cut a
     list the baselines would return in full."""
 
-    def __init__(self, keep: bool = False) -> None:
-        self.work = Path(tempfile.mkdtemp(prefix="pocketd-quality-"))
-        self.keep = keep
-        self.srv = ServerProcess(self.work / "data")
+    def __init__(
+        self,
+        keep: bool = False,
+        work: Path | None = None,
+        config: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """`work`: a directory to serve from and keep (its `data` and the turn map `turns.json`
+        saved by `save`), so that a later server with other query settings (`config`, a pocketd
+        YAML file; `env`, `POCKETD__…` variables) reads the same stored memories without
+        importing them again."""
+        self.work = work or Path(tempfile.mkdtemp(prefix="pocketd-quality-"))
+        self.keep = keep or work is not None
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.srv = ServerProcess(self.work / "data", env=env, config=config)
         try:
             self.srv.wait_serving(timeout=300)
         except BaseException:
@@ -267,6 +279,21 @@ class Pocketd:
         self.turn_of: dict[str, str] = {}  # memory id → the turn whose words it holds
         self.imports: dict[str, dict[str, float]] = {}
         self.short_lists: dict[str, int] = defaultdict(int)  # recalls under 10 hits, per label
+
+    @property
+    def saved(self) -> bool:
+        """Whether `work` holds an import saved by `save` (then `load` replaces `add`)."""
+        return (self.work / "turns.json").exists()
+
+    def save(self) -> None:
+        (self.work / "turns.json").write_text(
+            json.dumps({"turn_of": self.turn_of, "imports": self.imports})
+        )
+
+    def load(self) -> None:
+        saved = json.loads((self.work / "turns.json").read_text())
+        self.turn_of, self.imports = saved["turn_of"], saved["imports"]
+        self._wait_indexed()
 
     @property
     def held(self) -> set[str]:

@@ -5,13 +5,33 @@ clipped) and its boost flags:
 
     v_i     = (c_i − floor) / (ceiling − floor), clipped to [0, 1]   (0 at or below the floor)
     fused_i = (w_v·v_i + w_k·k_i), times `both_boost` if v_i > 0 and k_i > 0,
-              times (1 + when_boost) if says_when_i
+              where k_i is at least across·v_i if across_i,
+              plus w_s·s_i,
+              times (1 + when_boost) if says_when_i,
+              times (1 + role_boost) if same_role_i
             + exact_boost · exact_i + time_boost · in_window_i
 
 The scales depend only on the query and the namespace's statistics, never on the other
 candidates, so a memory's score is the same whichever pockets a plan searches. The formula is
 non-decreasing in every input, so the early stop's ceiling of an unsearched pocket is this same
 function of the best values a memory of it could have (`server.core.query.early_stop`).
+
+`s_i`: its session's score, the session vector's cosine on the same [0, 1] scale as v_i (the
+normalised mean of the session's turns' vectors; 0 for a memory in no session). Evidence that
+is spread over a conversation lies in sessions about the question's topic: a turn of such a
+session ("yes, the blue one") ranks above an equally near turn of an unrelated one.
+
+`same_role_i`: the turn is from the role the question is about (the asker's own turns for "what
+did I buy", the agent's for "the name you suggested"; `server.core.memory.roles`).
+
+`across_i`: the memory is written in the other script than the query (a Chinese question, an
+English memory). The keyword channel cannot match across scripts, so there a share `across` of
+the vector score stands in for the keyword score: without it a cross-lingual paraphrase
+(v = 0.55: 0.275) fell below a same-language memory sharing one incidental word (v = 0.3,
+k = 0.3: 0.36); with `across` 0.5 it scores 0.41. A share, not the whole: standing in with all
+of it made near-topic memories in the other language outrank same-language answers, whose
+keyword match is partial (the bilingual dev set's English R@1 0.25 → 0.16). The both-channels
+boost stays for a real keyword match.
 
 With the default weights (0.5, 0.5) a memory found by one channel counts at half weight and one
 found by both is boosted (seed 000 §2.3); an image query moves the weights to (0.75, 0.25) so a
@@ -20,8 +40,8 @@ convex-combination fusion (Bruch et al., "An Analysis of Fusion Functions for Hy
 Retrieval", arXiv 2210.11934) with a both-channels boost.
 
 `params` packs the constants: (floor, w_v, w_k, both_boost, exact_boost, time_boost,
-when_boost, ceiling). The floor and the ceiling are the encoder's: where it puts unrelated texts,
-and the cosine of a memory as near as one usually gets.
+when_boost, ceiling, across, w_s, role_boost). The floor and the ceiling are the encoder's:
+where it puts unrelated texts, and the cosine of a memory as near as one usually gets.
 """
 
 from __future__ import annotations
@@ -31,7 +51,7 @@ from numba import njit
 
 from kernels.types import BoolArray, F32Array, F64Array
 
-FLOOR, W_VEC, W_KW, BOTH, EXACT, TIME, WHEN, CEILING = range(8)
+FLOOR, W_VEC, W_KW, BOTH, EXACT, TIME, WHEN, CEILING, ACROSS, W_SESSION, ROLE = range(11)
 
 
 @njit(cache=True, nogil=True)
@@ -41,6 +61,9 @@ def fused_scores(
     exact: BoolArray,
     in_window: BoolArray,
     says_when: BoolArray,
+    across: BoolArray,
+    session: F32Array,
+    same_role: BoolArray,
     params: F64Array,
 ) -> F32Array:
     """The fused score of each candidate (see the module docstring)."""
@@ -53,11 +76,17 @@ def fused_scores(
         if cos[i] > floor and span > 0.0:
             v = min((cos[i] - floor) / span, 1.0)
         k = min(max(kw[i], 0.0), 1.0)
+        both = v > 0.0 and k > 0.0
+        if across[i]:
+            k = max(k, params[ACROSS] * v)
         s = params[W_VEC] * v + params[W_KW] * k
-        if v > 0.0 and k > 0.0:
+        if both:
             s *= params[BOTH]
+        s += params[W_SESSION] * min(max(session[i], 0.0), 1.0)
         if says_when[i]:
             s *= 1.0 + params[WHEN]
+        if same_role[i]:
+            s *= 1.0 + params[ROLE]
         if exact[i]:
             s += params[EXACT]
         if in_window[i]:
@@ -72,6 +101,9 @@ def fused_scores_ref(
     exact: BoolArray,
     in_window: BoolArray,
     says_when: BoolArray,
+    across: BoolArray,
+    session: F32Array,
+    same_role: BoolArray,
     params: F64Array,
 ) -> F32Array:
     """numpy twin of `fused_scores`."""
@@ -80,9 +112,13 @@ def fused_scores_ref(
     span = params[CEILING] - floor
     v = np.where((c > floor) & (span > 0), np.clip((c - floor) / span, 0.0, 1.0), 0.0)
     k = np.clip(kw.astype(np.float64), 0.0, 1.0)
+    both = (v > 0) & (k > 0)
+    k = np.where(across, np.maximum(k, params[ACROSS] * v), k)
     s = params[W_VEC] * v + params[W_KW] * k
-    s = np.where((v > 0) & (k > 0), s * params[BOTH], s)
+    s = np.where(both, s * params[BOTH], s)
+    s = s + params[W_SESSION] * np.clip(session.astype(np.float64), 0.0, 1.0)
     s = np.where(says_when, s * (1.0 + params[WHEN]), s)
+    s = np.where(same_role, s * (1.0 + params[ROLE]), s)
     s = s + params[EXACT] * exact + params[TIME] * in_window
     out: F32Array = s.astype(np.float32)
     return out

@@ -196,6 +196,17 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     # this share: the answer type scales relevance, it never creates it (added, 0.15 made any
     # dated memory outrank a paraphrase's answer on the bilingual bench).
     temporal_answer_boost: Annotated[float, between(0.0, 10.0)] = 0.15
+    # A memory in the other script than the query (a Chinese question, an English memory),
+    # which no keyword can match: this share of its vector score stands in for its keyword
+    # score (`kernels.fusion`). 0 turns it off.
+    across_scripts_share: Ratio = 0.5
+    # Added to a turn's fused score: this times its session's score, the cosine of the
+    # session's vector (the mean of its turns') on the vector channel's scale. Evidence spread
+    # over a conversation lies in sessions about the question's topic. 0 turns it off.
+    session_weight: Ratio = 0.0
+    # A turn from the role the question is about (`retrieval.asker_cues`, `agent_cues`;
+    # `server.core.memory.roles`) has its fused score raised by this share.
+    role_boost: Annotated[float, between(0.0, 1.0)] = 0.0
     # The weight of a match in a memory's speaker's name and its event date (the keyword
     # channel's `meta` field) against one in its text: a question names whom it is about and
     # which day.
@@ -324,6 +335,35 @@ class DecaySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         "几月",
         "几点",
     )
+    # A question about what the agent said ("the name you suggested", "你推荐的"): its turns
+    # (speaker "assistant", "ai", …) are what it is about (`hybrid_search.role_boost`).
+    agent_cues: tuple[str, ...] = (
+        "you said",
+        "you told",
+        "you mentioned",
+        "you recommended",
+        "you suggested",
+        "you gave",
+        "you provided",
+        "you listed",
+        "you shared",
+        "you explained",
+        "you wrote",
+        "you came up with",
+        "you helped",
+        "your suggestion",
+        "your recommendation",
+        "your advice",
+        "你说",
+        "你提到",
+        "你推荐",
+        "你建议",
+        "你给我",
+        "你告诉",
+    )
+    # A question in the asker's own voice ("what did I buy", "我买了什么"): the asker's turns
+    # (speaker "user", "human", …) are what it is about, unless it asks what the agent said.
+    asker_cues: tuple[str, ...] = ("i", "my", "me", "mine", "myself", "i'm", "i've", "我")
     # A question about a past value ("which tool did we use before?", "以前用什么"): the newer
     # of two memories of one slot is not put first (`lifecycle.supersede.older_factor`).
     past_cues: tuple[str, ...] = (

@@ -40,6 +40,8 @@ def fusion_case(draw: st.DrawFn) -> tuple:
             draw(st.floats(0.0, 1.0)),  # time cue
             draw(st.floats(0.0, 1.0)),  # says when
             draw(st.floats(min(floor + 0.05, 1.0), 1.0)),  # ceiling
+            draw(st.floats(0.0, 1.0)),  # across scripts: the share
+            draw(st.floats(0.0, 0.5)),  # the session's weight
         ]
     )
     return (
@@ -48,6 +50,8 @@ def fusion_case(draw: st.DrawFn) -> tuple:
         draw(bools(n)),
         draw(bools(n)),
         draw(bools(n)),
+        draw(bools(n)),  # across scripts
+        draw(arrays(n)),  # the session's score
         params,
     )
 
@@ -59,47 +63,72 @@ def test_fused_scores_match_the_reference(case: tuple) -> None:
 
 @given(fusion_case())
 def test_fused_scores_are_bounded_and_zero_without_a_hit_or_boost(case: tuple) -> None:
-    cos, kw, ex, win, when, p = case
-    out = fused_scores(cos, kw, ex, win, when, p)
+    cos, kw, ex, win, when, acr, ses, p = case
+    out = fused_scores(cos, kw, ex, win, when, acr, ses, p)
     assert np.all(out >= 0)
-    assert np.all(out <= p[3] * (1 + p[6]) * (p[1] + p[2]) + p[4] + p[5] + 1e-5)
-    none = (cos.astype(np.float64) <= p[0]) & (kw == 0) & ~ex & ~win & ~when
+    assert np.all(out <= (p[3] * (p[1] + p[2]) + p[9]) * (1 + p[6]) + p[4] + p[5] + 1e-5)
+    none = (cos.astype(np.float64) <= p[0]) & (kw == 0) & ~ex & ~win & ~when & (ses == 0)
     assert np.all(out[none] == 0)
 
 
-@given(fusion_case(), st.integers(0, 5))
+@given(fusion_case(), st.integers(0, 6))
 def test_fused_scores_never_fall_when_an_input_rises(case: tuple, which: int) -> None:
-    """The early stop's ceiling is the formula over upper bounds: that needs monotony."""
-    cos, kw, ex, win, when, p = case
-    cols = [cos.copy(), kw.copy(), ex.copy(), win.copy(), when.copy()]
-    if which == 0:
-        cols[0] = np.minimum(cos + np.float32(0.3), np.float32(1.0))
-    elif which == 1:
-        cols[1] = np.minimum(kw + np.float32(0.3), np.float32(1.0))
+    """The early stop's ceiling is the formula over upper bounds (an unsearched pocket's
+    memories counted as across scripts): that needs monotony."""
+    *base, p = case
+    cols = [c.copy() for c in base]
+    if which in (0, 1, 6):  # cosine, keyword score, session score
+        cols[which] = np.minimum(cols[which] + np.float32(0.3), np.float32(1.0))
     else:
-        cols[min(which, 4)] = np.ones_like(cols[min(which, 4)])
-    raised = fused_scores(cols[0], cols[1], cols[2], cols[3], cols[4], p)
-    assert np.all(raised >= fused_scores(cos, kw, ex, win, when, p) - 1e-6)
+        cols[which] = np.ones_like(cols[which])
+    raised = fused_scores(*cols, p)
+    assert np.all(raised >= fused_scores(*base, p) - 1e-6)
 
 
 def test_one_channel_counts_at_its_weight_and_both_are_boosted() -> None:
     cos = np.array([1.0, 1.0, 0.0], dtype=np.float32)
     kw = np.array([1.0, 0.0, 1.0], dtype=np.float32)
     no = np.zeros(3, dtype=np.bool_)
-    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0])
-    np.testing.assert_allclose(fused_scores(cos, kw, no, no, no, p), [1.2, 0.5, 0.5], rtol=1e-6)
+    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2])
+    zero = np.zeros(3, dtype=np.float32)
+    np.testing.assert_allclose(
+        fused_scores(cos, kw, no, no, no, no, zero, p), [1.2, 0.5, 0.5], rtol=1e-6
+    )
+
+
+def test_a_turn_of_a_session_on_the_topic_outranks_an_equal_turn_of_another() -> None:
+    cos = np.array([0.5, 0.5], dtype=np.float32)
+    kw = np.array([0.2, 0.2], dtype=np.float32)
+    no = np.zeros(2, dtype=np.bool_)
+    session = np.array([0.8, 0.1], dtype=np.float32)
+    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2])
+    out = fused_scores(cos, kw, no, no, no, no, session, p)
+    np.testing.assert_allclose(out, [0.42 + 0.16, 0.42 + 0.02], rtol=1e-5)
+
+
+def test_across_scripts_the_vector_stands_in_for_the_keyword_channel() -> None:
+    """A match in the other script (no keyword can match) outranks a weaker one in the query's
+    script that shares an incidental word; in the same script nothing changes; a real keyword
+    match across scripts (an identifier) keeps its score and its boost."""
+    cos = np.array([0.55, 0.3, 0.55, 0.55], dtype=np.float32)
+    kw = np.array([0.0, 0.3, 0.0, 0.5], dtype=np.float32)
+    no = np.zeros(4, dtype=np.bool_)
+    across = np.array([True, False, False, True])
+    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2])
+    out = fused_scores(cos, kw, no, no, no, across, np.zeros(4, np.float32), p)
+    np.testing.assert_allclose(out, [0.4125, 0.36, 0.275, 0.63], rtol=1e-5)
 
 
 @given(fusion_case(), st.randoms())
 def test_a_candidates_score_does_not_depend_on_the_others(case: tuple, rnd) -> None:
-    cos, kw, ex, win, when, p = case
-    perm = np.array(rnd.sample(range(len(cos)), len(cos)), dtype=np.int64)
-    a = fused_scores(cos, kw, ex, win, when, p)[perm]
-    b = fused_scores(cos[perm], kw[perm], ex[perm], win[perm], when[perm], p)
+    cols, p = case[:-1], case[-1]
+    perm = np.array(rnd.sample(range(len(cols[0])), len(cols[0])), dtype=np.int64)
+    a = fused_scores(*cols, p)[perm]
+    b = fused_scores(*(c[perm] for c in cols), p)
     np.testing.assert_array_equal(a, b)
-    if len(cos) > 1:
-        one = fused_scores(cos[:1], kw[:1], ex[:1], win[:1], when[:1], p)
-        assert one[0] == fused_scores(cos, kw, ex, win, when, p)[0]
+    if len(cols[0]) > 1:
+        one = fused_scores(*(c[:1] for c in cols), p)
+        assert one[0] == fused_scores(*cols, p)[0]
 
 
 THRESH = np.array([7 * 86400.0, 30 * 86400.0])

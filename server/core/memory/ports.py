@@ -356,6 +356,8 @@ class MetadataColumns(Protocol):
     session: npt.NDArray[np.int32]
     turn: npt.NDArray[np.int32]
     says_when: BoolArray
+    script: npt.NDArray[np.int8]  # `server.core.memory.script.Script` of its text
+    role: npt.NDArray[np.int8]  # `server.core.memory.roles.Role` its speaker names
     importance: npt.NDArray[np.int8]
     expires: npt.NDArray[np.float64]
     stored: npt.NDArray[np.float64]
@@ -363,6 +365,10 @@ class MetadataColumns(Protocol):
     last_access: npt.NDArray[np.float64]
 
     def follow(self, applied: Sequence[Applied]) -> None: ...
+
+    def sessions_of(self, keys: KeyArray) -> tuple[npt.NDArray[np.int64], list[KeyArray]]:
+        """Each key's session among the returned ones (−1: none), and each one's live turns."""
+        ...
 
     def touch(self, tally: dict[int, tuple[int, float]]) -> None:
         """Fold committed accesses (key → (count, last time)) into the access columns."""

@@ -24,8 +24,9 @@ import numpy as np
 import numpy.typing as npt
 
 from server.core.memory.model import Vector
+from server.core.memory.roles import Role
 from server.core.query.run import Reader, Run, Sources
-from server.core.query.scoring import Scorer, fused
+from server.core.query.scoring import PURE_OTHER, Scorer, fused
 from server.core.settings import HybridSearchSettings
 
 ROUNDING = 1e-4
@@ -58,6 +59,9 @@ class Possible:
     exact: bool  # it could hold every exact identifier of the query
     in_window: bool  # its event time could lie in the query's time-cue window
     says_when: bool  # the query asks "when", and it could say when
+    across: bool  # it could be written in the other script than the query
+    session: float  # its session's score could be this high
+    same_role: bool  # it could be from the role the question is about
 
 
 def ceiling_scores(
@@ -75,6 +79,9 @@ def ceiling_scores(
         np.array([p.exact for p in ps], dtype=np.bool_),
         np.array([p.in_window for p in ps], dtype=np.bool_),
         np.array([p.says_when for p in ps], dtype=np.bool_),
+        np.array([p.across for p in ps], dtype=np.bool_),
+        np.array([p.session for p in ps], dtype=np.float32),
+        np.array([p.same_role for p in ps], dtype=np.bool_),
     )
     return [float(x) for x in out]
 
@@ -126,6 +133,9 @@ class EarlyStop(Reader):
                 in_window=span is not None
                 and (times is None or (times[0] < span[1] and times[1] >= span[0])),
                 says_when=run.asks_when,
+                across=run.script in PURE_OTHER,
+                session=1.0,
+                same_role=run.role != Role.NONE,
             )
             out.append(possible)
         return ceiling_scores(self._s, run.weights, out)

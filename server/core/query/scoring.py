@@ -11,10 +11,13 @@ import numpy.typing as npt
 from kernels.decay import step_decay
 from kernels.fusion import fused_scores
 from server.core.memory.model import Kind, RecallQuery, Vector
+from server.core.memory.script import Script
 from server.core.query.run import KeyArray, Reader, Run, Sources
 from server.core.settings import DecaySettings, HybridSearchSettings
 
 _DAY = 86_400.0
+# A query mostly in one script → the script of the memories across from it.
+PURE_OTHER = {Script.LATIN: int(Script.HAN), Script.HAN: int(Script.LATIN)}
 F32 = npt.NDArray[np.float32]
 Flags = npt.NDArray[np.bool_]
 
@@ -30,6 +33,9 @@ def params(s: HybridSearchSettings, w_vec: float, w_kw: float) -> npt.NDArray[np
             s.time_cue_boost,
             s.temporal_answer_boost,
             s.ceiling,
+            s.across_scripts_share,
+            s.session_weight,
+            s.role_boost,
         ],
         dtype=np.float64,
     )
@@ -43,15 +49,22 @@ def fused(
     exact: Flags,
     in_window: Flags,
     says_when: Flags,
+    across: Flags,
+    session: F32,
+    same_role: Flags,
 ) -> F32:
     """Each candidate's fused score from its cosine, its keyword score on [0, 1] and its
-    boosts' flags."""
+    boosts' flags (`across`: written in the other script than the query), and its session's
+    score, and whether it is from the role the question is about."""
     out: F32 = fused_scores(
         np.ascontiguousarray(cos, np.float32),
         np.ascontiguousarray(kw, np.float32),
         np.ascontiguousarray(exact, np.bool_),
         np.ascontiguousarray(in_window, np.bool_),
         np.ascontiguousarray(says_when, np.bool_),
+        np.ascontiguousarray(across, np.bool_),
+        np.ascontiguousarray(session, np.float32),
+        np.ascontiguousarray(same_role, np.bool_),
         params(s, *weights),
     )
     return out
@@ -107,29 +120,12 @@ class Scorer(Reader):
         if query is not None:
             qv = np.asarray(query, np.float32)
             keys = sorted(run.vec.keys() | run.kw.keys())
+            stored = self.stored_vectors(q.namespace, keys)
+            run.vectors.update(stored)
             cosines: dict[int, float] = {}
-            held = self._hot.vectors(q.namespace, keys)
-            run.vectors.update(held)
-            if held:
-                mat = np.stack([held[k] for k in held]).astype(np.float32)
-                cosines.update(zip(held, (mat @ qv).tolist(), strict=True))
-            by_pocket: dict[int, list[int]] = {}
-            of = self._cols.pocket
-            for k in keys:
-                if k not in held and k < len(of) and of[k] >= 0:
-                    by_pocket.setdefault(int(of[k]), []).append(k)
-            cat = self._cols.catalog
-            for pid, mine in by_pocket.items():
-                part = self._vectors.partition(q.namespace, cat.key(pid).name, False)
-                if part is None:
-                    continue
-                mat = part.get(np.array(mine, dtype=np.int64))
-                present = np.any(mat != 0, axis=1).tolist()
-                run.vectors.update(
-                    (k, row) for k, ok, row in zip(mine, present, mat, strict=True) if ok
-                )
-                sims = (mat.astype(np.float32) @ qv).tolist()
-                cosines.update((k, c) for k, ok, c in zip(mine, present, sims, strict=True) if ok)
+            if stored:
+                mat = np.stack(list(stored.values())).astype(np.float32)
+                cosines.update(zip(stored, (mat @ qv).tolist(), strict=True))
             run.vec = cosines
             run.space.clear()  # text cosines now; `complete_spaces` labels what a space raises
         # The keyword channel listed every memory that holds a query term unless its list was
@@ -142,6 +138,51 @@ class Scorer(Reader):
                     keys = list(got)
                     norm = keyword_scale(run, np.array([got[k] for k in keys], np.float64))
                     run.kw.update(zip(keys, norm.tolist(), strict=True))
+
+    def stored_vectors(self, namespace: str, keys: list[int]) -> dict[int, npt.NDArray[np.float32]]:
+        """The vectors the channels rank `keys` by: the hot tier's row, else its pocket's
+        index's (a key with neither is left out)."""
+        out = dict(self._hot.vectors(namespace, keys))
+        by_pocket: dict[int, list[int]] = {}
+        of = self._cols.pocket
+        for k in keys:
+            if k not in out and k < len(of) and of[k] >= 0:
+                by_pocket.setdefault(int(of[k]), []).append(k)
+        cat = self._cols.catalog
+        for pid, mine in by_pocket.items():
+            part = self._vectors.partition(namespace, cat.key(pid).name, False)
+            if part is None:
+                continue
+            mat = part.get(np.array(mine, dtype=np.int64))
+            present = np.any(mat != 0, axis=1).tolist()
+            out.update((k, row) for k, ok, row in zip(mine, present, mat, strict=True) if ok)
+        return out
+
+    def complete_sessions(self, run: Run, query: Vector | None) -> None:
+        """Every candidate's session score: the cosine of its session's vector (the normalised
+        mean of the vectors of every live turn of the session, whichever were found) on the
+        vector channel's [0, 1] scale. Off at `session_weight` 0 and without a query vector."""
+        if self._s.session_weight <= 0 or query is None:
+            return
+        keys = np.array(sorted(run.vec.keys() | run.kw.keys()), np.int64)
+        at, members = self._cols.sessions_of(keys)
+        if not members:
+            return
+        every = np.unique(np.concatenate(members)).tolist()
+        stored = self.stored_vectors(run.q.namespace, every)
+        qv = np.asarray(query, np.float32)
+        lo, hi = self._s.floor, self._s.ceiling
+        scores = np.zeros(len(members), np.float32)
+        for j, turns in enumerate(members):
+            rows = [stored[k] for k in turns.tolist() if k in stored]
+            if not rows:
+                continue
+            mean = np.mean(np.stack(rows).astype(np.float32), axis=0)
+            norm = float(np.linalg.norm(mean))
+            if norm > 0 and hi > lo:
+                scores[j] = min(max((float(mean @ qv) / norm - lo) / (hi - lo), 0.0), 1.0)
+        mine = at >= 0
+        run.session_keys, run.session_scores = keys[mine], scores[at[mine]]
 
     def space_scale(self, space: str) -> tuple[float, float]:
         """A space's (floor, ceiling): its own, or the text space's."""
@@ -222,7 +263,18 @@ class Scorer(Reader):
             inside = np.zeros(len(keys), np.bool_)
         # A "when" question wants a memory that says when: its answer type.
         when = c.says_when[keys] if run.asks_when else np.zeros(len(keys), np.bool_)
-        score = fused(self._s, run.weights, cos, b, exact, inside, when)
+        # A memory in the other script than the query: the keyword channel cannot match it.
+        other = PURE_OTHER.get(run.script)
+        across = c.script[keys] == other if other is not None else np.zeros(len(keys), np.bool_)
+        session = np.zeros(len(keys), np.float32)
+        if len(run.session_keys):
+            at = np.searchsorted(run.session_keys, keys)
+            hit = at < len(run.session_keys)
+            hit[hit] = run.session_keys[at[hit]] == keys[hit]
+            session[hit] = run.session_scores[at[hit]]
+        # A turn from the role the question is about (the asker's, the agent's).
+        same_role = c.role[keys] == int(run.role) if run.role else np.zeros(len(keys), np.bool_)
+        score = fused(self._s, run.weights, cos, b, exact, inside, when, across, session, same_role)
         vh = cos > self._s.floor  # a vector hit clears the floor
         kh = b > 0
         return Scores(keys, found, cos, b, vh, kh, score)

@@ -26,6 +26,8 @@ from server.core.memory.changes import Applied
 from server.core.memory.model import MemoryFilter, Record, Tier
 from server.core.memory.pockets import PocketCatalog
 from server.core.memory.ports import ColumnsSnapshot
+from server.core.memory.roles import role_of
+from server.core.memory.script import script_of
 
 BoolArray = npt.NDArray[np.bool_]
 KeyArray = npt.NDArray[np.int64]
@@ -43,6 +45,8 @@ ARRAYS = (
     "pocket",
     "turn",
     "says_when",
+    "script",
+    "role",
     "stored",
     "accesses",
     "last_access",
@@ -100,6 +104,10 @@ class Columns:
         self.pocket = np.full(n, -1, dtype=np.int32)
         self.turn = np.full(n, -1, dtype=np.int32)
         self.says_when = np.zeros(n, dtype=np.bool_)
+        # The script its text is mostly written in (`server.core.memory.script.Script`).
+        self.script = np.zeros(n, dtype=np.int8)
+        # The chat role its speaker names (`server.core.memory.roles.Role`).
+        self.role = np.zeros(n, dtype=np.int8)
         # What retention weighs (`kernels.retention`): when pocketd stored it, how often and when
         # last it was returned (NaN: never).
         self.stored = np.zeros(n, dtype=np.float64)
@@ -171,6 +179,8 @@ class Columns:
         self.pocket[k] = pocket
         self.turn[k] = rec.turn
         self.says_when[k] = rec.says_when
+        self.script[k] = int(script_of(rec.text))
+        self.role[k] = int(role_of(rec.speaker))
         self.stored[k] = rec.stored_at or rec.created_at
         self.accesses[k] = rec.access_count
         self.last_access[k] = np.nan if rec.last_accessed_at is None else rec.last_accessed_at
@@ -353,6 +363,22 @@ class Columns:
     def _session_copy(self, ns_id: int, sid: int) -> KeyArray:
         with self._lock:  # a copy: the writer may append to the list meanwhile
             return np.array(self._sessions.get((ns_id, sid), ()), dtype=np.int64)
+
+    def sessions_of(self, keys: KeyArray) -> tuple[npt.NDArray[np.int64], list[KeyArray]]:
+        """Each key's session among the returned ones (−1: not a turn of a session), and each
+        returned session's live turns."""
+        at = np.full(len(keys), -1, np.int64)
+        index: dict[tuple[int, int], int] = {}
+        members: list[KeyArray] = []
+        for i, key in enumerate(keys.tolist()):
+            if 0 <= key < len(self.ns) and self.ns[key] >= 0 and self.turn[key] >= 0:
+                group = (int(self.ns[key]), int(self.session[key]))
+                j = index.get(group)
+                if j is None:
+                    j = index[group] = len(members)
+                    members.append(self._session_copy(*group))
+                at[i] = j
+        return at, members
 
     def next_turn(self, ns_id: int, session: str) -> int:
         """One past the largest turn of the session (0 for a new one)."""
