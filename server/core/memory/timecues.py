@@ -16,7 +16,44 @@ from collections.abc import Sequence
 from server.core.clock import utc
 
 _DAY = dt.timedelta(days=1)
-_N_DAYS = re.compile(r"\b(\d{1,3}) days? ago\b|(\d{1,3}) ?天前")
+# "3 days ago", "two weeks ago", "a month ago", "a couple of years ago", "5天前", "两周前",
+# "三个月前": a count (digits or a number word) of units before the reference day.
+_COUNT_WORDS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+    "a couple of": 2, "a few": 3, "several": 4,
+    "一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9,
+    "十": 10, "几": 3,
+}  # fmt: skip
+_UNIT_DAYS = {
+    "day": 1, "week": 7, "month": 30, "year": 365,
+    "天": 1, "日": 1, "周": 7, "星期": 7, "个星期": 7, "礼拜": 7, "个礼拜": 7,
+    "个月": 30, "年": 365,
+}  # fmt: skip
+_AGO = re.compile(
+    r"\b(\d{1,3}|a couple of|a few|several|an|a|one|two|three|four|five|six|seven|eight|nine"
+    r"|ten|eleven|twelve) (day|week|month|year)s? ago\b"
+    r"|(\d{1,3}|[一两二三四五六七八九十几]) ?(天|日|个星期|星期|周|个礼拜|礼拜|个月|年)前"
+)
+# "last Saturday", "上周六": the latest such weekday before the reference day.
+_WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_LAST_WEEKDAY = re.compile(
+    r"\b(?:last|this past|past) (" + "|".join(_WEEKDAY_NAMES) + r")\b"
+    r"|(?:上周|上星期|上个星期|上礼拜)([一二三四五六日天])"
+)
+_ZH_WEEKDAYS = "一二三四五六日"
+# "in the past three months", "during the past month", "the last 10 days", "过去两周",
+# "最近三个月": from that many units before the reference day up to it.
+_PAST_SPAN = re.compile(
+    r"\b(?:the )?(?:past|last) (?:(\d{1,3}|a couple of|a few|several|two|three|four|five|six"
+    r"|seven|eight|nine|ten|eleven|twelve) )?(day|week|month|year)s?\b"
+    r"|(?:过去|最近|近)(\d{1,3}|[一两二三四五六七八九十几])?(天|个星期|周|个月|年)"
+)
+# How far either side of "N units ago" the event may lie: a share of the span named (people
+# round: "two weeks ago" may be 10 or 17 days back). Spans under `_EXACT_DAYS` days ("3 days
+# ago") are taken as that very day.
+_AGO_SLACK = 0.25
+_EXACT_DAYS = 7
 _CUES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(p), name)
     for p, name in (
@@ -69,10 +106,12 @@ def window(text: str, reference: float) -> tuple[float, float] | None:
     low = text.lower()
     ref = utc(reference)
     try:
-        if m := _N_DAYS.search(low):
-            start = ref.replace(hour=0, minute=0, second=0, microsecond=0)
-            start -= int(m.group(1) or m.group(2)) * _DAY
-            return start.timestamp(), (start + _DAY).timestamp()
+        if m := _AGO.search(low):
+            return _ago(m, ref)
+        if m := _LAST_WEEKDAY.search(low):
+            return _last_weekday(m, ref)
+        if (m := _PAST_SPAN.search(low)) and (m.group(1) or m.group(3) or not _named(low)):
+            return _past_span(m, ref)
         for pattern, name in _CUES:
             if pattern.search(low):
                 start, end = _span(name, ref)
@@ -80,6 +119,47 @@ def window(text: str, reference: float) -> tuple[float, float] | None:
     except (OverflowError, ValueError):  # past 9999-12-31 or before 0001-01-01
         return None
     return None
+
+
+def _ago(m: re.Match[str], ref: dt.datetime) -> tuple[float, float]:
+    """The window of an "N units ago" cue: that day, widened by `_AGO_SLACK` of the span."""
+    count, unit = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+    days = _count(count) * _UNIT_DAYS[unit]
+    day = ref.replace(hour=0, minute=0, second=0, microsecond=0) - days * _DAY
+    slack = dt.timedelta(0) if days < _EXACT_DAYS else _AGO_SLACK * days * _DAY
+    return (day - slack).timestamp(), (day + _DAY + slack).timestamp()
+
+
+def _named(low: str) -> bool:
+    """Whether `low` holds one of the calendar cues ("last week", "上个月")."""
+    return any(pattern.search(low) for pattern, _ in _CUES)
+
+
+def _count(word: str | None) -> int:
+    if not word:
+        return 1
+    return int(word) if word.isdigit() else _COUNT_WORDS[word]
+
+
+def _last_weekday(m: re.Match[str], ref: dt.datetime) -> tuple[float, float]:
+    """The latest such weekday strictly before the reference day, the whole day."""
+    wanted = (
+        _WEEKDAY_NAMES.index(m.group(1))
+        if m.group(1)
+        else _ZH_WEEKDAYS.index("日" if m.group(2) == "天" else m.group(2))
+    )
+    day = ref.replace(hour=0, minute=0, second=0, microsecond=0)
+    back = (day.weekday() - wanted) % 7 or 7
+    start = day - back * _DAY
+    return start.timestamp(), (start + _DAY).timestamp()
+
+
+def _past_span(m: re.Match[str], ref: dt.datetime) -> tuple[float, float]:
+    """From N units before the reference day to the end of it."""
+    count, unit = (m.group(1), m.group(2)) if m.group(2) else (m.group(3), m.group(4))
+    days = _count(count) * _UNIT_DAYS[unit]
+    day = ref.replace(hour=0, minute=0, second=0, microsecond=0)
+    return (day - days * _DAY).timestamp(), (day + _DAY).timestamp()
 
 
 def _span(name: str, ref: dt.datetime) -> tuple[dt.datetime, dt.datetime]:

@@ -36,6 +36,22 @@ def day(y: int, m: int, d: int) -> float:
         ("last year", day(2025, 1, 1), day(2026, 1, 1)),
         ("3 days ago", day(2026, 11, 29), day(2026, 11, 30)),
         ("5天前", day(2026, 11, 27), day(2026, 11, 28)),
+        # spans of a week or more: that day, a quarter of the span either side
+        (
+            "I mentioned it two weeks ago",
+            day(2026, 11, 18) - 3.5 * 86400,
+            day(2026, 11, 19) + 3.5 * 86400,
+        ),
+        ("a week ago", day(2026, 11, 25) - 1.75 * 86400, day(2026, 11, 26) + 1.75 * 86400),
+        ("两个月前", day(2026, 10, 3) - 15 * 86400, day(2026, 10, 4) + 15 * 86400),
+        # the latest such weekday before the reference day
+        ("who gave it to me last Saturday?", day(2026, 11, 28), day(2026, 11, 29)),
+        ("last wednesday", day(2026, 11, 25), day(2026, 11, 26)),
+        ("上周六", day(2026, 11, 28), day(2026, 11, 29)),
+        # from that many units back to the end of the reference day
+        ("the trips I took in the past three months", day(2026, 9, 3), day(2026, 12, 3)),
+        ("during the past month", day(2026, 11, 2), day(2026, 12, 3)),
+        ("过去两周", day(2026, 11, 18), day(2026, 12, 3)),
     ],
 )
 def test_cues_name_a_window_relative_to_the_reference(text: str, start: float, end: float) -> None:
@@ -45,6 +61,7 @@ def test_cues_name_a_window_relative_to_the_reference(text: str, start: float, e
 def test_no_cue_no_window() -> None:
     assert window("what is the wifi password", WED.timestamp()) is None
     assert window("a week-long trip", WED.timestamp()) is None
+    assert window("how many days ago did I meet Emma?", WED.timestamp()) is None
 
 
 @pytest.mark.parametrize(
