@@ -11,7 +11,7 @@ from server.config import ENV_PREFIX
 
 # (row, the settings that turn its mechanism off)
 ABLATIONS: list[tuple[str, dict[str, str]]] = [
-    ("−sessions", {"memory.hybrid_search.session_weight": "0"}),
+    ("−role", {"memory.hybrid_search.role_boost": "0"}),
     ("−across scripts", {"memory.hybrid_search.across_scripts_share": "0"}),
 ]
 

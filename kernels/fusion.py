@@ -6,7 +6,6 @@ clipped) and its boost flags:
     v_i     = (c_i − floor) / (ceiling − floor), clipped to [0, 1]   (0 at or below the floor)
     fused_i = (w_v·v_i + w_k·k_i), times `both_boost` if v_i > 0 and k_i > 0,
               where k_i is at least across·v_i if across_i,
-              plus w_s·s_i,
               times (1 + when_boost) if says_when_i,
               times (1 + role_boost) if same_role_i
             + exact_boost · exact_i + time_boost · in_window_i
@@ -15,11 +14,6 @@ The scales depend only on the query and the namespace's statistics, never on the
 candidates, so a memory's score is the same whichever pockets a plan searches. The formula is
 non-decreasing in every input, so the early stop's ceiling of an unsearched pocket is this same
 function of the best values a memory of it could have (`server.core.query.early_stop`).
-
-`s_i`: its session's score, the session vector's cosine on the same [0, 1] scale as v_i (the
-normalised mean of the session's turns' vectors; 0 for a memory in no session). Evidence that
-is spread over a conversation lies in sessions about the question's topic: a turn of such a
-session ("yes, the blue one") ranks above an equally near turn of an unrelated one.
 
 `same_role_i`: the turn is from the role the question is about (the asker's own turns for "what
 did I buy", the agent's for "the name you suggested"; `server.core.memory.roles`).
@@ -40,7 +34,7 @@ convex-combination fusion (Bruch et al., "An Analysis of Fusion Functions for Hy
 Retrieval", arXiv 2210.11934) with a both-channels boost.
 
 `params` packs the constants: (floor, w_v, w_k, both_boost, exact_boost, time_boost,
-when_boost, ceiling, across, w_s, role_boost). The floor and the ceiling are the encoder's:
+when_boost, ceiling, across, role_boost). The floor and the ceiling are the encoder's:
 where it puts unrelated texts, and the cosine of a memory as near as one usually gets.
 """
 
@@ -51,7 +45,7 @@ from numba import njit
 
 from kernels.types import BoolArray, F32Array, F64Array
 
-FLOOR, W_VEC, W_KW, BOTH, EXACT, TIME, WHEN, CEILING, ACROSS, W_SESSION, ROLE = range(11)
+FLOOR, W_VEC, W_KW, BOTH, EXACT, TIME, WHEN, CEILING, ACROSS, ROLE = range(10)
 
 
 @njit(cache=True, nogil=True)
@@ -62,7 +56,6 @@ def fused_scores(
     in_window: BoolArray,
     says_when: BoolArray,
     across: BoolArray,
-    session: F32Array,
     same_role: BoolArray,
     params: F64Array,
 ) -> F32Array:
@@ -82,7 +75,6 @@ def fused_scores(
         s = params[W_VEC] * v + params[W_KW] * k
         if both:
             s *= params[BOTH]
-        s += params[W_SESSION] * min(max(session[i], 0.0), 1.0)
         if says_when[i]:
             s *= 1.0 + params[WHEN]
         if same_role[i]:
@@ -102,7 +94,6 @@ def fused_scores_ref(
     in_window: BoolArray,
     says_when: BoolArray,
     across: BoolArray,
-    session: F32Array,
     same_role: BoolArray,
     params: F64Array,
 ) -> F32Array:
@@ -116,7 +107,6 @@ def fused_scores_ref(
     k = np.where(across, np.maximum(k, params[ACROSS] * v), k)
     s = params[W_VEC] * v + params[W_KW] * k
     s = np.where(both, s * params[BOTH], s)
-    s = s + params[W_SESSION] * np.clip(session.astype(np.float64), 0.0, 1.0)
     s = np.where(says_when, s * (1.0 + params[WHEN]), s)
     s = np.where(same_role, s * (1.0 + params[ROLE]), s)
     s = s + params[EXACT] * exact + params[TIME] * in_window

@@ -200,10 +200,6 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     # which no keyword can match: this share of its vector score stands in for its keyword
     # score (`kernels.fusion`). 0 turns it off.
     across_scripts_share: Ratio = 0.5
-    # Added to a turn's fused score: this times its session's score, the cosine of the
-    # session's vector (the mean of its turns') on the vector channel's scale. Evidence spread
-    # over a conversation lies in sessions about the question's topic. 0 turns it off.
-    session_weight: Ratio = 0.0
     # A turn from the role the question is about (`retrieval.asker_cues`, `agent_cues`;
     # `server.core.memory.roles`) has its fused score raised by this share.
     role_boost: Annotated[float, between(0.0, 1.0)] = 0.0

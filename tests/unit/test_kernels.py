@@ -41,7 +41,6 @@ def fusion_case(draw: st.DrawFn) -> tuple:
             draw(st.floats(0.0, 1.0)),  # says when
             draw(st.floats(min(floor + 0.05, 1.0), 1.0)),  # ceiling
             draw(st.floats(0.0, 1.0)),  # across scripts: the share
-            draw(st.floats(0.0, 0.5)),  # the session's weight
             draw(st.floats(0.0, 1.0)),  # the role boost
         ]
     )
@@ -52,7 +51,6 @@ def fusion_case(draw: st.DrawFn) -> tuple:
         draw(bools(n)),
         draw(bools(n)),
         draw(bools(n)),  # across scripts
-        draw(arrays(n)),  # the session's score
         draw(bools(n)),  # from the role the question is about
         params,
     )
@@ -65,22 +63,22 @@ def test_fused_scores_match_the_reference(case: tuple) -> None:
 
 @given(fusion_case())
 def test_fused_scores_are_bounded_and_zero_without_a_hit_or_boost(case: tuple) -> None:
-    cos, kw, ex, win, when, acr, ses, role, p = case
-    out = fused_scores(cos, kw, ex, win, when, acr, ses, role, p)
+    cos, kw, ex, win, when, acr, role, p = case
+    out = fused_scores(cos, kw, ex, win, when, acr, role, p)
     assert np.all(out >= 0)
-    top = (p[3] * (p[1] + p[2]) + p[9]) * (1 + p[6]) * (1 + p[10]) + p[4] + p[5]
+    top = p[3] * (p[1] + p[2]) * (1 + p[6]) * (1 + p[9]) + p[4] + p[5]
     assert np.all(out <= top + 1e-5)
-    none = (cos.astype(np.float64) <= p[0]) & (kw == 0) & ~ex & ~win & ~when & (ses == 0)
+    none = (cos.astype(np.float64) <= p[0]) & (kw == 0) & ~ex & ~win & ~when
     assert np.all(out[none] == 0)
 
 
-@given(fusion_case(), st.integers(0, 7))
+@given(fusion_case(), st.integers(0, 6))
 def test_fused_scores_never_fall_when_an_input_rises(case: tuple, which: int) -> None:
     """The early stop's ceiling is the formula over upper bounds (an unsearched pocket's
     memories counted as across scripts): that needs monotony."""
     *base, p = case
     cols = [c.copy() for c in base]
-    if which in (0, 1, 6):  # cosine, keyword score, session score
+    if which in (0, 1):  # cosine, keyword score
         cols[which] = np.minimum(cols[which] + np.float32(0.3), np.float32(1.0))
     else:
         cols[which] = np.ones_like(cols[which])
@@ -92,21 +90,10 @@ def test_one_channel_counts_at_its_weight_and_both_are_boosted() -> None:
     cos = np.array([1.0, 1.0, 0.0], dtype=np.float32)
     kw = np.array([1.0, 0.0, 1.0], dtype=np.float32)
     no = np.zeros(3, dtype=np.bool_)
-    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2, 0.2])
-    zero = np.zeros(3, dtype=np.float32)
+    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2])
     np.testing.assert_allclose(
-        fused_scores(cos, kw, no, no, no, no, zero, no, p), [1.2, 0.5, 0.5], rtol=1e-6
+        fused_scores(cos, kw, no, no, no, no, no, p), [1.2, 0.5, 0.5], rtol=1e-6
     )
-
-
-def test_a_turn_of_a_session_on_the_topic_outranks_an_equal_turn_of_another() -> None:
-    cos = np.array([0.5, 0.5], dtype=np.float32)
-    kw = np.array([0.2, 0.2], dtype=np.float32)
-    no = np.zeros(2, dtype=np.bool_)
-    session = np.array([0.8, 0.1], dtype=np.float32)
-    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2, 0.2])
-    out = fused_scores(cos, kw, no, no, no, no, session, no, p)
-    np.testing.assert_allclose(out, [0.42 + 0.16, 0.42 + 0.02], rtol=1e-5)
 
 
 def test_a_turn_from_the_role_asked_about_is_raised_by_its_share() -> None:
@@ -114,8 +101,8 @@ def test_a_turn_from_the_role_asked_about_is_raised_by_its_share() -> None:
     kw = np.array([0.2, 0.2], dtype=np.float32)
     no = np.zeros(2, dtype=np.bool_)
     role = np.array([True, False])
-    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2, 0.2])
-    out = fused_scores(cos, kw, no, no, no, no, np.zeros(2, np.float32), role, p)
+    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2])
+    out = fused_scores(cos, kw, no, no, no, no, role, p)
     np.testing.assert_allclose(out, [0.42 * 1.2, 0.42], rtol=1e-5)
 
 
@@ -127,8 +114,8 @@ def test_across_scripts_the_vector_stands_in_for_the_keyword_channel() -> None:
     kw = np.array([0.0, 0.3, 0.0, 0.5], dtype=np.float32)
     no = np.zeros(4, dtype=np.bool_)
     across = np.array([True, False, False, True])
-    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2, 0.2])
-    out = fused_scores(cos, kw, no, no, no, across, np.zeros(4, np.float32), no, p)
+    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2])
+    out = fused_scores(cos, kw, no, no, no, across, no, p)
     np.testing.assert_allclose(out, [0.4125, 0.36, 0.275, 0.63], rtol=1e-5)
 
 

@@ -366,10 +366,6 @@ class MetadataColumns(Protocol):
 
     def follow(self, applied: Sequence[Applied]) -> None: ...
 
-    def sessions_of(self, keys: KeyArray) -> tuple[npt.NDArray[np.int64], list[KeyArray]]:
-        """Each key's session among the returned ones (−1: none), and each one's live turns."""
-        ...
-
     def touch(self, tally: dict[int, tuple[int, float]]) -> None:
         """Fold committed accesses (key → (count, last time)) into the access columns."""
         ...

@@ -60,7 +60,6 @@ class Possible:
     in_window: bool  # its event time could lie in the query's time-cue window
     says_when: bool  # the query asks "when", and it could say when
     across: bool  # it could be written in the other script than the query
-    session: float  # its session's score could be this high
     same_role: bool  # it could be from the role the question is about
 
 
@@ -80,7 +79,6 @@ def ceiling_scores(
         np.array([p.in_window for p in ps], dtype=np.bool_),
         np.array([p.says_when for p in ps], dtype=np.bool_),
         np.array([p.across for p in ps], dtype=np.bool_),
-        np.array([p.session for p in ps], dtype=np.float32),
         np.array([p.same_role for p in ps], dtype=np.bool_),
     )
     return [float(x) for x in out]
@@ -134,7 +132,6 @@ class EarlyStop(Reader):
                 and (times is None or (times[0] < span[1] and times[1] >= span[0])),
                 says_when=run.asks_when,
                 across=run.script in PURE_OTHER,
-                session=1.0,
                 same_role=run.role != Role.NONE,
             )
             out.append(possible)

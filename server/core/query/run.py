@@ -83,9 +83,6 @@ class Run:
     asks_when: bool = False  # it asks when: the answer type is a memory that says when
     script: Script = Script.NONE  # the script the query's text is mostly written in
     role: Role = Role.NONE  # whose turns the question is about (the asker's, the agent's)
-    # Candidates in a session (sorted) and their session's score (`Scorer.complete_sessions`).
-    session_keys: KeyArray = field(default_factory=lambda: np.empty(0, np.int64))
-    session_scores: npt.NDArray[np.float32] = field(default_factory=lambda: np.empty(0, np.float32))
     asks_past: bool = False  # it asks for a past value: a slot's newer value is not put first
     # The caller left obsolete memories out: the channels still find them (`q.include_obsolete`
     # is set for the run), each passes its match to the current memory that superseded it

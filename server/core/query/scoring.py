@@ -34,7 +34,6 @@ def params(s: HybridSearchSettings, w_vec: float, w_kw: float) -> npt.NDArray[np
             s.temporal_answer_boost,
             s.ceiling,
             s.across_scripts_share,
-            s.session_weight,
             s.role_boost,
         ],
         dtype=np.float64,
@@ -50,7 +49,6 @@ def fused(
     in_window: Flags,
     says_when: Flags,
     across: Flags,
-    session: F32,
     same_role: Flags,
 ) -> F32:
     """Each candidate's fused score from its cosine, its keyword score on [0, 1] and its
@@ -63,7 +61,6 @@ def fused(
         np.ascontiguousarray(in_window, np.bool_),
         np.ascontiguousarray(says_when, np.bool_),
         np.ascontiguousarray(across, np.bool_),
-        np.ascontiguousarray(session, np.float32),
         np.ascontiguousarray(same_role, np.bool_),
         params(s, *weights),
     )
@@ -158,32 +155,6 @@ class Scorer(Reader):
             out.update((k, row) for k, ok, row in zip(mine, present, mat, strict=True) if ok)
         return out
 
-    def complete_sessions(self, run: Run, query: Vector | None) -> None:
-        """Every candidate's session score: the cosine of its session's vector (the normalised
-        mean of the vectors of every live turn of the session, whichever were found) on the
-        vector channel's [0, 1] scale. Off at `session_weight` 0 and without a query vector."""
-        if self._s.session_weight <= 0 or query is None:
-            return
-        keys = np.array(sorted(run.vec.keys() | run.kw.keys()), np.int64)
-        at, members = self._cols.sessions_of(keys)
-        if not members:
-            return
-        every = np.unique(np.concatenate(members)).tolist()
-        stored = self.stored_vectors(run.q.namespace, every)
-        qv = np.asarray(query, np.float32)
-        lo, hi = self._s.floor, self._s.ceiling
-        scores = np.zeros(len(members), np.float32)
-        for j, turns in enumerate(members):
-            rows = [stored[k] for k in turns.tolist() if k in stored]
-            if not rows:
-                continue
-            mean = np.mean(np.stack(rows).astype(np.float32), axis=0)
-            norm = float(np.linalg.norm(mean))
-            if norm > 0 and hi > lo:
-                scores[j] = min(max((float(mean @ qv) / norm - lo) / (hi - lo), 0.0), 1.0)
-        mine = at >= 0
-        run.session_keys, run.session_scores = keys[mine], scores[at[mine]]
-
     def space_scale(self, space: str) -> tuple[float, float]:
         """A space's (floor, ceiling): its own, or the text space's."""
         got = self._src.space_scales.get(space)
@@ -266,15 +237,9 @@ class Scorer(Reader):
         # A memory in the other script than the query: the keyword channel cannot match it.
         other = PURE_OTHER.get(run.script)
         across = c.script[keys] == other if other is not None else np.zeros(len(keys), np.bool_)
-        session = np.zeros(len(keys), np.float32)
-        if len(run.session_keys):
-            at = np.searchsorted(run.session_keys, keys)
-            hit = at < len(run.session_keys)
-            hit[hit] = run.session_keys[at[hit]] == keys[hit]
-            session[hit] = run.session_scores[at[hit]]
         # A turn from the role the question is about (the asker's, the agent's).
         same_role = c.role[keys] == int(run.role) if run.role else np.zeros(len(keys), np.bool_)
-        score = fused(self._s, run.weights, cos, b, exact, inside, when, across, session, same_role)
+        score = fused(self._s, run.weights, cos, b, exact, inside, when, across, same_role)
         vh = cos > self._s.floor  # a vector hit clears the floor
         kh = b > 0
         return Scores(keys, found, cos, b, vh, kh, score)

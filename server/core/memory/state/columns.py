@@ -364,22 +364,6 @@ class Columns:
         with self._lock:  # a copy: the writer may append to the list meanwhile
             return np.array(self._sessions.get((ns_id, sid), ()), dtype=np.int64)
 
-    def sessions_of(self, keys: KeyArray) -> tuple[npt.NDArray[np.int64], list[KeyArray]]:
-        """Each key's session among the returned ones (−1: not a turn of a session), and each
-        returned session's live turns."""
-        at = np.full(len(keys), -1, np.int64)
-        index: dict[tuple[int, int], int] = {}
-        members: list[KeyArray] = []
-        for i, key in enumerate(keys.tolist()):
-            if 0 <= key < len(self.ns) and self.ns[key] >= 0 and self.turn[key] >= 0:
-                group = (int(self.ns[key]), int(self.session[key]))
-                j = index.get(group)
-                if j is None:
-                    j = index[group] = len(members)
-                    members.append(self._session_copy(*group))
-                at[i] = j
-        return at, members
-
     def next_turn(self, ns_id: int, session: str) -> int:
         """One past the largest turn of the session (0 for a new one)."""
         keys = self.session_keys(ns_id, session)
