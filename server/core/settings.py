@@ -199,10 +199,10 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     # A memory in the other script than the query (a Chinese question, an English memory),
     # which no keyword can match: this share of its vector score stands in for its keyword
     # score (`kernels.fusion`). 0 turns it off.
-    across_scripts_share: Ratio = 0.5
+    across_scripts_share: Ratio = 0.75
     # A turn from the role the question is about (`retrieval.asker_cues`, `agent_cues`;
     # `server.core.memory.roles`) has its fused score raised by this share.
-    role_boost: Annotated[float, between(0.0, 1.0)] = 0.0
+    role_boost: Annotated[float, between(0.0, 1.0)] = 0.3
     # The weight of a match in a memory's speaker's name and its event date (the keyword
     # channel's `meta` field) against one in its text: a question names whom it is about and
     # which day.
@@ -347,6 +347,13 @@ class DecaySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         "you wrote",
         "you came up with",
         "you helped",
+        "did you say",
+        "did you recommend",
+        "did you suggest",
+        "did you mention",
+        "did you tell",
+        "did you give",
+        "did you call",
         "your suggestion",
         "your recommendation",
         "your advice",
