@@ -7,6 +7,11 @@ questions)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bench.quality_data import Ranker
+from bench.quality_retrievers import Pocketd
 from server.config import ENV_PREFIX
 
 # (row, the settings that turn its mechanism off)
@@ -34,3 +39,22 @@ def settings_env(pairs: list[str]) -> dict[str, str]:
 
 def ablation_env(off: dict[str, str]) -> dict[str, str]:
     return {env_name(k): v for k, v in off.items()}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A labelled set of questions already imported into a `Pocketd`, and how its figures
+    (at least "r5" and "r10") are computed from a ranker."""
+
+    label: str
+    figures: Callable[[Ranker], dict[str, float]]
+
+
+def ablate(pd: Pocketd, workloads: list[Workload]) -> dict[str, dict[str, dict[str, float]]]:
+    """Per ablation, per workload, pocketd's figures with that mechanism off (the same stored
+    memories served again; `pd` is left serving the last ablation's settings)."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for name, off in ABLATIONS:
+        pd.reopen(ablation_env(off))
+        out[name] = {w.label: w.figures(pd.ranker(w.label)) for w in workloads}
+    return out

@@ -69,9 +69,8 @@ from bench.ablations import ABLATIONS, ablation_env, settings_env
 from bench.longmemeval_data import DATA, TYPES, DataMissingError, Loaded, Question, build, read
 from bench.longmemeval_score import METRICS, OVERALL, Figures, Hits, figures, hits
 from bench.longmemeval_split import PARTS, SPLIT, load, order_key
-from bench.quality import baselines, import_summary
 from bench.quality_data import Corpus, Probe, Ranker
-from bench.quality_retrievers import Ceiling, Oracle, Pocketd
+from bench.quality_retrievers import Ceiling, Oracle, Pocketd, baselines, import_summary
 
 IMPORT_CHUNK = 10  # questions per progress line of pocketd's import
 BASELINE_CHUNK = 20  # questions whose baselines are built (and encoded) at once
@@ -168,13 +167,10 @@ def run_pocketd(
         per["ceiling"] = rank_all(Ceiling(pd.held), corpus.probes, question_of)
         per["oracle"] = rank_all(Oracle(), corpus.probes, question_of)
         short = pd.short_lists["longmemeval"]
-        pd.close()
         for name, off in [] if ns.no_ablations else ABLATIONS:
             log(f"pocketd {name}: serving the same memories again")
-            pd = Pocketd(work=work, config=ns.config, env={**env, **ablation_env(off)})
-            pd.load()
+            pd.reopen({**env, **ablation_env(off)})
             per[name] = rank_all(pd.ranker("longmemeval"), corpus.probes, question_of)
-            pd.close()
         imp = dict(totals)  # sums over the chunks; the rate is recomputed from them
         imp["turns_per_second"] = imp["turns"] / imp["seconds"] if imp["seconds"] else 0.0
         return {"per_question": per, "import": imp, "short_lists": short}

@@ -86,7 +86,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench import longmemeval
+from bench.ablations import ABLATIONS, Workload, ablate
 from bench.dialogs import HALVES, TEMPLATES, TYPES, generate
+from bench.longmemeval_data import DATA as LME_DATA
+from bench.longmemeval_split import SPLIT as LME_SPLIT
 from bench.memorybank import LABELS, MemoryBank, load
 from bench.quality_data import (
     Corpus,
@@ -100,14 +104,11 @@ from bench.quality_data import (
 )
 from bench.quality_fields import named_dates
 from bench.quality_retrievers import (
-    BM25,
     Ceiling,
-    Dense,
-    Hybrid,
-    HybridFields,
     Oracle,
     Pocketd,
-    Trivial,
+    baselines,
+    import_summary,
     log,
 )
 from bench.server_proc import ROOT
@@ -135,23 +136,6 @@ SPLITS = (
     "temporal: no leaky cue",
     "overall: no leaky cue",
 )
-
-
-def baselines(corpus: Corpus, info: dict[str, Any]) -> dict[str, Ranker]:
-    """The in-process baselines over `corpus`: "hybrid+fields", "hybrid", "bm25", "dense",
-    "trivial" (`info` gets the dense encoder's name)."""
-    log(f"baselines: indexing {len(corpus.turns)} turns (bm25, dense)")
-    bm25 = BM25(corpus)
-    dense = Dense(corpus)
-    info["dense_encoder"] = dense.model
-    hybrid = Hybrid(bm25, dense)
-    return {
-        "hybrid+fields": HybridFields(hybrid),
-        "hybrid": hybrid,
-        "bm25": bm25,
-        "dense": dense,
-        "trivial": Trivial(corpus),
-    }
 
 
 def report_only_when_cues() -> tuple[str, ...]:
@@ -271,6 +255,7 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
         results["turns"] = {h: len(c.turns) for h, c in halves.items()}
     log("pocketd: starting a server on its defaults")
     pd = Pocketd(keep=ns.keep)
+    workloads: list[Workload] = []
     try:
         if halves:
             cues = report_only_when_cues()
@@ -291,6 +276,8 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
                 log(f"dialogs, {half} half")
                 gen[half], sat = half_figures(corpus.probes, rankers, cues)
                 gen["saturated" if half == "report" else "saturated_tune"] = sat
+                kept = [t for t in TYPES if t not in sat]
+                workloads.append(Workload(label, _overall(corpus.probes, kept)))
             results["generator"] = gen
         if bank is not None:
             mb: dict[str, Any] = {}
@@ -305,13 +292,88 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
                 }
                 log(f"memorybank {lang}")
                 mb[lang] = memorybank_figures(corpus, rankers)
+                workloads.append(Workload(f"memorybank {lang}", _overall(corpus.probes, None)))
             results["memorybank"] = mb
             results["memorybank_unlabelled"] = bank.unlabelled
         results["pocketd_import"] = pd.imports
         results["pocketd_short_lists"] = dict(pd.short_lists)
+        if not ns.no_ablations and workloads:
+            log(f"ablations: {', '.join(name for name, _ in ABLATIONS)}")
+            results["ablations"] = ablate(pd, workloads)
     finally:
         pd.close()
+    if ns.longmemeval != "none":
+        log(f"LongMemEval, its {ns.longmemeval} part")
+        results["longmemeval"] = longmemeval.run(
+            argparse.Namespace(
+                data=ns.longmemeval_data,
+                split=LME_SPLIT,
+                part=ns.longmemeval,
+                questions=None,
+                user_only=False,
+                keep=False,
+                store=None,
+                config=None,
+                set=[],
+                pocketd_only=False,
+                no_ablations=ns.no_ablations,
+            )
+        )
     return results
+
+
+def _overall(probes: list[Probe], kinds: list[str] | None) -> Callable[[Ranker], dict[str, float]]:
+    """A workload's headline figures from a ranker: pooled over `kinds` (None: every question
+    as one group)."""
+
+    def figures(rank: Ranker) -> dict[str, float]:
+        if kinds is None:
+            return score(probes, memo(rank), lambda p: "all")["all"]
+        return pooled(score(probes, memo(rank), lambda p: p.kind), kinds)
+
+    return figures
+
+
+def ablation_table(r: dict[str, Any]) -> list[str]:
+    """What each mechanism added: pocketd's R@5 per workload (LongMemEval: any@5 and all@10),
+    and each ablation's, all from the same stored memories."""
+    cols: list[tuple[str, dict[str, float]]] = []  # (column, row → value)
+    abl = r.get("ablations", {})
+    gen, mb = r.get("generator", {}), r.get("memorybank", {})
+    for half in ("tune", "report"):
+        if half in gen:
+            label = f"generator {half}"
+            row = {"pocketd": gen[half]["pocketd"]["overall"]["r5"]}
+            row.update({a: abl[a][label]["r5"] for a in abl if label in abl[a]})
+            cols.append((f"gen {half} R@5", row))
+    for lang in mb:
+        label = f"memorybank {lang}"
+        row = {"pocketd": mb[lang]["pocketd"]["all"]["r5"]}
+        row.update({a: abl[a][label]["r5"] for a in abl if label in abl[a]})
+        cols.append((f"MB {lang} R@5", row))
+    lme = r.get("longmemeval")
+    if lme is not None:
+        for part, x in lme["parts"].items():
+            figs = x["figures"]
+            for metric in ("any@5", "all@10"):
+                row = {
+                    name: figs[name]["overall"][metric]
+                    for name in ("pocketd", *(a for a, _ in ABLATIONS))
+                    if name in figs
+                }
+                cols.append((f"LME {part} {metric}", row))
+    if not cols:
+        return []
+    rows = ["pocketd", *(a for a, _ in ABLATIONS)]
+    width = max(len(c) for c, _ in cols) + 2
+    lines = ["", "ablations: pocketd with one mechanism off, the same stored memories"]
+    lines.append(f"{'':<18}" + "".join(f"{c:>{width}}" for c, _ in cols))
+    for name in rows:
+        cells = "".join(
+            f"{v[name]:>{width}.3f}" if name in v else f"{'-':>{width}}" for _, v in cols
+        )
+        lines.append(f"{name:<18}{cells}")
+    return lines
 
 
 CELL = 14
@@ -351,16 +413,6 @@ def _half_table(half: str, figs: dict[str, Figures], sat: list[str]) -> list[str
     return lines
 
 
-def import_summary(imp: dict[str, float]) -> str:
-    """One of `Pocketd.imports` in words: speed, index wait, the gate's drops, merging's folds."""
-    return (
-        f"{imp['turns_per_second']:.0f} turns/s ({imp['seconds']:.1f} s, then"
-        f" {imp['index_wait_seconds']:.1f} s for the indexes), {imp['rejected_by_gate']:.0f} of"
-        f" {imp['turns']:.0f} turns rejected by the gate, {imp['turns_folded_by_merging']:.0f}"
-        " folded into others by merging"
-    )
-
-
 def report(r: dict[str, Any]) -> str:
     lines: list[str] = []
     gen = r.get("generator")
@@ -397,6 +449,10 @@ def report(r: dict[str, Any]) -> str:
                 "questions without evidence labels, left out: "
                 + ", ".join(f"{k} {v}" for k, v in left.items())
             )
+    lme = r.get("longmemeval")
+    if lme is not None:
+        lines += ["", longmemeval.report(lme)]
+    lines += ablation_table(r)
     lines += ["", f"dense and hybrid encoder: {r.get('dense_encoder', '?')}"]
     for label, imp in r.get("pocketd_import", {}).items():
         lines.append(f"pocketd import ({label}): {import_summary(imp)}")
@@ -424,13 +480,22 @@ def main(argv: list[str]) -> int:
     group = p.add_mutually_exclusive_group()
     group.add_argument("--skip-memorybank", action="store_true")
     group.add_argument("--only-memorybank", action="store_true")
+    p.add_argument(
+        "--longmemeval",
+        choices=("report", "tune", "all", "none"),
+        default="report",
+        help="which part of LongMemEval's development half to run (bench.longmemeval)",
+    )
+    p.add_argument("--longmemeval-data", type=Path, default=LME_DATA)
+    p.add_argument("--no-ablations", action="store_true", help="no ablation rows")
     p.add_argument("--json", type=Path, help="also write the figures here")
     p.add_argument("--keep", action="store_true", help="keep the server's data directory")
     ns = p.parse_args(argv)
     r = run(ns)
     print(report(r))
     if ns.json:
-        figures = {k: r[k] for k in ("generator", "memorybank", "pocketd_import") if k in r}
+        keys = ("generator", "memorybank", "pocketd_import", "ablations", "longmemeval")
+        figures = {k: r[k] for k in keys if k in r}
         ns.json.parent.mkdir(parents=True, exist_ok=True)
         ns.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False) + "\n")
     return 0

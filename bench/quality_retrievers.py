@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import bm25s
 import numpy as np
@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from bench.dialogs import Turn
 from bench.encoder import bench_encoder
-from bench.quality_data import Corpus, K, Probe, by_namespace
+from bench.quality_data import Corpus, K, Probe, Ranker, by_namespace
 from bench.quality_fields import named_dates, named_speakers, utc_date
 from bench.server_proc import ServerProcess
 from bench.textproc import add_words, tokenize
@@ -268,6 +268,7 @@ class Pocketd:
         self.work = work or Path(tempfile.mkdtemp(prefix="pocketd-quality-"))
         self.keep = keep or work is not None
         self.work.mkdir(parents=True, exist_ok=True)
+        self.config = config
         self.srv = ServerProcess(self.work / "data", env=env, config=config)
         try:
             self.srv.wait_serving(timeout=300)
@@ -279,6 +280,16 @@ class Pocketd:
         self.turn_of: dict[str, str] = {}  # memory id → the turn whose words it holds
         self.imports: dict[str, dict[str, float]] = {}
         self.short_lists: dict[str, int] = defaultdict(int)  # recalls under 10 hits, per label
+
+    def reopen(self, env: dict[str, str] | None = None) -> None:
+        """Serve the same stored memories from a new server with `env` (`POCKETD__…`
+        variables): the same data directory, turn map and labels."""
+        self.client.close()
+        self.srv.stop()
+        self.srv = ServerProcess(self.work / "data", env=env, config=self.config)
+        self.srv.wait_serving(timeout=300)
+        self.client = Client(self.srv.target, timeout=120)
+        self._wait_indexed()
 
     @property
     def saved(self) -> bool:
@@ -363,3 +374,30 @@ class Pocketd:
         self.srv.stop()
         if not self.keep:
             shutil.rmtree(self.work, ignore_errors=True)
+
+
+def baselines(corpus: Corpus, info: dict[str, Any]) -> dict[str, Ranker]:
+    """The in-process baselines over `corpus`: "hybrid+fields", "hybrid", "bm25", "dense",
+    "trivial" (`info` gets the dense encoder's name)."""
+    log(f"baselines: indexing {len(corpus.turns)} turns (bm25, dense)")
+    bm25 = BM25(corpus)
+    dense = Dense(corpus)
+    info["dense_encoder"] = dense.model
+    hybrid = Hybrid(bm25, dense)
+    return {
+        "hybrid+fields": HybridFields(hybrid),
+        "hybrid": hybrid,
+        "bm25": bm25,
+        "dense": dense,
+        "trivial": Trivial(corpus),
+    }
+
+
+def import_summary(imp: dict[str, float]) -> str:
+    """One of `Pocketd.imports` in words: speed, index wait, the gate's drops, merging's folds."""
+    return (
+        f"{imp['turns_per_second']:.0f} turns/s ({imp['seconds']:.1f} s, then"
+        f" {imp['index_wait_seconds']:.1f} s for the indexes), {imp['rejected_by_gate']:.0f} of"
+        f" {imp['turns']:.0f} turns rejected by the gate, {imp['turns_folded_by_merging']:.0f}"
+        " folded into others by merging"
+    )

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import pytest
 
 import bench.longmemeval as lme
+from bench.ablations import ABLATIONS, ablation_env
 from bench.dialogs import Turn
 from bench.longmemeval_data import DataMissingError, Question, build, parse_date, read
 from bench.longmemeval_score import figures, hits
@@ -150,7 +151,14 @@ class FakePocketd:
 
     instances: ClassVar[list[FakePocketd]] = []
 
-    def __init__(self, keep: bool = False) -> None:
+    def __init__(
+        self,
+        keep: bool = False,
+        work: Path | None = None,
+        config: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.envs: list[dict[str, str]] = [env or {}]  # each server's settings, in order
         self.turns: list[Turn] = []
         self.imports: dict[str, dict[str, float]] = {}
         self.short_lists: dict[str, int] = {"longmemeval": 0}
@@ -171,6 +179,14 @@ class FakePocketd:
     @property
     def held(self) -> set[str]:
         return {t.turn_id for t in self.turns} - {"lme/q2/s_b/1"}
+
+    saved = False
+
+    def save(self) -> None:
+        pass
+
+    def reopen(self, env: dict[str, str] | None = None) -> None:
+        self.envs.append(env or {})
 
     def ranker(self, label: str) -> Ranker:
         return lambda p: [t.turn_id for t in self.turns if t.namespace == p.namespace]
@@ -203,6 +219,10 @@ def test_every_retriever_gets_the_same_turns_and_is_scored_per_part(
     assert lme.main(["--data", str(data_dir), "--split", str(split_file), "--json", str(out)]) == 0
     (pd,) = FakePocketd.instances
     assert pd.closed
+    # one server on the defaults, then one per ablation with its mechanism off
+    assert pd.envs[0] == {}
+    assert pd.envs[1:] == [ablation_env(off) for _, off in ABLATIONS]
+    assert pd.envs[1] == {"POCKETD__MEMORY__HYBRID_SEARCH__ROLE_BOOST": "0"}
     key = [(t.turn_id, t.text, t.speaker, t.session_id, t.time, t.index) for t in pd.turns]
     assert sorted(key) == sorted(
         (t.turn_id, t.text, t.speaker, t.session_id, t.time, t.index) for t in given
@@ -210,6 +230,7 @@ def test_every_retriever_gets_the_same_turns_and_is_scored_per_part(
     assert {t.speaker for t in given} == {"user", "assistant"}
     r = json.loads(out.read_text())
     tune, report = r["parts"]["tune"]["figures"], r["parts"]["report"]["figures"]
+    assert {name for name, _ in ABLATIONS} <= set(report)
     assert r["parts"]["tune"]["left_out"] == {"abstention": 1}
     assert tune["pocketd"]["overall"]["n"] == 2 and report["pocketd"]["overall"]["n"] == 1
     assert tune["nothing"]["overall"]["any@10"] == 0.0

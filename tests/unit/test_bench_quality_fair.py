@@ -227,7 +227,9 @@ class FakeServer:
 
     target = "fake:0"
 
-    def __init__(self, data: Path) -> None:
+    def __init__(
+        self, data: Path, env: dict[str, str] | None = None, config: Path | None = None
+    ) -> None:
         self.stopped = False
 
     def wait_serving(self, timeout: float = 60.0) -> float:
