@@ -18,6 +18,8 @@ from server.config import ENV_PREFIX
 ABLATIONS: list[tuple[str, dict[str, str]]] = [
     ("−role", {"memory.hybrid_search.role_boost": "0"}),
     ("−across scripts", {"memory.hybrid_search.across_scripts_share": "0"}),
+    ("−keyword gate", {"memory.hybrid_search.keyword_gate": "0"}),
+    ("−time cues", {"memory.hybrid_search.time_cue_boost": "0"}),
 ]
 
 

@@ -5,7 +5,8 @@ clipped) and its boost flags:
 
     v_i     = (c_i − floor) / (ceiling − floor), clipped to [0, 1]   (0 at or below the floor)
     fused_i = (w_v·v_i + w_k·k_i), times `both_boost` if v_i > 0 and k_i > 0,
-              where k_i is at least across·v_i if across_i,
+              where k_i is first times min(1, v_i/gate) (gate > 0),
+              then at least across·v_i if across_i,
               times (1 + when_boost) if says_when_i,
               times (1 + role_boost) if same_role_i
             + exact_boost · exact_i + time_boost · in_window_i
@@ -14,6 +15,11 @@ The scales depend only on the query and the namespace's statistics, never on the
 candidates, so a memory's score is the same whichever pockets a plan searches. The formula is
 non-decreasing in every input, so the early stop's ceiling of an unsearched pocket is this same
 function of the best values a memory of it could have (`server.core.query.early_stop`).
+
+`gate`: a keyword match counts in full only where the vector channel backs it (v_i ≥ gate), and
+in proportion below: one incidental shared word ("team" in "the team offsite" for "which team
+does he support") is a weak match, and it outranked the answer written in the other language
+or in other words. An identifier the encoder cannot see still counts through `exact_boost`.
 
 `same_role_i`: the turn is from the role the question is about (the asker's own turns for "what
 did I buy", the agent's for "the name you suggested"; `server.core.memory.roles`).
@@ -34,7 +40,7 @@ convex-combination fusion (Bruch et al., "An Analysis of Fusion Functions for Hy
 Retrieval", arXiv 2210.11934) with a both-channels boost.
 
 `params` packs the constants: (floor, w_v, w_k, both_boost, exact_boost, time_boost,
-when_boost, ceiling, across, role_boost). The floor and the ceiling are the encoder's:
+when_boost, ceiling, across, role_boost, gate). The floor and the ceiling are the encoder's:
 where it puts unrelated texts, and the cosine of a memory as near as one usually gets.
 """
 
@@ -45,7 +51,7 @@ from numba import njit
 
 from kernels.types import BoolArray, F32Array, F64Array
 
-FLOOR, W_VEC, W_KW, BOTH, EXACT, TIME, WHEN, CEILING, ACROSS, ROLE = range(10)
+FLOOR, W_VEC, W_KW, BOTH, EXACT, TIME, WHEN, CEILING, ACROSS, ROLE, GATE = range(11)
 
 
 @njit(cache=True, nogil=True)
@@ -70,6 +76,8 @@ def fused_scores(
             v = min((cos[i] - floor) / span, 1.0)
         k = min(max(kw[i], 0.0), 1.0)
         both = v > 0.0 and k > 0.0
+        if params[GATE] > 0.0:
+            k *= min(v / params[GATE], 1.0)
         if across[i]:
             k = max(k, params[ACROSS] * v)
         s = params[W_VEC] * v + params[W_KW] * k
@@ -104,6 +112,8 @@ def fused_scores_ref(
     v = np.where((c > floor) & (span > 0), np.clip((c - floor) / span, 0.0, 1.0), 0.0)
     k = np.clip(kw.astype(np.float64), 0.0, 1.0)
     both = (v > 0) & (k > 0)
+    if params[GATE] > 0:
+        k = k * np.minimum(v / params[GATE], 1.0)
     k = np.where(across, np.maximum(k, params[ACROSS] * v), k)
     s = params[W_VEC] * v + params[W_KW] * k
     s = np.where(both, s * params[BOTH], s)

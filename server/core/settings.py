@@ -203,6 +203,10 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     # A turn from the role the question is about (`retrieval.asker_cues`, `agent_cues`;
     # `server.core.memory.roles`) has its fused score raised by this share.
     role_boost: Annotated[float, between(0.0, 1.0)] = 0.3
+    # A keyword match counts in full only where the vector score (on its [0, 1] scale) reaches
+    # this, and in proportion below it: one incidental shared word is a weak match
+    # (`kernels.fusion`). 0 turns it off.
+    keyword_gate: Ratio = 0.1
     # The weight of a match in a memory's speaker's name and its event date (the keyword
     # channel's `meta` field) against one in its text: a question names whom it is about and
     # which day.

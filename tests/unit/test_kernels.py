@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,6 +18,10 @@ from kernels.topk import topk_desc, topk_desc_ref
 
 unit_f = st.floats(0.0, 1.0, width=32)
 sizes = st.integers(0, 60)
+
+
+# The kernel called with unpacked columns (numba's dispatcher types a fixed arity).
+fused_any: Callable[..., Any] = fused_scores
 
 
 def arrays(n: int, elements: st.SearchStrategy[float] = unit_f) -> st.SearchStrategy[np.ndarray]:
@@ -42,6 +49,7 @@ def fusion_case(draw: st.DrawFn) -> tuple:
             draw(st.floats(min(floor + 0.05, 1.0), 1.0)),  # ceiling
             draw(st.floats(0.0, 1.0)),  # across scripts: the share
             draw(st.floats(0.0, 1.0)),  # the role boost
+            draw(st.sampled_from([0.0, 0.05, 0.2, 1.0])),  # the keyword gate
         ]
     )
     return (
@@ -82,15 +90,15 @@ def test_fused_scores_never_fall_when_an_input_rises(case: tuple, which: int) ->
         cols[which] = np.minimum(cols[which] + np.float32(0.3), np.float32(1.0))
     else:
         cols[which] = np.ones_like(cols[which])
-    raised = fused_scores(*cols, p)
-    assert np.all(raised >= fused_scores(*base, p) - 1e-6)
+    raised = fused_any(*cols, p)
+    assert np.all(raised >= fused_any(*base, p) - 1e-6)
 
 
 def test_one_channel_counts_at_its_weight_and_both_are_boosted() -> None:
     cos = np.array([1.0, 1.0, 0.0], dtype=np.float32)
     kw = np.array([1.0, 0.0, 1.0], dtype=np.float32)
     no = np.zeros(3, dtype=np.bool_)
-    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2])
+    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2, 0.0])
     np.testing.assert_allclose(
         fused_scores(cos, kw, no, no, no, no, no, p), [1.2, 0.5, 0.5], rtol=1e-6
     )
@@ -101,9 +109,25 @@ def test_a_turn_from_the_role_asked_about_is_raised_by_its_share() -> None:
     kw = np.array([0.2, 0.2], dtype=np.float32)
     no = np.zeros(2, dtype=np.bool_)
     role = np.array([True, False])
-    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2])
+    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2, 0.0])
     out = fused_scores(cos, kw, no, no, no, no, role, p)
     np.testing.assert_allclose(out, [0.42 * 1.2, 0.42], rtol=1e-5)
+
+
+def test_a_keyword_match_the_vector_does_not_back_counts_for_less() -> None:
+    """Below the gate's vector score a keyword match counts in proportion: one shared word of a
+    memory about something else (v = 0.05) no longer outranks a paraphrase (v = 0.4, k = 0.1);
+    above the gate nothing changes."""
+    cos = np.array([0.05, 0.4, 0.5], dtype=np.float32)
+    kw = np.array([0.8, 0.1, 0.8], dtype=np.float32)
+    no = np.zeros(3, dtype=np.bool_)
+    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2, 0.2])
+    out = fused_scores(cos, kw, no, no, no, no, no, p)
+    np.testing.assert_allclose(out, [(0.025 + 0.1) * 1.2, 0.25 * 1.2, 0.65 * 1.2], rtol=1e-5)
+    assert out[1] > out[0]
+    p[10] = 0.0  # off: the shared word wins
+    off = fused_scores(cos, kw, no, no, no, no, no, p)
+    assert off[0] > off[1]
 
 
 def test_across_scripts_the_vector_stands_in_for_the_keyword_channel() -> None:
@@ -114,7 +138,7 @@ def test_across_scripts_the_vector_stands_in_for_the_keyword_channel() -> None:
     kw = np.array([0.0, 0.3, 0.0, 0.5], dtype=np.float32)
     no = np.zeros(4, dtype=np.bool_)
     across = np.array([True, False, False, True])
-    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2])
+    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2, 0.0])
     out = fused_scores(cos, kw, no, no, no, across, no, p)
     np.testing.assert_allclose(out, [0.4125, 0.36, 0.275, 0.63], rtol=1e-5)
 
@@ -123,12 +147,12 @@ def test_across_scripts_the_vector_stands_in_for_the_keyword_channel() -> None:
 def test_a_candidates_score_does_not_depend_on_the_others(case: tuple, rnd) -> None:
     cols, p = case[:-1], case[-1]
     perm = np.array(rnd.sample(range(len(cols[0])), len(cols[0])), dtype=np.int64)
-    a = fused_scores(*cols, p)[perm]
-    b = fused_scores(*(c[perm] for c in cols), p)
+    a = fused_any(*cols, p)[perm]
+    b = fused_any(*(c[perm] for c in cols), p)
     np.testing.assert_array_equal(a, b)
     if len(cols[0]) > 1:
-        one = fused_scores(*(c[:1] for c in cols), p)
-        assert one[0] == fused_scores(*cols, p)[0]
+        one = fused_any(*(c[:1] for c in cols), p)
+        assert one[0] == fused_any(*cols, p)[0]
 
 
 THRESH = np.array([7 * 86400.0, 30 * 86400.0])

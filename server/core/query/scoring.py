@@ -35,6 +35,7 @@ def params(s: HybridSearchSettings, w_vec: float, w_kw: float) -> npt.NDArray[np
             s.ceiling,
             s.across_scripts_share,
             s.role_boost,
+            s.keyword_gate,
         ],
         dtype=np.float64,
     )
