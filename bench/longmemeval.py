@@ -341,7 +341,7 @@ def main(argv: list[str]) -> int:
         default=[],
         metavar="SECTION.KEY=VALUE",
         help="a pocketd setting for the server (repeatable), e.g."
-        " memory.hybrid_search.session_weight=0.2",
+        " memory.hybrid_search.role_boost=0.2",
     )
     p.add_argument("--pocketd-only", action="store_true", help="no baselines")
     p.add_argument("--no-ablations", action="store_true", help="no ablation rows")

@@ -25,7 +25,7 @@ def compile_all() -> float:
     f = np.zeros(4, dtype=np.float32)
     b = np.ones(4, dtype=np.bool_)
     fused_scores(
-        f, f, b, b, b, b, b, np.array([0.1, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.1, 0.0])
+        f, f, b, b, b, b, b, np.array([0.1, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.1, 0.0, 0.5])
     )
     step_decay(np.zeros(4), b, np.array([1.0, 2.0]), np.array([0.6, 0.4], dtype=np.float32))
     rank_final(f, f, b, 2)

@@ -207,6 +207,9 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     # this, and in proportion below it: one incidental shared word is a weak match
     # (`kernels.fusion`). 0 turns it off.
     keyword_gate: Ratio = 0.1
+    # The least share of its keyword score a match keeps below the gate (one the vector puts at
+    # or below its floor: a name or a rare word the encoder does not place near the question).
+    keyword_unbacked_share: Ratio = 0.5
     # The weight of a match in a memory's speaker's name and its event date (the keyword
     # channel's `meta` field) against one in its text: a question names whom it is about and
     # which day.
@@ -361,7 +364,13 @@ class DecaySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         "your suggestion",
         "your recommendation",
         "your advice",
+        "you told me",
+        "you listed",
         "你说",
+        "你之前说",
+        "跟我说过",
+        "你告诉我",
+        "你给我推荐",
         "你提到",
         "你推荐",
         "你建议",
@@ -370,6 +379,9 @@ class DecaySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     )
     # A question in the asker's own voice ("what did I buy", "我买了什么"): the asker's turns
     # (speaker "user", "human", …) are what it is about, unless it asks what the agent said.
+    # A question about the agent's words that none of `agent_cues` names ("remind me of the
+    # third restaurant in the list") reads as the asker's: its answer, the agent's turn, is then
+    # not raised and the asker's turns are (by `role_boost`).
     asker_cues: tuple[str, ...] = ("i", "my", "me", "mine", "myself", "i'm", "i've", "我")
     # A question about a past value ("which tool did we use before?", "以前用什么"): the newer
     # of two memories of one slot is not put first (`lifecycle.supersede.older_factor`).

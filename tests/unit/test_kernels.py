@@ -50,6 +50,7 @@ def fusion_case(draw: st.DrawFn) -> tuple:
             draw(st.floats(0.0, 1.0)),  # across scripts: the share
             draw(st.floats(0.0, 1.0)),  # the role boost
             draw(st.sampled_from([0.0, 0.05, 0.2, 1.0])),  # the keyword gate
+            draw(st.floats(0.0, 1.0)),  # the share an unbacked keyword match keeps
         ]
     )
     return (
@@ -98,7 +99,7 @@ def test_one_channel_counts_at_its_weight_and_both_are_boosted() -> None:
     cos = np.array([1.0, 1.0, 0.0], dtype=np.float32)
     kw = np.array([1.0, 0.0, 1.0], dtype=np.float32)
     no = np.zeros(3, dtype=np.bool_)
-    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2, 0.0])
+    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2, 0.0, 0.5])
     np.testing.assert_allclose(
         fused_scores(cos, kw, no, no, no, no, no, p), [1.2, 0.5, 0.5], rtol=1e-6
     )
@@ -109,7 +110,7 @@ def test_a_turn_from_the_role_asked_about_is_raised_by_its_share() -> None:
     kw = np.array([0.2, 0.2], dtype=np.float32)
     no = np.zeros(2, dtype=np.bool_)
     role = np.array([True, False])
-    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2, 0.0])
+    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2, 0.0, 0.5])
     out = fused_scores(cos, kw, no, no, no, no, role, p)
     np.testing.assert_allclose(out, [0.42 * 1.2, 0.42], rtol=1e-5)
 
@@ -121,13 +122,23 @@ def test_a_keyword_match_the_vector_does_not_back_counts_for_less() -> None:
     cos = np.array([0.05, 0.4, 0.5], dtype=np.float32)
     kw = np.array([0.8, 0.1, 0.8], dtype=np.float32)
     no = np.zeros(3, dtype=np.bool_)
-    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2, 0.2])
+    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2, 0.2, 0.0])
     out = fused_scores(cos, kw, no, no, no, no, no, p)
     np.testing.assert_allclose(out, [(0.025 + 0.1) * 1.2, 0.25 * 1.2, 0.65 * 1.2], rtol=1e-5)
     assert out[1] > out[0]
     p[10] = 0.0  # off: the shared word wins
     off = fused_scores(cos, kw, no, no, no, no, no, p)
     assert off[0] > off[1]
+
+
+def test_a_keyword_match_the_vector_puts_below_its_floor_keeps_its_unbacked_share() -> None:
+    """A name the encoder does not place near the question (cosine at the floor): its keyword
+    match keeps `unbacked` of its weight instead of vanishing."""
+    cos = np.array([0.0], dtype=np.float32)
+    kw = np.array([0.8], dtype=np.float32)
+    no = np.zeros(1, dtype=np.bool_)
+    p = np.array([0.1, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2, 0.1, 0.5])
+    np.testing.assert_allclose(fused_scores(cos, kw, no, no, no, no, no, p), [0.2], rtol=1e-5)
 
 
 def test_across_scripts_the_vector_stands_in_for_the_keyword_channel() -> None:
@@ -138,7 +149,7 @@ def test_across_scripts_the_vector_stands_in_for_the_keyword_channel() -> None:
     kw = np.array([0.0, 0.3, 0.0, 0.5], dtype=np.float32)
     no = np.zeros(4, dtype=np.bool_)
     across = np.array([True, False, False, True])
-    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2, 0.0])
+    p = np.array([0.0, 0.5, 0.5, 1.2, 1.0, 0.3, 0.15, 1.0, 0.5, 0.2, 0.0, 0.5])
     out = fused_scores(cos, kw, no, no, no, across, no, p)
     np.testing.assert_allclose(out, [0.4125, 0.36, 0.275, 0.63], rtol=1e-5)
 

@@ -21,33 +21,54 @@ _DAY = dt.timedelta(days=1)
 _COUNT_WORDS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
     "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
-    "a couple of": 2, "a few": 3, "several": 4,
-    "一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9,
-    "十": 10, "几": 3,
+    "a couple of": 2, "a couple": 2, "couple of": 2, "a few": 3, "few": 3, "several": 4,
 }  # fmt: skip
+_ZH_DIGITS = {
+    "一": 1,
+    "两": 2,
+    "二": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
+_EN_COUNT = (
+    r"\d{1,3}|a couple of|a couple|couple of|a few|few|several|an|a|one|two|three|four|five|six"
+    r"|seven|eight|nine|ten|eleven|twelve"
+)
+# A Chinese count: digits, or numerals up to 99 ("三", "十二", "二十五"), or 几 (a few).
+_ZH_COUNT = r"\d{1,3}|[一两二三四五六七八九]?十[一二三四五六七八九]?|[一两二三四五六七八九几]"
 _UNIT_DAYS = {
     "day": 1, "week": 7, "month": 30, "year": 365,
-    "天": 1, "日": 1, "周": 7, "星期": 7, "个星期": 7, "礼拜": 7, "个礼拜": 7,
-    "个月": 30, "年": 365,
+    "天": 1, "周": 7, "星期": 7, "个星期": 7, "礼拜": 7, "个礼拜": 7, "个月": 30, "年": 365,
 }  # fmt: skip
+_ZH_UNIT = r"天|个星期|星期|周|个礼拜|礼拜|个月|年"
+# "3 days ago", "two weeks ago", "a month ago", "a couple of years ago", "5天前", "两周前",
+# "十二个月前": a count of units before the reference day. (No count may follow a month: "5月
+# 1日前" is a deadline, not "1 day ago"; 日 is no unit here for the same reason.)
 _AGO = re.compile(
-    r"\b(\d{1,3}|a couple of|a few|several|an|a|one|two|three|four|five|six|seven|eight|nine"
-    r"|ten|eleven|twelve) (day|week|month|year)s? ago\b"
-    r"|(\d{1,3}|[一两二三四五六七八九十几]) ?(天|日|个星期|星期|周|个礼拜|礼拜|个月|年)前"
+    rf"\b({_EN_COUNT}) (day|week|month|year)s? ago\b"
+    rf"|(?<![月\d])({_ZH_COUNT}) ?({_ZH_UNIT})前"
 )
-# "last Saturday", "上周六": the latest such weekday before the reference day.
+# "last Saturday": the latest such weekday before the reference day; "上周六": that weekday of
+# the calendar week before the reference day's.
 _WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _LAST_WEEKDAY = re.compile(
     r"\b(?:last|this past|past) (" + "|".join(_WEEKDAY_NAMES) + r")\b"
     r"|(?:上周|上星期|上个星期|上礼拜)([一二三四五六日天])"
 )
 _ZH_WEEKDAYS = "一二三四五六日"
-# "in the past three months", "during the past month", "the last 10 days", "过去两周",
-# "最近三个月": from that many units before the reference day up to it.
+# "in the past three months", "during the past month", "the past few weeks", "the last 10
+# days", "过去两周", "最近三个月": from that many units before the reference day up to it. "last"
+# needs a count ("the last day of the trip" is no span; "last week" is the calendar's), and so
+# does the Chinese form ("最近天气" is not "the past day").
 _PAST_SPAN = re.compile(
-    r"\b(?:the )?(?:past|last) (?:(\d{1,3}|a couple of|a few|several|two|three|four|five|six"
-    r"|seven|eight|nine|ten|eleven|twelve) )?(day|week|month|year)s?\b"
-    r"|(?:过去|最近|近)(\d{1,3}|[一两二三四五六七八九十几])?(天|个星期|周|个月|年)"
+    rf"\b(?:the )?past (?:({_EN_COUNT}) )?(day|week|month|year)s?\b"
+    rf"|\b(?:the )?last ({_EN_COUNT}) (day|week|month|year)s?\b"
+    rf"|(?:过去|最近)({_ZH_COUNT})({_ZH_UNIT})"
 )
 # How far either side of "N units ago" the event may lie: a share of the span named (people
 # round: "two weeks ago" may be 10 or 17 days back). Spans under `_EXACT_DAYS` days ("3 days
@@ -110,7 +131,8 @@ def window(text: str, reference: float) -> tuple[float, float] | None:
             return _ago(m, ref)
         if m := _LAST_WEEKDAY.search(low):
             return _last_weekday(m, ref)
-        if (m := _PAST_SPAN.search(low)) and (m.group(1) or m.group(3) or not _named(low)):
+        counted = (m := _PAST_SPAN.search(low)) and (m.group(1) or m.group(3) or m.group(5))
+        if m and (counted or not _named(low)):
             return _past_span(m, ref)
         for pattern, name in _CUES:
             if pattern.search(low):
@@ -136,27 +158,39 @@ def _named(low: str) -> bool:
 
 
 def _count(word: str | None) -> int:
+    """A count in digits, English words or Chinese numerals (none: one)."""
     if not word:
         return 1
-    return int(word) if word.isdigit() else _COUNT_WORDS[word]
+    if word.isdigit():
+        return int(word)
+    if word in _COUNT_WORDS:
+        return _COUNT_WORDS[word]
+    if word == "几":
+        return 3
+    tens, ten, units = word.partition("十")
+    if not ten:
+        return _ZH_DIGITS[word]
+    return _ZH_DIGITS.get(tens, 1) * 10 + _ZH_DIGITS.get(units, 0)
 
 
 def _last_weekday(m: re.Match[str], ref: dt.datetime) -> tuple[float, float]:
-    """The latest such weekday strictly before the reference day, the whole day."""
-    wanted = (
-        _WEEKDAY_NAMES.index(m.group(1))
-        if m.group(1)
-        else _ZH_WEEKDAYS.index("日" if m.group(2) == "天" else m.group(2))
-    )
+    """ "last Saturday": the latest Saturday strictly before the reference day; "上周六": the
+    Saturday of the week before the reference day's (weeks from Monday). The whole day."""
     day = ref.replace(hour=0, minute=0, second=0, microsecond=0)
-    back = (day.weekday() - wanted) % 7 or 7
-    start = day - back * _DAY
+    if m.group(1):
+        back = (day.weekday() - _WEEKDAY_NAMES.index(m.group(1))) % 7 or 7
+        start = day - back * _DAY
+    else:
+        wanted = _ZH_WEEKDAYS.index("日" if m.group(2) == "天" else m.group(2))
+        start = day - (day.weekday() + 7 - wanted) * _DAY
     return start.timestamp(), (start + _DAY).timestamp()
 
 
 def _past_span(m: re.Match[str], ref: dt.datetime) -> tuple[float, float]:
     """From N units before the reference day to the end of it."""
-    count, unit = (m.group(1), m.group(2)) if m.group(2) else (m.group(3), m.group(4))
+    groups = m.groups()
+    at = next(i for i in (1, 3, 5) if groups[i] is not None)  # the unit's group
+    count, unit = groups[at - 1], groups[at]
     days = _count(count) * _UNIT_DAYS[unit]
     day = ref.replace(hour=0, minute=0, second=0, microsecond=0)
     return (day - days * _DAY).timestamp(), (day + _DAY).timestamp()

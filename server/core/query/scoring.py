@@ -36,6 +36,7 @@ def params(s: HybridSearchSettings, w_vec: float, w_kw: float) -> npt.NDArray[np
             s.across_scripts_share,
             s.role_boost,
             s.keyword_gate,
+            s.keyword_unbacked_share,
         ],
         dtype=np.float64,
     )

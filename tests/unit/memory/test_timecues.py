@@ -52,6 +52,12 @@ def day(y: int, m: int, d: int) -> float:
         ("the trips I took in the past three months", day(2026, 9, 3), day(2026, 12, 3)),
         ("during the past month", day(2026, 11, 2), day(2026, 12, 3)),
         ("过去两周", day(2026, 11, 18), day(2026, 12, 3)),
+        ("the past few weeks", day(2026, 11, 11), day(2026, 12, 3)),
+        # the weekday of the calendar week before (asked on a Wednesday: not this Monday)
+        ("上周一", day(2026, 11, 23), day(2026, 11, 24)),
+        # Chinese numerals past ten
+        ("十二天前", day(2026, 11, 20) - 3 * 86400, day(2026, 11, 21) + 3 * 86400),
+        ("二十天前", day(2026, 11, 12) - 5 * 86400, day(2026, 11, 13) + 5 * 86400),
     ],
 )
 def test_cues_name_a_window_relative_to_the_reference(text: str, start: float, end: float) -> None:
@@ -62,6 +68,24 @@ def test_no_cue_no_window() -> None:
     assert window("what is the wifi password", WED.timestamp()) is None
     assert window("a week-long trip", WED.timestamp()) is None
     assert window("how many days ago did I meet Emma?", WED.timestamp()) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我要在5月1日前交报告",  # a deadline, not "one day ago"
+        "12月31日前完成了吗",
+        "我家附近天天下雨",  # 近 and 天 inside other words
+        "最近天气怎么样",
+        "将近一年",
+        "近年来",
+        "what did I do on the last day of my trip?",
+        "in the past",
+        "a few days",
+    ],
+)
+def test_words_that_only_look_like_a_time_cue_name_no_window(text: str) -> None:
+    assert window(text, WED.timestamp()) is None
 
 
 @pytest.mark.parametrize(
