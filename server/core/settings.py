@@ -210,10 +210,6 @@ class HybridSearchSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     # The least share of its keyword score a match keeps below the gate (one the vector puts at
     # or below its floor: a name or a rare word the encoder does not place near the question).
     keyword_unbacked_share: Ratio = 0.5
-    # Experiments (off): pseudo-relevance feedback, and the top spread over sessions.
-    prf_weight: Annotated[float, between(0.0, 4.0)] = 0.0
-    prf_depth: Annotated[int, between(1, 50)] = 3
-    session_spread: Annotated[float, between(0.1, 1.0)] = 1.0
     # The weight of a match in a memory's speaker's name and its event date (the keyword
     # channel's `meta` field) against one in its text: a question names whom it is about and
     # which day.

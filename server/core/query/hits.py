@@ -12,7 +12,6 @@ from server.core.media.items import sibling_id
 from server.core.memory.model import TEXT_SPACE, Hit, MemoryFilter, Record, Score
 from server.core.query.run import KeyArray, Reader, Run, Sources
 from server.core.query.scoring import Scorer
-from server.core.query.spread import spread
 from server.core.query.succession import Succession
 
 # Extra candidates ranked so that a group's members, returned once, leave no place empty.
@@ -52,9 +51,6 @@ class Hits(Reader):
         # A group (an image, its OCR text, its caption) is returned once: rank a few more to
         # fill the places its other members leave.
         wanted = top_k + min(top_k, GROUP_SLACK)
-        if self._s.session_spread < 1.0:
-            labels = np.where(c.turn[keys] >= 0, c.session[keys].astype(np.int64), -1)
-            adjusted = spread(adjusted, labels, wanted, self._s.session_spread)
         order, final = rank_final(adjusted, np.ones(len(keys), np.float32), stale, wanted)
         chosen = [int(keys[i]) for i in order]
         records = self._store.get(chosen)

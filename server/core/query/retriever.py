@@ -250,7 +250,6 @@ class Retriever:
         self._succession.bring_heirs(run)
         self._scorer.complete(run, q.vector)
         self._scorer.complete_spaces(run)
-        self._scorer.feedback(run, q.vector)
         hits = self._hits.rank(run, top_k)
         vector_cost = sum(r.cost_units for r in run.reports)
         return RecallResult(

@@ -138,25 +138,6 @@ class Scorer(Reader):
                     norm = keyword_scale(run, np.array([got[k] for k in keys], np.float64))
                     run.kw.update(zip(keys, norm.tolist(), strict=True))
 
-    def feedback(self, run: Run, query: Vector | None) -> None:
-        """Pseudo-relevance feedback (an experiment, off): the query vector moved toward its
-        `prf_depth` best candidates' vectors (weight `prf_weight`), every candidate's cosine
-        recomputed against it."""
-        w, depth = self._s.prf_weight, self._s.prf_depth
-        if w <= 0 or query is None or not run.vec:
-            return
-        sc = self.score(run)
-        best = sc.keys[np.argsort(-sc.fused, kind="stable")[:depth]].tolist()
-        rows = [run.vectors[k] for k in best if k in run.vectors]
-        if not rows:
-            return
-        moved = np.asarray(query, np.float32) + w * np.mean(np.stack(rows), axis=0)
-        moved /= max(float(np.linalg.norm(moved)), 1e-12)
-        keys = [k for k in run.vec if k in run.vectors]
-        if keys:
-            mat = np.stack([run.vectors[k] for k in keys]).astype(np.float32)
-            run.vec.update(zip(keys, (mat @ moved).tolist(), strict=True))
-
     def stored_vectors(self, namespace: str, keys: list[int]) -> dict[int, npt.NDArray[np.float32]]:
         """The vectors the channels rank `keys` by: the hot tier's row, else its pocket's
         index's (a key with neither is left out)."""
