@@ -261,14 +261,16 @@ def test_keyword_statistics_are_per_namespace(engine: MemoryEngine) -> None:
 
 def test_the_both_boost_needs_a_vector_hit_above_the_floor(engine: MemoryEngine) -> None:
     """In a small namespace every memory is a vector candidate, at any cosine: a keyword hit
-    used to get the both-channels boost even at cosine -1."""
+    used to get the both-channels boost even at cosine -1. (At cosine -1 the vector does not
+    back the keyword match either: it counts at `keyword_unbacked_share`.)"""
     rng = np.random.default_rng(7)
     v = unit_vec(rng)
     engine.remember([mem("The wifi password is on the fridge", Kind.FACT, -v)])
     engine.indexer.catch_up()
     hit = engine.recall(RecallQuery(namespace=NS, text="wifi password", vector=v)).hits[0]
     assert hit.score.keyword_hit and not hit.score.vector_hit
-    assert hit.score.fused == pytest.approx(0.5 * hit.score.bm25, rel=1e-5)
+    unbacked = MemorySettings().hybrid_search.keyword_unbacked_share
+    assert hit.score.fused == pytest.approx(0.5 * unbacked * hit.score.bm25, rel=1e-5)
 
 
 def test_the_holder_of_an_exact_identifier_is_never_outranked_by_topic_words(
