@@ -297,12 +297,13 @@ def report(r: dict[str, Any]) -> str:
             f" repeated sessions dropped: {x['repeated_sessions']}; empty turns left out:"
             f" {x['empty_turns']}; turns cut at 32,768 characters: {x['cut_turns']}"
         )
-    lines += ["", "both parts together, overall (the data README's BM25 figures are on these)"]
-    lines.append(f"{'':<15}" + "".join(f"{m:>10}" for m in ("n", *METRICS)))
-    for name in _rows(r["together"]):
-        f = r["together"][name]
-        cells = f"{f['n']:>10.0f}" + "".join(f"{100 * f[m]:>10.1f}" for m in METRICS)
-        lines.append(f"{name:<15}{cells}")
+    if len(r["parts"]) > 1:
+        lines += ["", "both parts together, overall (the data README's BM25 figures are on these)"]
+        lines.append(f"{'':<15}" + "".join(f"{m:>10}" for m in ("n", *METRICS)))
+        for name in _rows(r["together"]):
+            f = r["together"][name]
+            cells = f"{f['n']:>10.0f}" + "".join(f"{100 * f[m]:>10.1f}" for m in METRICS)
+            lines.append(f"{name:<15}{cells}")
     imp = r["pocketd_import"]
     lines += [
         "",
