@@ -14,6 +14,9 @@ from tests.conftest import DIM, unit_vec
 from tests.unit.query.test_early_stop import KINDS, WORDS, fresh_engine
 from tests.unit.test_engine import NS, mem
 
+ZH_WORDS = ["天气", "会议", "报告", "项目", "猫咪", "预算"]
+SPEAKERS = ["user", "assistant", "Alice"]
+
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
@@ -35,9 +38,16 @@ def test_a_memorys_score_is_the_same_under_every_plan(
         for i in range(n):
             c = centres[int(rng.integers(3))]
             v = c + 0.8 * rng.standard_normal(DIM) / math.sqrt(DIM)
-            words = " ".join(rng.choice(WORDS, size=3))
+            # some memories in the other script, some turns of a chat role: the cross-script
+            # share and the role factor are scored (and bounded by the early stop) like the rest
+            pool = ZH_WORDS if rng.random() < 0.3 else WORDS
+            words = " ".join(rng.choice(pool, size=3))
             kind = KINDS[int(rng.integers(len(KINDS)))]
-            extra = {"session_id": f"s{i % 3}"} if kind == Kind.EPISODE else {}
+            extra: dict[str, str] = (
+                {"session_id": f"s{i % 3}", "speaker": str(rng.choice(SPEAKERS))}
+                if kind == Kind.EPISODE
+                else {}
+            )
             items.append(
                 mem(f"{words} item {i}", kind, v / np.linalg.norm(v), importance=3, **extra)
             )
@@ -47,7 +57,9 @@ def test_a_memorys_score_is_the_same_under_every_plan(
         qv = centres[int(rng.integers(3))] + 0.8 * rng.standard_normal(DIM) / math.sqrt(DIM)
         unrouted = eng.recall(RecallQuery(NS, vector=qv.astype(np.float32)))
         pockets = sorted({s.pocket for s in unrouted.plan})
-        text = " ".join(rng.choice(WORDS, size=2)) if with_text else ""
+        pool = ZH_WORDS if rng.random() < 0.3 else WORDS
+        voice = str(rng.choice(["", "what did I say about ", "what did you suggest about "]))
+        text = voice + " ".join(rng.choice(pool, size=2)) if with_text else ""
         base = dict(namespace=NS, text=text, vector=qv.astype(np.float32), min_score=0.0, top_k=n)
         full = {
             h.record.key: h.score.final
