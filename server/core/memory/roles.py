@@ -9,7 +9,10 @@ case-blind against the role names chat APIs use; any other speaker (a person's n
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import IntEnum
+
+from server.core.memory.timecues import cue_pattern
 
 
 class Role(IntEnum):
@@ -30,3 +33,21 @@ def role_of(speaker: str) -> Role:
     if name in AGENT_NAMES:
         return Role.AGENT
     return Role.NONE
+
+
+class RoleCues:
+    """Whose turns a question is about: the agent's when it asks what the agent said (an
+    `agent` cue: "you suggested", "你推荐"), else the asker's when it speaks of itself (an
+    `asker` cue: "I", "my", "我"), else nobody's in particular."""
+
+    def __init__(self, agent: Sequence[str], asker: Sequence[str]) -> None:
+        self._agent = cue_pattern(agent)
+        self._asker = cue_pattern(asker)
+
+    def of(self, question: str) -> Role:
+        low = question.lower()
+        if self._agent.search(low):
+            return Role.AGENT
+        if self._asker.search(low):
+            return Role.ASKER
+        return Role.NONE

@@ -38,8 +38,15 @@ def script_of(text: str) -> Script:
     return Script.MIXED
 
 
+_OTHER = {Script.LATIN: Script.HAN, Script.HAN: Script.LATIN}
+
+
+def other(query: Script) -> Script | None:
+    """The script across from a query mostly in one script (None for a mixed or empty one)."""
+    return _OTHER.get(query)
+
+
 def across(query: Script, memory: Script) -> bool:
     """Whether a memory in `memory`'s script is in the other script than the query: each is
     mostly Latin or mostly Han, and not the same one."""
-    pure = (Script.LATIN, Script.HAN)
-    return query in pure and memory in pure and query != memory
+    return other(query) is not None and memory == other(query)

@@ -25,8 +25,9 @@ import numpy.typing as npt
 
 from server.core.memory.model import Vector
 from server.core.memory.roles import Role
+from server.core.memory.script import other
 from server.core.query.run import Reader, Run, Sources
-from server.core.query.scoring import PURE_OTHER, Scorer, fused
+from server.core.query.scoring import Scorer, fused
 from server.core.settings import HybridSearchSettings
 
 ROUNDING = 1e-4
@@ -131,7 +132,7 @@ class EarlyStop(Reader):
                 in_window=span is not None
                 and (times is None or (times[0] < span[1] and times[1] >= span[0])),
                 says_when=run.asks_when,
-                across=run.script in PURE_OTHER,
+                across=other(run.script) is not None,
                 same_role=run.role != Role.NONE,
             )
             out.append(possible)

@@ -53,7 +53,7 @@ from server.core.memory.ports import (
     SpaceIndexSet,
     VectorIndexSet,
 )
-from server.core.memory.roles import Role
+from server.core.memory.roles import RoleCues
 from server.core.memory.script import script_of
 from server.core.memory.timecues import cue_pattern, window
 from server.core.query.channels import KeywordChannel, VectorChannel
@@ -109,8 +109,7 @@ class Retriever:
         self._temporal = cue_pattern(settings.retrieval.temporal_cues)
         self._when = cue_pattern(settings.retrieval.when_cues)
         self._past = cue_pattern(settings.retrieval.past_cues)
-        self._agent = cue_pattern(settings.retrieval.agent_cues)
-        self._asker = cue_pattern(settings.retrieval.asker_cues)
+        self._roles = RoleCues(settings.retrieval.agent_cues, settings.retrieval.asker_cues)
 
     def weights(self, q: RecallQuery) -> tuple[float, float]:
         """(vector, keyword) weights: the image pair when the query has an image or an image cue."""
@@ -118,17 +117,6 @@ class Retriever:
         if q.image_query or any(c in text for c in self._cues):
             return self._s.image_vector_weight, self._s.image_keyword_weight
         return self._s.vector_weight, self._s.keyword_weight
-
-    def role(self, text: str) -> Role:
-        """Whose turns a question is about: the agent's when it asks what the agent said
-        (`retrieval.agent_cues`), else the asker's when it speaks of itself
-        (`retrieval.asker_cues`), else nobody's in particular."""
-        low = text.lower()
-        if self._agent.search(low):
-            return Role.AGENT
-        if self._asker.search(low):
-            return Role.ASKER
-        return Role.NONE
 
     def temporal(self, q: RecallQuery) -> bool:
         """A question about time: it asks for the old memory itself, so nothing decays."""
@@ -209,7 +197,7 @@ class Retriever:
             temporal=self.temporal(q),
             asks_when=self._when.search(q.text.lower()) is not None,
             script=script_of(q.text),
-            role=self.role(q.text),
+            role=self._roles.of(q.text),
             asks_past=self._past.search(q.text.lower()) is not None,
             hidden_obsolete=hidden,
         )

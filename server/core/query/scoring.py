@@ -11,13 +11,11 @@ import numpy.typing as npt
 from kernels.decay import step_decay
 from kernels.fusion import fused_scores
 from server.core.memory.model import Kind, RecallQuery, Vector
-from server.core.memory.script import Script
+from server.core.memory.script import other
 from server.core.query.run import KeyArray, Reader, Run, Sources
 from server.core.settings import DecaySettings, HybridSearchSettings
 
 _DAY = 86_400.0
-# A query mostly in one script → the script of the memories across from it.
-PURE_OTHER = {Script.LATIN: int(Script.HAN), Script.HAN: int(Script.LATIN)}
 F32 = npt.NDArray[np.float32]
 Flags = npt.NDArray[np.bool_]
 
@@ -237,8 +235,8 @@ class Scorer(Reader):
         # A "when" question wants a memory that says when: its answer type.
         when = c.says_when[keys] if run.asks_when else np.zeros(len(keys), np.bool_)
         # A memory in the other script than the query: the keyword channel cannot match it.
-        other = PURE_OTHER.get(run.script)
-        across = c.script[keys] == other if other is not None else np.zeros(len(keys), np.bool_)
+        far = other(run.script)
+        across = c.script[keys] == int(far) if far is not None else np.zeros(len(keys), np.bool_)
         # A turn from the role the question is about (the asker's, the agent's).
         same_role = c.role[keys] == int(run.role) if run.role else np.zeros(len(keys), np.bool_)
         score = fused(self._s, run.weights, cos, b, exact, inside, when, across, same_role)

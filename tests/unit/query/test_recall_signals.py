@@ -13,9 +13,8 @@ import pytest
 
 from server.core.engine import MemoryEngine
 from server.core.memory.model import Kind, RecallQuery
-from server.core.memory.roles import Role, role_of
+from server.core.memory.roles import Role, RoleCues, role_of
 from server.core.memory.script import Script, across, script_of
-from server.core.query.retriever import Retriever
 from server.core.settings import MemorySettings
 from tests.conftest import unit_vec
 from tests.unit.test_engine import NS, mem
@@ -73,13 +72,8 @@ def test_a_speaker_names_a_chat_role_or_none(speaker: str, role: Role) -> None:
 def test_a_question_is_about_the_askers_turns_the_agents_or_neither(
     question: str, role: Role
 ) -> None:
-    s = MemorySettings()
-    r = Retriever.__new__(Retriever)  # only the cue patterns are needed
-    from server.core.memory.timecues import cue_pattern
-
-    r._agent = cue_pattern(s.retrieval.agent_cues)
-    r._asker = cue_pattern(s.retrieval.asker_cues)
-    assert r.role(question) == role
+    s = MemorySettings().retrieval
+    assert RoleCues(s.agent_cues, s.asker_cues).of(question) == role
 
 
 def _off(**kw: float) -> MemorySettings:
