@@ -1,5 +1,5 @@
 """`python -m bench NAME [options]`; NAME is one of: memory, quality, costs, coarse, router,
-router_fit, ledger, agent, bilingual, soak, loadtest, longmemeval, update, lifecycle, media.
+router_fit, ledger, agent, bilingual, soak, loadtest, longmemeval, update, lifecycle, media, cues.
 
 Each bench is imported only when asked for: importing usearch and tantivy before onnxruntime
 (as `costs` would) crashes onnxruntime's import in the same process.
@@ -12,7 +12,7 @@ import sys
 
 BENCHES = (
     "memory", "quality", "costs", "coarse", "router", "router_fit", "ledger", "agent", "bilingual",
-    "soak", "loadtest", "longmemeval", "update", "lifecycle", "media",
+    "soak", "loadtest", "longmemeval", "update", "lifecycle", "media", "cues",
 )  # fmt: skip
 
 
