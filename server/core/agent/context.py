@@ -2,17 +2,24 @@
 the route's `token_budget_round`, with token counts from the real tokenizer.
 
 What goes in, by priority (what is cut first is last here):
-1. the task's goal;
-2. the last `recent_rounds` rounds (3) verbatim: action and observation. An observation longer
-   than `long_observation_tokens` is stored as a memory (the `store` callback) and replaced by
-   its extractive summary and the memory's id, which `Get` fetches in full;
+1. the task's goal, and the user's current message;
+2. the last `recent_rounds` rounds (3): action and observation, the last round's observation
+   whole when it is short (`verbatim_tokens`), the others as their summaries by the round's
+   focus (`summary_tokens`). A summary that left out a sentence naming one of the focus's
+   identifiers points to the full text (stored once as a memory by the `store` callback, which
+   `Get` fetches); one that kept them all has no pointer, since a pointer invites a model call
+   with the whole output in it;
 3. the recalled memories, the best that fit, shown oldest first, each with its source type,
    trust and date, as its extractive summary (`memory_tokens`; the full text is one `Get`
-   away);
+   away); those the task's own rounds hold are left out;
 4. older rounds, one extractive line each (newest first when the budget is short).
-Memory enters as recalled results, never as the full history. When the budget is short, older
-rounds go first, then the weakest memories, then recent observations shrink to their summaries,
-then the earliest recent rounds go, and last the goal and the last round are cut to what fits.
+An action reads as a call, `tool(key=value, …)`, not as its JSON. The sections come in the
+order goal, memories, older rounds, recent rounds, the user's current message: what changes
+every round last, so consecutive prompts of a task share a long head (a provider's prompt
+cache reuses it). Memory enters as recalled results, never as the full history. When the
+budget is short, older rounds go first, then the weakest memories, then recent observations
+shrink to their summaries, then the earliest recent rounds go, and last the goal and the last
+round are cut to what fits.
 
 An extractive summary keeps whole sentences (or lines) in their order, each once, chosen by what
 the round is about (its `focus`: the goal's, the user's current and recent words, the agent's
@@ -26,8 +33,9 @@ shorter.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -133,7 +141,29 @@ class Turn:
 
     def head(self) -> str:
         said = f"User: {self.user}\n" if self.user else ""
-        return f"Round {self.round}: {said}{self.action}".rstrip()
+        return f"Round {self.round}: {said}{action_line(self.action)}".rstrip()
+
+
+def action_line(action: str) -> str:
+    """An action as a call reads: `tool(key=value, …)`, or `finish: answer`; an action that is
+    not the JSON of one (a client's own notation) as it came. The JSON's quotes and keys cost
+    a prompt about 20 tokens an action, every round it stays in the context."""
+    try:
+        a = json.loads(action)
+    except ValueError:
+        return action
+    if not isinstance(a, dict):
+        return action
+    if a.get("type") == "tool" and isinstance(a.get("params", {}), dict):
+        params = ", ".join(f"{k}={_value(v)}" for k, v in a.get("params", {}).items())
+        return f"{a.get('tool', '')}({params})"
+    if a.get("type") == "finish":
+        return f"finish: {_value(a.get('answer', ''))}"
+    return action
+
+
+def _value(v: object) -> str:
+    return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
 
 
 @dataclass(frozen=True)
@@ -171,7 +201,8 @@ class Built:
 @dataclass(frozen=True)
 class ContextSettings:
     recent_rounds: int = 3
-    long_observation_tokens: int = 300
+    # The last round's observation up to this size is shown whole; the others as summaries.
+    verbatim_tokens: int = 150
     summary_tokens: int = 60
     older_line_tokens: int = 30
     memory_tokens: int = 60  # a recalled memory enters as its extractive summary
@@ -182,10 +213,28 @@ def summarize(
 ) -> str:
     """Whole sentences, in order, within `max_tokens`: those sharing the most `focus` words,
     then the first, then those with a signal."""
+    return gist(text, max_tokens, count, focus).text
+
+
+@dataclass(frozen=True)
+class Gist:
+    """An extractive summary, and whether it kept every sentence that names one of the focus's
+    identifiers (then the full text holds nothing more about what the round is about)."""
+
+    text: str
+    complete: bool
+
+
+def gist(
+    text: str, max_tokens: int, count: Callable[[str], int], focus: frozenset[str] = frozenset()
+) -> Gist:
+    """`summarize`, saying whether it is complete on the focus's identifiers."""
     sentences = list(dict.fromkeys(s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()))
     if not sentences:
-        return ""
-    shared = [_weight(focus.intersection(w.lower() for w in _WORD.findall(s))) for s in sentences]
+        return Gist("", True)
+    words = [frozenset(focus.intersection(w.lower() for w in _WORD.findall(s))) for s in sentences]
+    shared = [_weight(w) for w in words]
+    named = {i for i, w in enumerate(words) if any(_is_id(x) for x in w)}
     on_focus = sorted((i for i, n in enumerate(shared) if n), key=lambda i: (-shared[i], i))
     rest = [0] + [i for i, s in enumerate(sentences[1:], 1) if _SIGNAL.search(s)]
     keep = list(dict.fromkeys([*on_focus, *rest]))
@@ -195,26 +244,31 @@ def summarize(
         n = count(sentences[i])
         if used + n > max_tokens:
             if not out:  # the first sentence alone is too long: cut it by words
-                return _cut(sentences[i], max_tokens, count)
+                return Gist(_cut(sentences[i], max_tokens, count), not named)
             continue
         out.append(i)
         used += n
-    return " ".join(sentences[i] for i in sorted(out))
+    return Gist(" ".join(sentences[i] for i in sorted(out)), named <= set(out))
 
 
 class Summaries:
-    """`summarize` remembered (`TextMemo`): the context builder summarizes a task's turns and
+    """`gist` remembered (`TextMemo`): the context builder summarizes a task's turns and
     memories again each round, and a summary is a pure function of the text and the size. Each
     tenant (`part`) has its own summaries and token counts."""
 
     def __init__(self, count: TokenCount, size: int = 4096) -> None:
-        self._memo: TextMemo[str] = TextMemo(
-            lambda t, n, f, p: summarize(t, n, partial(count, part=p), f), size
+        self._memo: TextMemo[Gist] = TextMemo(
+            lambda t, n, f, p: gist(t, n, partial(count, part=p), f), size
         )
 
     def __call__(
         self, text: str, max_tokens: int, focus: frozenset[str] = frozenset(), part: str = ""
     ) -> str:
+        return self.gist(text, max_tokens, focus, part).text
+
+    def gist(
+        self, text: str, max_tokens: int, focus: frozenset[str] = frozenset(), part: str = ""
+    ) -> Gist:
         return self._memo(text, max_tokens, focus, part, part=part)
 
 
@@ -262,24 +316,25 @@ class ContextBuilder:
         budget: int,
         known: Mapping[int, str] | None = None,
         current: str = "",
+        own: Set[str] = frozenset(),
     ) -> Built:
         """`known`: the memory ids of observations stored by earlier builds, by round (so a long
-        observation is stored once, not once per round it stays recent)."""
+        observation is stored once, not once per round it stays recent); `own`: the ids of
+        the memories this task wrote (already in its rounds: not shown again as memories)."""
         s, out = self._s, Built()
         out.stored = dict(known or {})  # the ones reused count as stored
         ordered = sorted(turns, key=lambda t: t.round)
         k = min(max(s.recent_rounds, 1), len(ordered))
         recent, older = ordered[len(ordered) - k :], ordered[: len(ordered) - k]
         self._focus = focus_words(goal, current, *(x for t in recent for x in (t.user, t.action)))
-        goal_s = self._section(
-            "goal", f"Goal: {goal}" + (f"\nUser now: {current}" if current else "")
-        )
-        rounds = [self._recent(t, out) for t in recent]
-        mems = self._memories(memories, recent, out.stored, current)
+        goal_s = self._section("goal", f"Goal: {goal}")
+        now_s = self._section("current", f"User now: {current}" if current else "")
+        rounds = [self._recent(t, out, t is recent[-1]) for t in recent]
+        mems = self._memories(memories, recent, out.stored, current, own)
         lines = [self._older(t) for t in reversed(older)]  # newest first: cut from the oldest
 
         def total() -> int:  # cut by priority until it fits
-            return sum(x.tokens for x in [goal_s, *rounds, *mems, *lines])
+            return sum(x.tokens for x in [goal_s, *rounds, *mems, *lines, now_s])
 
         while lines and total() > budget:
             out.dropped.append(f"round {lines.pop().round} (summary)")
@@ -288,13 +343,7 @@ class ContextBuilder:
         for i, t in enumerate(recent):
             if total() <= budget:
                 break
-            pointer = f" [full text: {out.stored[t.round]}]" if t.round in out.stored else ""
-            gist = self._sum(t.observation, s.summary_tokens, self._focus)
-            short = self._section(
-                "round",
-                f"{t.head()}\nObservation (summary): {gist}{pointer}",
-                round=t.round,
-            )
+            short = self._summarised(t, out, s.summary_tokens)
             if short.tokens < rounds[i].tokens:
                 rounds[i] = short
                 out.dropped.append(f"round {t.round} (verbatim observation)")
@@ -308,9 +357,12 @@ class ContextBuilder:
             last = rounds[-1]
             rounds[-1] = self._section("round", _cut(last.text, room, self._count), last.round)
         # The memories that fit, oldest first, as a transcript reads: the newest of two
-        # preferences that disagree is the last said.
+        # preferences that disagree is the last said. What changes every round (the rounds,
+        # the user's message) comes last, so a task's prompts share the longest head.
         mems.sort(key=lambda m: m.at)
-        out.sections = [x for x in [goal_s, *mems, *reversed(lines), *rounds] if x.text]
+        out.sections = [
+            x for x in [goal_s, *mems, *reversed(lines), *rounds, now_s] if x.text
+        ]
 
         # The counts of the parts need not add up to the count of the whole (the joins, and
         # tokens across them): check the whole, and cut until it fits.
@@ -337,12 +389,13 @@ class ContextBuilder:
         recent: Sequence[Turn],
         stored: Mapping[int, str],
         current: str,
+        own: Set[str] = frozenset(),
     ) -> list[Section]:
         """The recalled memories, best first, each once: one that is already in the prompt
-        verbatim (this round's input, a recent round's input, or a recent round's stored
-        observation) or a summary already given by a better memory is left out."""
+        (this round's input, a recent round's input, a memory this task wrote, which its
+        rounds hold) or a summary already given by a better memory is left out."""
         there = {current.strip(), *(t.user.strip() for t in recent)}
-        ids = {stored[t.round] for t in recent if t.round in stored}
+        ids = {*stored.values(), *own}
         out, seen = [], set()
         for m in sorted(memories, key=lambda m: -m.score):
             gist = self._sum(m.text, self._s.memory_tokens, self._focus)
@@ -365,19 +418,31 @@ class ContextBuilder:
     def _section(self, kind: str, text: str, round: int = 0, memory_id: str = "") -> Section:
         return Section(kind, text, self._count(text), round, memory_id)
 
-    def _recent(self, t: Turn, out: Built) -> Section:
-        obs = t.observation
-        if self._count(obs) > self._s.long_observation_tokens:
-            mid = out.stored.get(t.round) or self._store(t)
-            out.stored[t.round] = mid
-            gist = self._sum(obs, self._s.summary_tokens, self._focus)
-            obs = f"{gist} [full text: {mid}]" if mid else gist  # "": memory stores nothing
-        return self._section("round", f"{t.head()}\nObservation: {obs}", t.round)
+    def _recent(self, t: Turn, out: Built, last: bool) -> Section:
+        """The last round's observation whole when short (`verbatim_tokens`), the others as
+        their summaries."""
+        if last and self._count(t.observation) <= self._s.verbatim_tokens:
+            return self._section("round", f"{t.head()}\nObservation: {t.observation}", t.round)
+        return self._summarised(t, out, self._s.summary_tokens)
+
+    def _summarised(self, t: Turn, out: Built, tokens: int) -> Section:
+        """A round with its observation's summary by the round's focus. A summary that left out
+        a sentence naming one of the focus's identifiers (the ticket, the order asked about)
+        points to the full text, stored as a memory once (`store`); one that kept them all
+        needs no pointer (a pointer invites a read: a model call with the whole output)."""
+        g = self._summaries.gist(t.observation, tokens, self._focus, self._part)
+        if g.text == t.observation.strip() or g.complete:
+            return self._section("round", f"{t.head()}\nObservation: {g.text}", t.round)
+        mid = out.stored.get(t.round) or self._store(t)
+        out.stored[t.round] = mid
+        pointer = f" [full text: {mid}]" if mid else ""  # "": memory stores nothing
+        return self._section("round", f"{t.head()}\nObservation (summary): {g.text}{pointer}", t.round)
 
     def _older(self, t: Turn) -> Section:
         # One line each, by position and signal (not the focus): the same line every round, so
         # a long task's older rounds are summarized once.
         said = self._sum(t.user, self._s.older_line_tokens) if t.user else ""
         gist = self._sum(t.observation, self._s.older_line_tokens)
-        line = f"Round {t.round}: " + " ".join(x for x in (said, t.action, "→", gist) if x)
+        act = action_line(t.action)
+        line = f"Round {t.round}: " + " ".join(x for x in (said, act, "→", gist) if x)
         return self._section("summary", line.rstrip(" →"), t.round)

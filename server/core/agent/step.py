@@ -170,6 +170,7 @@ class _Session:
     active_recall: bool = False
     inputs: dict[int, str] = field(default_factory=dict)  # round → what the user said
     state: str = "open"  # the task's state at the last Step ("paused": no recall is started)
+    own: set[str] = field(default_factory=set)  # the observations this task kept
     floor: int = 0  # the oldest round kept: older ones are gone (`trim`), as if noted
 
     def trim(self, round_: int, window: int) -> None:
@@ -364,6 +365,7 @@ class AgentLoop:
                 mid = remember(r.observation, [e.kind for e in found])
                 if mid:
                     committed.append(mid)
+                    s.own.add(mid)  # the task's rounds hold it: not shown again as a memory
                     s.stored[r.round - 1] = mid  # its full text, if the context shortens it
                     out_cost += self._s.remember_micros
             s.previous_failed = failed(r.observation)
@@ -432,6 +434,7 @@ class AgentLoop:
                 routed.route.token_budget_round,
                 known=s.stored,
                 current=r.input,
+                own=s.own,
             )
             for rnd, mid in built.stored.items():
                 if mid and rnd not in s.stored:

@@ -38,7 +38,7 @@ MEMS = [
 ]
 
 
-def test_with_room_the_last_three_rounds_are_verbatim_and_older_ones_summarised() -> None:
+def test_with_room_the_last_three_rounds_are_shown_and_older_ones_summarised() -> None:
     b, _ = builder()
     out = b.build("Fix the customer's payment", turns(6), MEMS, budget=2000)
     kinds = [(s.kind, s.round or s.memory_id) for s in out.sections]
@@ -52,14 +52,49 @@ def test_with_room_the_last_three_rounds_are_verbatim_and_older_ones_summarised(
     assert not out.dropped
 
 
-def test_a_long_observation_is_stored_and_replaced_by_its_summary_and_id() -> None:
+def test_a_long_observation_complete_on_the_focus_is_summarised_without_a_pointer() -> None:
+    """Its summary kept every sentence that names the round's identifiers: the full text holds
+    nothing more about them, so nothing is stored and no pointer invites a read."""
     b, stored = builder()
     t = [Turn(1, "look at the screenshot", LONG)]
-    out = b.build("Fix the payment", t, [], budget=2000)
+    out = b.build("Fix the payment error E4012", t, [], budget=2000)
+    text = out.sections[-1].text
+    assert not stored and out.stored == {} and "[full text" not in text
+    assert "E4012" in text and COUNT(text) < 120 < COUNT(LONG)
+
+
+CHECKS = " ".join(f"Ticket T-4411 check {i} passed with value {i * 7}." for i in range(40))
+
+
+def test_a_summary_that_leaves_out_a_line_about_the_focus_points_to_the_stored_text() -> None:
+    b, stored = builder()
+    out = b.build("Close ticket T-4411", [Turn(1, "run the checks", CHECKS)], [], budget=2000)
     assert [x.round for x in stored] == [1] and out.stored == {1: "m-1"}
     text = out.sections[-1].text
-    assert "[full text: m-1]" in text and "E4012" in text and "88123" in text
-    assert COUNT(text) < 120 < COUNT(LONG)
+    assert "Observation (summary):" in text and "[full text: m-1]" in text
+    assert COUNT(text) < 120 < COUNT(CHECKS)
+
+
+def test_the_last_round_short_output_is_whole_and_earlier_ones_are_summaries() -> None:
+    b, _ = builder()
+    mid = "Ticket T-4411 is open. " + "The queue was quiet all morning. " * 12
+    ts = [Turn(1, "a", mid), Turn(2, "b", mid)]
+    out = b.build("Close ticket T-4411", ts, [], budget=2000)
+    first, last = (s.text for s in out.sections if s.kind == "round")
+    assert last.endswith(mid) and COUNT(first) < COUNT(last)
+    assert "Ticket T-4411 is open." in first
+
+
+def test_an_action_reads_as_a_call_and_the_users_message_comes_last() -> None:
+    b, _ = builder()
+    act = '{"type": "tool", "tool": "apply_fix", "params": {"ticket": "T-1", "fix": "FIX-2"}}'
+    ts = [Turn(1, act, "Applied."), Turn(2, '{"type": "finish", "answer": "done"}', "ok")]
+    out = b.build("Help", ts, [], 2000, current="Thanks!")
+    text = out.text()
+    assert "apply_fix(ticket=T-1, fix=FIX-2)" in text and "finish: done" in text
+    assert '"type"' not in text and text.endswith("User now: Thanks!")
+    assert [s.kind for s in out.sections][0] == "goal"
+    assert Turn(1, "not json {", "x").head() == "Round 1: not json {"
 
 
 def test_a_short_budget_cuts_older_rounds_then_memories_then_recent_detail() -> None:
@@ -90,18 +125,18 @@ def test_never_over_the_budget(budget: int, n: int, obs: str) -> None:
 
 
 def test_a_long_chinese_observation_is_summarised_by_its_sentences() -> None:
-    b, stored = builder()
+    b, _ = builder()
     out = b.build("修复支付问题", [Turn(1, "查看截图", LONG_ZH)], [], budget=2000)
     text = out.sections[-1].text
-    assert stored and "用户上传了结算页面的截图。" in text and "[full text: m-1]" in text
+    assert "用户上传了结算页面的截图。" in text and "E4012" in text
     assert COUNT(text) < 150
 
 
 def test_an_observation_stored_by_an_earlier_build_is_not_stored_again() -> None:
     b, stored = builder()
-    t = [Turn(1, "look", LONG)]
-    first = b.build("Fix it", t, [], 2000)
-    again = b.build("Fix it", t, [], 2000, known=first.stored)
+    t = [Turn(1, "look", CHECKS)]
+    first = b.build("Close T-4411", t, [], 2000)
+    again = b.build("Close T-4411", t, [], 2000, known=first.stored)
     assert len(stored) == 1 and again.stored == {1: "m-1"}
 
 
@@ -120,9 +155,12 @@ def test_a_recalled_memory_already_in_the_prompt_is_left_out() -> None:
         Recalled("m-a", "Alice prefers SMS.", 0.6, "unspecified", 0.7),
         Recalled("m-b", "Alice prefers SMS.", 0.5, "unspecified", 0.7),  # the same again
     ]
-    out = b.build("Help", ts, mems, 2000, known={2: "m-2"}, current="Where is my parcel?")
+    mems.append(Recalled("m-own", "Applied FIX-1 to ticket T-1.", 0.4, "unspecified", 0.7))
+    out = b.build(
+        "Help", ts, mems, 2000, known={2: "m-2"}, current="Where is my parcel?", own={"m-own"}
+    )
     kept = [s for s in out.sections if s.kind == "memory"]
-    assert [s.memory_id for s in kept] == ["m-a"]
+    assert [s.memory_id for s in kept] == ["m-a"]  # and not the task's own observation
     assert kept[0].text == "- [trust 0.7] Alice prefers SMS."  # no "unspecified" label
 
 
@@ -148,7 +186,7 @@ def test_a_summary_keeps_the_lines_about_the_focus_wherever_they_are() -> None:
     assert "FIX-872" in focused and COUNT(focused) <= 40
     b, _ = builder()
     out = b.build("Close ticket T-4411", [Turn(1, "read the log", LOG * 4)], [], budget=2000)
-    assert "FIX-872" in out.sections[-1].text and "[full text: m-1]" in out.sections[-1].text
+    assert "FIX-872" in out.sections[-1].text  # every line naming T-4411 kept: no pointer
 
 
 def test_a_recalled_memory_says_when_and_points_to_its_full_text_when_shortened() -> None:
