@@ -360,9 +360,7 @@ class ContextBuilder:
         # preferences that disagree is the last said. What changes every round (the rounds,
         # the user's message) comes last, so a task's prompts share the longest head.
         mems.sort(key=lambda m: m.at)
-        out.sections = [
-            x for x in [goal_s, *mems, *reversed(lines), *rounds, now_s] if x.text
-        ]
+        out.sections = [x for x in [goal_s, *mems, *reversed(lines), *rounds, now_s] if x.text]
 
         # The counts of the parts need not add up to the count of the whole (the joins, and
         # tokens across them): check the whole, and cut until it fits.
@@ -436,7 +434,8 @@ class ContextBuilder:
         mid = out.stored.get(t.round) or self._store(t)
         out.stored[t.round] = mid
         pointer = f" [full text: {mid}]" if mid else ""  # "": memory stores nothing
-        return self._section("round", f"{t.head()}\nObservation (summary): {g.text}{pointer}", t.round)
+        text = f"{t.head()}\nObservation (summary): {g.text}{pointer}"
+        return self._section("round", text, t.round)
 
     def _older(self, t: Turn) -> Section:
         # One line each, by position and signal (not the focus): the same line every round, so

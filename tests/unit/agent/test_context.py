@@ -93,7 +93,7 @@ def test_an_action_reads_as_a_call_and_the_users_message_comes_last() -> None:
     text = out.text()
     assert "apply_fix(ticket=T-1, fix=FIX-2)" in text and "finish: done" in text
     assert '"type"' not in text and text.endswith("User now: Thanks!")
-    assert [s.kind for s in out.sections][0] == "goal"
+    assert out.sections[0].kind == "goal"
     assert Turn(1, "not json {", "x").head() == "Round 1: not json {"
 
 
