@@ -330,7 +330,7 @@ class ContextBuilder:
         goal_s = self._section("goal", f"Goal: {goal}")
         now_s = self._section("current", f"User now: {current}" if current else "")
         rounds = [self._recent(t, out, t is recent[-1]) for t in recent]
-        mems = self._memories(memories, recent, out.stored, current, own)
+        mems = self._memories(memories, ordered, recent, out.stored, current, own)
         lines = [self._older(t) for t in reversed(older)]  # newest first: cut from the oldest
 
         def total() -> int:  # cut by priority until it fits
@@ -384,27 +384,35 @@ class ContextBuilder:
     def _memories(
         self,
         memories: Sequence[Recalled],
+        turns: Sequence[Turn],
         recent: Sequence[Turn],
         stored: Mapping[int, str],
         current: str,
         own: Set[str] = frozenset(),
     ) -> list[Section]:
         """The recalled memories, best first, each once: one that is already in the prompt
-        (this round's input, a recent round's input, a memory this task wrote, which its
-        rounds hold) or a summary already given by a better memory is left out."""
+        whole (this round's input, a recent round's input, an older round's input short
+        enough for its line, a memory this task wrote, which its rounds hold) or a summary
+        already given by a better memory is left out. A memory's line points to its full text
+        only when its summary left out a sentence naming one of the focus's identifiers."""
         there = {current.strip(), *(t.user.strip() for t in recent)}
+        there.update(
+            t.user.strip()
+            for t in turns
+            if t.user and self._count(t.user) <= self._s.older_line_tokens
+        )
         ids = {*stored.values(), *own}
         out, seen = [], set()
         for m in sorted(memories, key=lambda m: -m.score):
-            gist = self._sum(m.text, self._s.memory_tokens, self._focus)
-            if m.memory_id in ids or m.text.strip() in there or gist in seen:
+            g = self._summaries.gist(m.text, self._s.memory_tokens, self._focus, self._part)
+            if m.memory_id in ids or m.text.strip() in there or g.text in seen:
                 continue
-            seen.add(gist)
+            seen.add(g.text)
             source = "" if m.source_type in ("", "unspecified") else f"{m.source_type}, "
             when = f", {_day(m.created_at)}" if m.created_at > 0 else ""
-            shortened = self._count(m.text) > self._s.memory_tokens
+            shortened = g.text != m.text.strip() and not g.complete
             pointer = f" [full text: {m.memory_id}]" if shortened else ""
-            line = f"- [{source}trust {m.trust:.1f}{when}] {gist}{pointer}"
+            line = f"- [{source}trust {m.trust:.1f}{when}] {g.text}{pointer}"
             out.append(
                 Section("memory", line, self._count(line), memory_id=m.memory_id, at=m.created_at)
             )

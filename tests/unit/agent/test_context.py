@@ -190,16 +190,34 @@ def test_a_summary_keeps_the_lines_about_the_focus_wherever_they_are() -> None:
 
 
 def test_a_recalled_memory_says_when_and_points_to_its_full_text_when_shortened() -> None:
+    """Shortened past a sentence that names the round's identifiers: a pointer; shortened
+    with every such sentence kept: none (the full text holds nothing more about them)."""
     b, _ = builder()
     day = 1_764_000_000.0  # 2025-11-24
     mems = [
         Recalled("short", "Alice prefers SMS.", 0.9, "user_statement", 0.9, day),
         Recalled("long", LONG, 0.8, "tool_result", 0.8, day),
+        Recalled("checks", CHECKS, 0.7, "tool_result", 0.8, day),
     ]
-    out = b.build("Help", [], mems, 2000)
+    out = b.build("Help with T-4411", [], mems, 2000)
     lines = {s.memory_id: s.text for s in out.sections if s.kind == "memory"}
     assert lines["short"] == "- [user_statement, trust 0.9, 2025-11-24] Alice prefers SMS."
-    assert lines["long"].endswith("[full text: long]") and "2025-11-24" in lines["long"]
+    assert "2025-11-24" in lines["long"] and "[full text" not in lines["long"]
+    assert lines["checks"].endswith("[full text: checks]")
+
+
+def test_an_older_input_shown_whole_is_not_shown_again_as_a_memory() -> None:
+    b, _ = builder()
+    said = "My order is 88123."
+    long_said = "I restarted it twice. " * 8 + "Reach me by SMS, code PREF-SMS-101."
+    ts = [Turn(1, "a", "ok", user=said), Turn(2, "b", "ok", user=long_said)]
+    ts += [Turn(n, "c", "ok") for n in range(3, 7)]
+    mems = [
+        Recalled("m-said", said, 0.9, "unspecified", 0.7),
+        Recalled("m-long", long_said, 0.8, "unspecified", 0.7),  # its line is cut: kept
+    ]
+    out = b.build("Help", ts, mems, 2000)
+    assert [s.memory_id for s in out.sections if s.kind == "memory"] == ["m-long"]
 
 
 def test_the_memories_that_fit_are_shown_oldest_first() -> None:
