@@ -28,7 +28,7 @@ GO_TOOLS  := .tools/bin/protoc-gen-go .tools/bin/protoc-gen-go-grpc
 TS_DIR    := clients/ts
 TS_STAMP  := $(TS_DIR)/node_modules/.package-lock.json
 
-.PHONY: help setup models models-minilm models-speech-zh run test test-slow soak check fmt lint typecheck imports gen gen-check config-ref config-ref-check go-setup go-lint go-test ts-setup ts-test lint-docker runtime-lock runtime-env image-size loadtest bench bench-env bench-e5 clean clean-export
+.PHONY: help setup models said-head models-minilm models-speech-zh run test test-slow soak check fmt lint typecheck imports gen gen-check config-ref config-ref-check go-setup go-lint go-test ts-setup ts-test lint-docker runtime-lock runtime-env image-size loadtest bench bench-env bench-e5 clean clean-export
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -60,6 +60,9 @@ $(WHISPER_ZH): tools/fetch_models.py | $(STAMP)
 	$(VPY) tools/fetch_models.py --only whisper-base
 
 models-speech-zh: $(WHISPER_ZH) ## Fetch the multilingual speech model (Whisper base, 145 MB) for Chinese voice notes (media.speech.multilingual_model_dir)
+
+said-head: setup ## Fit the head that reads users' inputs (preference, fact, correction) for the built-in encoder: server/prompts/said_head.npz, shipped (MemoryBank's labelled sample from ../shared/data/memorybank when there)
+	$(VPY) -m server.cli models train-said --data-dir $(or $(DATA_DIR),./data) --out server/prompts/said_head.npz
 
 models-minilm: $(MINILM)/model.onnx ## Export the alternative encoder all-MiniLM-L6-v2 to ONNX (needs an export-only venv with torch)
 

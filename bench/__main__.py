@@ -1,5 +1,6 @@
 """`python -m bench NAME [options]`; NAME is one of: memory, quality, costs, coarse, router,
-router_fit, ledger, agent, bilingual, soak, loadtest, longmemeval, update, lifecycle, media, cues.
+router_fit, ledger, agent, bilingual, soak, loadtest, longmemeval, update, lifecycle, media, cues,
+said.
 
 Each bench is imported only when asked for: importing usearch and tantivy before onnxruntime
 (as `costs` would) crashes onnxruntime's import in the same process.
@@ -12,7 +13,7 @@ import sys
 
 BENCHES = (
     "memory", "quality", "costs", "coarse", "router", "router_fit", "ledger", "agent", "bilingual",
-    "soak", "loadtest", "longmemeval", "update", "lifecycle", "media", "cues",
+    "soak", "loadtest", "longmemeval", "update", "lifecycle", "media", "cues", "said",
 )  # fmt: skip
 
 

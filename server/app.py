@@ -51,6 +51,7 @@ from server.adapters.onnx_policy import OnnxPocketModel
 from server.adapters.openai_summariser import build_summariser
 from server.adapters.rapid_ocr import RapidOcr
 from server.adapters.redis_sessions import RedisUnreachableError, open_redis_sessions
+from server.adapters.said_models import load_said
 from server.adapters.space_index import SpaceIndexes
 from server.adapters.sqlite_ledger import SqliteLedgerStore
 from server.adapters.sqlite_store import SqliteRecordStore
@@ -71,7 +72,6 @@ from server.config import (
 )
 from server.core.agent.ledger import Ledger
 from server.core.agent.memory_writer import PendingWrites
-from server.core.agent.needs import NeedDetector
 from server.core.agent.ports import LedgerStore, TokenCount
 from server.core.agent.step import AgentLoop, tier_settings
 from server.core.agent.tiers import TierRouter
@@ -344,12 +344,7 @@ def agent_loop(
     tiers = TierRouter(tier_settings(a), clock, load_difficulty(settings, encoder))
     cache = ToolCache(clock, a.tool_cache_size)
     nice = settings.server.background_nice
-    t = thresholds_of(encoder)
-    needs = (
-        None
-        if encoder is None
-        else NeedDetector.build(engine.encode, floor=t.need_floor, margin=t.need_margin)
-    )
+    said = None if encoder is None else load_said(settings, encoder.space, encoder.dim)
     loop = AgentLoop(
         a,
         ledger,
@@ -359,7 +354,7 @@ def agent_loop(
         count_tokens,
         nice,
         PendingWrites(store),
-        needs,
+        said,
         settings.limits.max_query_chars,
     )
     kept = loop.replay()

@@ -3,6 +3,7 @@ router's commands: `pocketd router log --data-dir DIR [--last N] [--json]`,
 `pocketd router train --data-dir DIR [--config FILE] [--tenant T] [--namespace NS]` and
 `pocketd router rollback --data-dir DIR [--tenant T] [--namespace NS]`,
 `pocketd models train-difficulty [--data-dir DIR] [--data FILE]`,
+`pocketd models train-said [--data-dir DIR] [--data FILE] [--memorybank DIR] [--out FILE]`,
 `pocketd models export-clip --arch ARCH --checkpoint FILE --out DIR [--int8] [--venv DIR]`, and
 `pocketd token new --tenant T [--namespace GLOB]... [--admin]`.
 
@@ -84,6 +85,18 @@ def _parser() -> argparse.ArgumentParser:
     td.add_argument("--data", type=Path, help="labelled prompts, JSON lines (default: shipped)")
     td.add_argument("--holdout", type=float, default=0.25, help="held-out share of templates")
     td.add_argument("--epochs", type=int, default=120)
+    ts = msub.add_parser(
+        "train-said",
+        help="fit the head that reads a user's input as a preference, fact or correction",
+    )
+    ts.add_argument("--data-dir", help="the server's data directory (default: the configuration's)")
+    ts.add_argument("--config", type=Path, help="the server's YAML configuration file")
+    ts.add_argument("--data", type=Path, help="labelled wordings, JSON (default: shipped)")
+    ts.add_argument(
+        "--memorybank", type=Path, help="MemoryBank's folder (default: ../shared/data/memorybank)"
+    )
+    ts.add_argument("--out", type=Path, help="where to (default: <data_dir>/agent/said.npz)")
+    ts.add_argument("--folds", type=int, default=5, help="folds for the floors (default 5)")
     ec = msub.add_parser(
         "export-clip",
         help="export an open_clip checkpoint to ONNX as an image space (clip.model_dir)",
@@ -220,6 +233,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         if settings is None:
             return 2
+        if ns.models_command == "train-said":
+            from server.said_admin import train_said_main
+
+            return train_said_main(settings, ns.data, ns.memorybank, ns.out, ns.folds)
         from server.models_admin import train_difficulty_main
 
         return train_difficulty_main(settings, ns.data, ns.holdout, ns.epochs)

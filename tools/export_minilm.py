@@ -101,8 +101,6 @@ def main() -> int:
             "vector_floor": 0.1,
             "vector_ceiling": 1.0,
             "dedup_cosine": 0.95,
-            "need_floor": 0.35,
-            "need_margin": 0.03,
         },
         "dim": int(got.shape[1]),
         "max_tokens": 256,

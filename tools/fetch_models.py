@@ -74,17 +74,13 @@ USE_M3 = Pinned(
         "inputs": "strings",
         "licence": "Apache-2.0 (weights, Google); MIT (the package)",
         # Measured on MemoryBank and the bilingual bench (bench/RESULTS.md, "the bilingual
-        # encoder: the choice") and the agent bench's wordings. Unrelated texts lie around 0.15
-        # (MiniLM: about 0), a question's evidence at 0.3 to 0.7 (so the vector scale ends at
-        # 0.6); two distinct utterances of one user reach 0.86 at the 99.9th percentile; a
-        # stated preference lies 0.42 to 0.48 from the nearest preference prototype, references
-        # at most 0.38, and USE puts statements up to 0.06 below the references' prototypes.
+        # encoder: the choice"). Unrelated texts lie around 0.15 (MiniLM: about 0), a
+        # question's evidence at 0.3 to 0.7 (so the vector scale ends at 0.6); two distinct
+        # utterances of one user reach 0.86 at the 99.9th percentile.
         "thresholds": {
             "vector_floor": 0.15,
             "vector_ceiling": 0.6,
             "dedup_cosine": 0.92,
-            "need_floor": 0.40,
-            "need_margin": -0.06,
         },
     },
 )

@@ -62,8 +62,6 @@ class EncoderManifest:
                     vector_floor=float(t["vector_floor"]),
                     vector_ceiling=float(t.get("vector_ceiling", 1.0)),
                     dedup_cosine=float(t["dedup_cosine"]),
-                    need_floor=float(t["need_floor"]),
-                    need_margin=float(t["need_margin"]),
                 ),
             )
         except (ValueError, KeyError, TypeError) as exc:

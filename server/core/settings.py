@@ -31,14 +31,12 @@ class EncoderThresholds(msgspec.Struct, frozen=True):
     vector_floor: float
     vector_ceiling: float
     dedup_cosine: float
-    need_floor: float
-    need_margin: float
 
 
 # When no encoder is configured (clients send their own vectors): MiniLM's values, a unit
 # normalised sentence embedding's usual spread.
 GENERIC_THRESHOLDS = EncoderThresholds(
-    vector_floor=0.1, vector_ceiling=1.0, dedup_cosine=0.95, need_floor=0.35, need_margin=0.03
+    vector_floor=0.1, vector_ceiling=1.0, dedup_cosine=0.95
 )
 
 
@@ -1174,17 +1172,21 @@ class AgentSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     remember_micros: Annotated[int, between(0, 10**9)] = 20
     # A lookup in the tool-result cache (seed 001 §3.2: a hit charges the lookup, not the call).
     cache_lookup_micros: Annotated[int, between(0, 10**9)] = 1
-    # A round's key event (a stated preference or need, a fix, a decision) is committed as a
-    # memory when its strength reaches this (seed 001 §2.3).
+    # A round's key event (a new medium, a stage completed, an error fixed) is committed as a
+    # memory when its strength reaches this (seed 001 §2.3). What the user says is kept always.
     commit_threshold: Annotated[float, between(0.0, 1.0)] = 0.7
     # The same action this many rounds in a row is a loop: Step says to stop or change course.
     loop_repeat: Annotated[int, between(2, 100)] = 3
     # Memories a Step recalls for the round's context.
     recall_top_k: Annotated[int, between(1, 100)] = 5
-    # Beside them, the user's profile: the most relevant preferences and needs (memories of kind
-    # preference: what Step commits from a stated need or preference, or Remember with that
-    # kind) not already recalled. 0: none.
-    profile_top_k: Annotated[int, between(0, 20)] = 2
+    # Beside them, the user's profile: the most relevant of their preferences (memories of kind
+    # preference: an input Step read as one, or Remember with that kind) and of the inputs Step
+    # kept as episodes that read likelier a preference than anything else, not already
+    # recalled. 0: none.
+    profile_top_k: Annotated[int, between(0, 20)] = 3
+    # And in every round of a task, the newest outcomes (a stage completed, an error fixed) of
+    # the user's earlier tasks, among those nearest its goal: what happened last time. 0: none.
+    earlier_outcomes: Annotated[int, between(0, 20)] = 2
     # Entries of the tool-result cache per tenant (a repeated read-only tool call is served from
     # it).
     tool_cache_size: Annotated[int, between(1, 1_000_000)] = 512

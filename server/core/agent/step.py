@@ -44,12 +44,12 @@ from typing import Any
 from server.core.agent.action import Action, ActionError, looping, parse
 from server.core.agent.context import ContextBuilder, ContextSettings, Recalled, Summaries, Turn
 from server.core.agent.failover import FailoverPlan, best, partial_result
-from server.core.agent.keyevents import WEIGHTS, Event, events, failed, should_commit
+from server.core.agent.keyevents import events, failed, should_commit
 from server.core.agent.ledger import Ledger
 from server.core.agent.memory_writer import MemoryWriter, Pending, PendingWrites
 from server.core.agent.model import Charge, Failover, SpendKind, Status, ToolBudget
-from server.core.agent.needs import NeedDetector
 from server.core.agent.ports import TokenCount
+from server.core.agent.said import Reading, Said, SaidHead
 from server.core.agent.tiers import Route, Routed, TierRouter, TierSettings
 from server.core.agent.toolcache import ToolCache, canonical
 from server.core.agent.tools import ToolSchemaError, compact
@@ -63,6 +63,7 @@ from server.core.errors import (
 )
 from server.core.memo import PartitionedLRU
 from server.core.memory.model import (
+    Hit,
     Kind,
     MemoryFilter,
     RecallQuery,
@@ -171,6 +172,7 @@ class _Session:
     inputs: dict[int, str] = field(default_factory=dict)  # round → what the user said
     state: str = "open"  # the task's state at the last Step ("paused": no recall is started)
     own: set[str] = field(default_factory=set)  # the observations this task kept
+    outcomes: list[Recalled] | None = None  # the earlier tasks' (None: not looked up yet)
     floor: int = 0  # the oldest round kept: older ones are gone (`trim`), as if noted
 
     def trim(self, round_: int, window: int) -> None:
@@ -201,6 +203,44 @@ class _Session:
     def restore(self, m: tuple[Any, ...]) -> None:
         n, self.noted, self.inputs, self.stored, self.actions, self.previous_failed = m
         del self.turns[n:]
+
+
+# The user's profile: their preferences, and what they said that may be one
+# (`said` read it as one, or as likelier one than anything else though below its floor: the
+# safety net for a statement in words the head has not learnt).
+PROFILE = MemoryFilter(
+    kinds=(Kind.PREFERENCE, Kind.EPISODE), tags=("key:preference", "key:maybe-preference")
+)
+# The key events that are a task's outcome (a stage completed, an error fixed).
+OUTCOMES = frozenset({"stage", "fixed"})
+OUTCOME_CANDIDATES = 8  # the earlier outcomes nearest a goal, of which the newest are shown
+# What the user said, kept as: its `said` reading first in the memory's reasons (`_why`).
+USER_KINDS = {"preference": Kind.PREFERENCE, "fact": Kind.FACT}
+
+
+def _why(reading: Reading | None, image: bool) -> list[str]:
+    """A user's input's reasons to be kept, which say its kind: `preference` or `fact` first
+    (a correction is kept as the kind it corrects, and tagged so), `said` otherwise (an
+    episode), with `maybe-preference` when a preference is likelier than anything else but
+    below its floor; `medium` when it brings an image."""
+    why = ["said"]
+    if reading is not None and reading.said == Said.OTHER and reading.likeliest == Said.PREFERENCE:
+        why.append("maybe-preference")
+    elif reading is not None and reading.said != Said.OTHER:
+        kind = "preference" if reading.kept_as_preference() else "fact"
+        why = [kind, "correction"] if reading.said == Said.CORRECTION else [kind]
+    return why + (["medium"] if image else [])
+
+
+def _recalled(h: Hit) -> Recalled:
+    return Recalled(
+        h.record.memory_id,
+        h.record.text,
+        h.score.final,
+        h.record.source_type.name.lower(),
+        1.0 if h.record.source_type.name == "OFFICIAL_DOCUMENT" else 0.7,
+        h.record.created_at,
+    )
 
 
 def _compacted(schemas: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -235,7 +275,7 @@ class AgentLoop:
         count_tokens: TokenCount,
         background_nice: int = 0,
         pending: PendingWrites | None = None,
-        needs: NeedDetector | None = None,
+        said: SaidHead | None = None,
         max_query_chars: int = 4096,
     ) -> None:
         """`background_nice`: the niceness of the thread that writes the loop's memories (so a
@@ -244,7 +284,7 @@ class AgentLoop:
         Recall's query limit (`limits.max_query_chars`): the Step's queries are cut to it."""
         self._max_query = max_query_chars
         self._pending = pending
-        self._needs = needs  # a stated need by meaning, beside the rules (None: the rules)
+        self._said = said  # reads a user's input as a preference, fact, correction (None: none)
         self._s = settings
         self._ledger = ledger
         self._engine = engine
@@ -353,6 +393,9 @@ class AgentLoop:
         if paused:
             memories, recall_cost = [], 0
         out_cost += recall_cost
+        if s.outcomes is None and not quiet and storable:
+            s.outcomes, cost = self._outcomes(ns, s, deadline)
+            out_cost += cost
         # 3. the previous round, and its key events
         committed: list[str] = []
         old = not s.fresh(r.round - 1)
@@ -369,30 +412,16 @@ class AgentLoop:
                     s.stored[r.round - 1] = mid  # its full text, if the context shortens it
                     out_cost += self._s.remember_micros
             s.previous_failed = failed(r.observation)
-        # what the user says: a stated need or preference is a key event too
-        # (after the recall: this round's input is the query, not one of its answers)
+        # what the user says: kept, as its session's hot memory (an episode), or as the
+        # user's preference, a fact, a correction, by what `said` reads in it (after the
+        # recall: this round's input is the query, not one of its answers)
         if r.input and r.round not in s.inputs and s.fresh(r.round):
             s.inputs[r.round] = r.input
-            stated = events(r.input, r.input_has_image, False)
-            by_meaning = storable and self._needs is not None
-            if by_meaning and not any(e.kind == "preference" for e in stated):
-                assert self._needs is not None
-                # This round's Recall encoded it (as its query, cut to the query limit),
-                # unless it had nothing to search (a new namespace) or ran in active mode:
-                # then it is encoded here. A standing preference by meaning outranks a request
-                # by wording ("I want all updates by SMS").
-                said = r.input[: self._max_query]
-                v = self._engine.cached_vector(ns, said)
-                if v is None:
-                    v = self._engine.encode([said], deadline)[0]
-                if self._needs.stated(v):
-                    stated = [e for e in stated if e.kind != "request"]
-                    stated.append(Event("preference", WEIGHTS["preference"]))
-            if should_commit(stated, self._s.commit_threshold):
-                mid = remember(r.input, [e.kind for e in stated], user=True)
-                if mid:
-                    committed.append(mid)
-                    out_cost += self._s.remember_micros
+            reading = self._read(ns, r.input, deadline) if storable else None
+            mid = remember(r.input, _why(reading, r.input_has_image), user=True)
+            if mid:
+                committed.append(mid)
+                out_cost += self._s.remember_micros
         # 4. the tier
         deadline.check("the Step (routing the tier)")
         t0 = time.perf_counter()
@@ -430,7 +459,7 @@ class AgentLoop:
             ).build(
                 s.goal,
                 s.turns,
-                out.memories,
+                [*out.memories, *(s.outcomes or ())],
                 routed.route.token_budget_round,
                 known=s.stored,
                 current=r.input,
@@ -566,20 +595,26 @@ class AgentLoop:
         user: bool = False,
     ) -> str:
         """A memory to write off the call (`MemoryWriter`) once the Step's last transaction
-        keeps it, under an id chosen here, which the Step returns. Only what the user said
-        (`user`) can be a preference: a tool's output saying "going forward, please …" is
-        an observation."""
+        keeps it, under an id chosen here, which the Step returns. What the user said
+        (`user`) is an episode of the session, or the user's preference or a fact (`why`);
+        a tool's output saying "going forward, please …" is an observation."""
         mid = f"m-{secrets.token_hex(8)}"  # 64 random bits: in a prompt, 128 cost 12 tokens more
+        kind = Kind.OBSERVATION
+        if user:
+            kind = USER_KINDS.get(why[0] if why else "", Kind.EPISODE)
         rec = Record(
             memory_id=mid,
             namespace=s.namespace,
-            kind=Kind.PREFERENCE if user and "preference" in why else Kind.OBSERVATION,
+            kind=kind,
             session_id=s.session_id,
             text=text,
             tags=tuple(f"key:{w}" for w in why),
             importance=4,
+            speaker="user" if user else "",
         )
         gist = self._summaries(text, self._s_context.memory_tokens, part=tenant_of(r.task_id))
+        if OUTCOMES.intersection(why):  # found later by what it did: the task's goal with it
+            gist = f"{s.goal} {gist}"
         writes.append(Pending(rec, gist))
         return mid
 
@@ -637,7 +672,7 @@ class AgentLoop:
                     namespace=ns,
                     vector=vector,
                     top_k=self._s.profile_top_k,
-                    filter=MemoryFilter(kinds=(Kind.PREFERENCE,)),
+                    filter=PROFILE,
                     min_score=0.0,
                 ),
                 deadline,
@@ -646,17 +681,40 @@ class AgentLoop:
             seen = {h.record.memory_id for h in found}
             found += [h for h in profile.hits if h.record.memory_id not in seen]
         cost = math.ceil(units * self._s.recall_micros_per_kilounit / 1000)
-        return [
-            Recalled(
-                h.record.memory_id,
-                h.record.text,
-                h.score.final,
-                h.record.source_type.name.lower(),
-                1.0 if h.record.source_type.name == "OFFICIAL_DOCUMENT" else 0.7,
-                h.record.created_at,
-            )
-            for h in found
-        ], cost
+        return [_recalled(h) for h in found], cost
+
+    def _outcomes(self, ns: str, s: _Session, deadline: Deadline) -> tuple[list[Recalled], int]:
+        """The newest `earlier_outcomes` outcomes of the user's earlier tasks (memories of a
+        stage completed or an error fixed, of another session), among the
+        `OUTCOME_CANDIDATES` nearest the task's goal; looked up once a task."""
+        if not self._s.earlier_outcomes:
+            return [], 0
+        hits = self._engine.recall(
+            RecallQuery(
+                namespace=ns,
+                text=s.goal[: self._max_query],
+                top_k=OUTCOME_CANDIDATES,
+                filter=MemoryFilter(tags=tuple(f"key:{w}" for w in sorted(OUTCOMES))),
+                min_score=0.0,
+            ),
+            deadline,
+        )
+        earlier = [h for h in hits.hits if h.record.session_id != s.session_id]
+        earlier.sort(key=lambda h: -h.record.created_at)
+        cost = math.ceil(hits.cost_units * self._s.recall_micros_per_kilounit / 1000)
+        return [_recalled(h) for h in earlier[: self._s.earlier_outcomes]], cost
+
+    def _read(self, ns: str, said: str, deadline: Deadline) -> Reading | None:
+        """What the user's input says (`said`), on the vector this round's Recall encoded for
+        it (as its query, cut to the query limit), or encoded here when the Recall did not run
+        (a new namespace, active mode). None without a head."""
+        if self._said is None:
+            return None
+        said = said[: self._max_query]
+        v = self._engine.cached_vector(ns, said)
+        if v is None:
+            v = self._engine.encode([said], deadline)[0]
+        return self._said.read(said, v)
 
     def _act(
         self, r: StepIn, s: _Session, ns: str, names: set[str], out: StepOut, deadline: Deadline
