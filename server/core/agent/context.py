@@ -225,18 +225,44 @@ class Gist:
     complete: bool
 
 
+@dataclass(frozen=True)
+class Parsed:
+    """A text's sentences (each once, in order), each one's words, and whether it carries a
+    signal (a digit, an acronym, an identifier): what a summary of it is chosen from, for any
+    focus and size."""
+
+    sentences: tuple[str, ...]
+    words: tuple[frozenset[str], ...]
+    signal: tuple[bool, ...]
+
+
+def parse(text: str) -> Parsed:
+    sentences = tuple(dict.fromkeys(s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()))
+    return Parsed(
+        sentences,
+        tuple(frozenset(w.lower() for w in _WORD.findall(s)) for s in sentences),
+        tuple(_SIGNAL.search(s) is not None for s in sentences),
+    )
+
+
 def gist(
-    text: str, max_tokens: int, count: Callable[[str], int], focus: frozenset[str] = frozenset()
+    text: str,
+    max_tokens: int,
+    count: Callable[[str], int],
+    focus: frozenset[str] = frozenset(),
+    parsed: Parsed | None = None,
 ) -> Gist:
-    """`summarize`, saying whether it is complete on the focus's identifiers."""
-    sentences = list(dict.fromkeys(s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()))
+    """`summarize`, saying whether it is complete on the focus's identifiers (`parsed`: the
+    text's `parse`, when it is at hand)."""
+    p = parsed or parse(text)
+    sentences = p.sentences
     if not sentences:
         return Gist("", True)
-    words = [frozenset(focus.intersection(w.lower() for w in _WORD.findall(s))) for s in sentences]
+    words = [focus & w for w in p.words]
     shared = [_weight(w) for w in words]
     named = {i for i, w in enumerate(words) if any(_is_id(x) for x in w)}
     on_focus = sorted((i for i, n in enumerate(shared) if n), key=lambda i: (-shared[i], i))
-    rest = [0] + [i for i, s in enumerate(sentences[1:], 1) if _SIGNAL.search(s)]
+    rest = [0] + [i for i in range(1, len(sentences)) if p.signal[i]]
     keep = list(dict.fromkeys([*on_focus, *rest]))
     out: list[int] = []
     used = 0
@@ -253,12 +279,16 @@ def gist(
 
 class Summaries:
     """`gist` remembered (`TextMemo`): the context builder summarizes a task's turns and
-    memories again each round, and a summary is a pure function of the text and the size. Each
-    tenant (`part`) has its own summaries and token counts."""
+    memories again each round, and a summary is a pure function of the text, the size and the
+    focus. The focus changes every round, so a text's `parse` (its sentences and their words)
+    is remembered apart: a summary for a new focus only intersects word sets. Each tenant
+    (`part`) has its own summaries and token counts."""
 
     def __init__(self, count: TokenCount, size: int = 4096) -> None:
+        self._parsed: TextMemo[Parsed] = TextMemo(parse, size)
         self._memo: TextMemo[Gist] = TextMemo(
-            lambda t, n, f, p: gist(t, n, partial(count, part=p), f), size
+            lambda t, n, f, p: gist(t, n, partial(count, part=p), f, self._parsed(t, part=p)),
+            size,
         )
 
     def __call__(
