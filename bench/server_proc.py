@@ -89,6 +89,18 @@ class ServerProcess:
                 time.sleep(0.02)
         raise RuntimeError("server never reported SERVING:\n" + "".join(self.log))
 
+    def wait_log(self, text: str, timeout: float) -> bool:
+        """Whether a log line holding `text` came within `timeout` s (polled: the log is read by
+        its own thread)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(text in line for line in list(self.log)):
+                return True
+            if self.p.poll() is not None:
+                return False
+            time.sleep(0.05)
+        return False
+
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int:
         """Send `sig`, wait for the exit, return the exit code."""
         self.p.send_signal(sig)

@@ -199,10 +199,13 @@ class MediaIntake:
 
     def _warm(self) -> None:
         run_below_readers(self._nice)
+        t0 = time.monotonic()
         try:
             self.reader.warm()
         except Exception:  # the first medium then loads them, and says what fails
             log.warning("loading the media readers failed", exc_info=True)
+        else:
+            log.info("media: readers warm in %.1f s", time.monotonic() - t0)
 
     def stop(self) -> None:
         """Stop the workers after the job each is on; pending jobs stay in the ledger (the next
