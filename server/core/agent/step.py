@@ -686,9 +686,13 @@ class AgentLoop:
     def _outcomes(self, ns: str, s: _Session, deadline: Deadline) -> tuple[list[Recalled], int]:
         """The newest `earlier_outcomes` outcomes of the user's earlier tasks (memories of a
         stage completed or an error fixed, of another session), among the
-        `OUTCOME_CANDIDATES` nearest the task's goal; looked up once a task."""
+        `OUTCOME_CANDIDATES` nearest the task's goal; looked up once a task, after what was
+        acknowledged in its namespace is written."""
         if not self._s.earlier_outcomes:
             return [], 0
+        # What the earlier tasks acknowledged is written first: the last round of the task
+        # before may have been acknowledged a moment ago (once a task, so it costs little).
+        self.settle(ns, deadline)
         hits = self._engine.recall(
             RecallQuery(
                 namespace=ns,
