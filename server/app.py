@@ -69,16 +69,17 @@ from server.config import (
     speech_model_dir,
     tokenizer_file,
 )
-from server.core.agent.ledger import Ledger
 from server.core.agent.memory_writer import PendingWrites
 from server.core.agent.needs import NeedDetector
-from server.core.agent.ports import LedgerStore, TokenCount
+from server.core.agent.ports import TokenCount
 from server.core.agent.step import AgentLoop, tier_settings
 from server.core.agent.tiers import TierRouter
 from server.core.agent.toolcache import ToolCache
 from server.core.clock import Clock
 from server.core.deadline import no_deadline
 from server.core.engine import EngineParts, MemoryEngine
+from server.core.ledger.ledger import Ledger
+from server.core.ledger.ports import LedgerStore
 from server.core.media.blobs import BlobKeeper
 from server.core.media.intake import MediaIntake
 from server.core.media.ports import (

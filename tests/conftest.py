@@ -36,9 +36,9 @@ from server.adapters.tantivy_index import TantivyKeywordIndex
 from server.adapters.token_counter import TokenCounter
 from server.api.calls import WorkerPools
 from server.api.server import GrpcServer
-from server.core.agent.ledger import Ledger
 from server.core.clock import Clock
 from server.core.engine import MemoryEngine
+from server.core.ledger.ledger import Ledger
 from server.core.memory.state.sessions import MemoryHotSessions
 from server.core.settings import MemorySettings, Settings, resolve_thresholds
 from tests.redis_server import RedisServer

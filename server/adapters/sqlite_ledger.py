@@ -25,9 +25,9 @@ from typing import TypeVar
 
 import msgspec
 
-from server.core.agent.model import Hold, SpendKind, Task
 from server.core.batching import batches
 from server.core.errors import UnavailableError
+from server.core.ledger.model import Hold, SpendKind, Task
 
 T = TypeVar("T")
 

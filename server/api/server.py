@@ -35,10 +35,10 @@ from server.api.ledger_servicer import LedgerServicer
 from server.api.observe import CallObserver
 from server.api.page_tokens import SECRET_BYTES, PageTokens
 from server.api.servicer import MemoryServicer
-from server.core.agent.ledger import Ledger
 from server.core.agent.ports import TokenCount
 from server.core.agent.step import AgentLoop
 from server.core.engine import MemoryEngine
+from server.core.ledger.ledger import Ledger
 from server.core.metrics import Metrics, NoMetrics
 from server.core.settings import Settings, TlsSettings
 

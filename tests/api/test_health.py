@@ -19,7 +19,7 @@ from server.adapters.token_counter import TokenCounter
 from server.api.calls import WorkerPools
 from server.api.server import AGENT_NAME, LEDGER_NAME, SERVICE_NAME, GrpcServer
 from server.app import SystemClock, agent_loop
-from server.core.agent.ledger import Ledger
+from server.core.ledger.ledger import Ledger
 from tests.conftest import TOKENIZER, make_settings, open_engine
 
 SERVING = health_pb2.HealthCheckResponse.SERVING

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from server.core.agent.context import Recalled, Turn, summarize
-from server.core.agent.model import Failover
+from server.core.ledger.model import Failover
 
 PARTIAL_TOKENS = 256  # the partial result's size
 TURN_TOKENS = 48  # each round's share of it

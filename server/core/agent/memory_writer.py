@@ -42,7 +42,6 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from server.core.agent.ports import LedgerStore, LedgerTx
 from server.core.deadline import Deadline
 from server.core.engine import MemoryEngine
 from server.core.errors import (
@@ -50,6 +49,7 @@ from server.core.errors import (
     InvalidArgumentError,
     UnavailableError,
 )
+from server.core.ledger.ports import LedgerStore, LedgerTx
 from server.core.memory.model import GateDecision, NewMemory, Record, WriteHints
 from server.core.priority import run_below_readers
 

@@ -45,9 +45,7 @@ from server.core.agent.action import Action, ActionError, looping, parse
 from server.core.agent.context import ContextBuilder, ContextSettings, Recalled, Summaries, Turn
 from server.core.agent.failover import FailoverPlan, best, partial_result
 from server.core.agent.keyevents import WEIGHTS, Event, events, failed, should_commit
-from server.core.agent.ledger import Ledger
 from server.core.agent.memory_writer import MemoryWriter, Pending, PendingWrites
-from server.core.agent.model import Charge, Failover, SpendKind, Status, ToolBudget
 from server.core.agent.needs import NeedDetector
 from server.core.agent.ports import TokenCount
 from server.core.agent.tiers import Route, Routed, TierRouter, TierSettings
@@ -61,6 +59,8 @@ from server.core.errors import (
     InvalidArgumentError,
     Location,
 )
+from server.core.ledger.ledger import Ledger
+from server.core.ledger.model import Charge, Failover, SpendKind, Status, ToolBudget
 from server.core.memo import PartitionedLRU
 from server.core.memory.model import (
     Kind,

@@ -15,9 +15,9 @@ from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from server.adapters.sqlite_ledger import SqliteLedgerStore
-from server.core.agent.ledger import Ledger
-from server.core.agent.model import Budget, Charge, SpendKind, ToolBudget
 from server.core.errors import FailedPreconditionError, ResourceExhaustedError
+from server.core.ledger.ledger import Ledger
+from server.core.ledger.model import Budget, Charge, SpendKind, ToolBudget
 from server.core.settings import LedgerSettings
 from tests.conftest import FakeClock
 

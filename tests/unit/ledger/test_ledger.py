@@ -1,4 +1,4 @@
-"""The budget ledger (server/core/agent/ledger.py) on its real SQLite store: every limit and its
+"""The budget ledger (server/core/ledger/ledger.py) on its real SQLite store: every limit and its
 QuotaFailure subject, the emergency share, expiry, idempotency, the degrade ladder and pause,
 concurrent reservations, and a reopen."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from server.adapters.sqlite_ledger import SqliteLedgerStore
-from server.core.agent.ledger import Ledger
-from server.core.agent.model import Budget, Charge, Failover, SpendKind, ToolBudget
 from server.core.errors import FailedPreconditionError, NotFoundError, ResourceExhaustedError
+from server.core.ledger.ledger import Ledger
+from server.core.ledger.model import Budget, Charge, Failover, SpendKind, ToolBudget
 from server.core.settings import LedgerSettings
 from tests.conftest import FakeClock
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from server.adapters.sqlite_ledger import SqliteLedgerStore
-from server.core.agent.ledger import MAX_MICROS, MAX_WARNINGS, Ledger
-from server.core.agent.model import Budget, Charge, SpendKind
 from server.core.errors import ResourceExhaustedError
+from server.core.ledger.ledger import MAX_MICROS, MAX_WARNINGS, Ledger
+from server.core.ledger.model import Budget, Charge, SpendKind
 from server.core.settings import LedgerSettings
 from tests.conftest import FakeClock
 

@@ -37,7 +37,16 @@ from typing import TypeVar
 
 import msgspec
 
-from server.core.agent.model import (
+from server.core.clock import Clock
+from server.core.errors import (
+    FailedPreconditionError,
+    FieldViolation,
+    InvalidArgumentError,
+    Location,
+    NotFoundError,
+    ResourceExhaustedError,
+)
+from server.core.ledger.model import (
     Bill,
     Budget,
     Charge,
@@ -53,16 +62,7 @@ from server.core.agent.model import (
     Task,
     ToolBudget,
 )
-from server.core.agent.ports import LedgerStore, LedgerTx
-from server.core.clock import Clock
-from server.core.errors import (
-    FailedPreconditionError,
-    FieldViolation,
-    InvalidArgumentError,
-    Location,
-    NotFoundError,
-    ResourceExhaustedError,
-)
+from server.core.ledger.ports import LedgerStore, LedgerTx
 from server.core.metrics import Metrics, NoMetrics
 from server.core.settings import LedgerSettings
 from server.core.tenancy import tenant_of
