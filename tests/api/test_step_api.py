@@ -517,7 +517,7 @@ async def test_a_first_step_racing_closetask_keeps_no_loop_state(
     assert pre.violations[0].type == "TASK_CLOSED"
     assert len(reads) == 2  # read again after the close, and refused
     assert len(loop._sessions) == before
-    assert loop._opening == {}
+    assert loop._sessions.opening() == 0
 
 
 async def test_another_tasks_close_during_a_first_step_keeps_its_state(
@@ -534,7 +534,7 @@ async def test_another_tasks_close_during_a_first_step_keeps_its_state(
     assert out.model and out.context  # planned: a tier's model and the round's context
     assert len(reads) == 1  # not read again: its own task was not closed
     assert len(loop._sessions) == before + 1
-    assert loop._opening == {}
+    assert loop._sessions.opening() == 0
     with pytest.raises(grpc.aio.AioRpcError) as closed:
         await agent.Step(apb.StepRequest(task_id="goes", round=1, goal="Where is 88123?"))
     assert closed.value.code() is grpc.StatusCode.FAILED_PRECONDITION

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from server.core.agent.context import Recalled, Turn, summarize
-from server.core.ledger.model import Failover
+from server.core.ledger.model import Failover, Status
 
 PARTIAL_TOKENS = 256  # the partial result's size
 TURN_TOKENS = 48  # each round's share of it
@@ -51,3 +51,13 @@ def partial_result(
 def best(memories: Sequence[Recalled]) -> Recalled | None:
     """The highest scored memory, if any."""
     return max(memories, key=lambda m: m.score, default=None)
+
+
+def plan(
+    status: Status, goal: str, turns: Sequence[Turn], count: Callable[[str], int],
+    best_memory: Recalled | None,
+) -> FailoverPlan:  # fmt: skip
+    """The plan at degrade level 4: the action, the stop reason (or the newest warning) and the
+    partial result, with the best memory (`best_memory_answer`)."""
+    why = status.stop_reason or (status.warnings[-1] if status.warnings else "")
+    return FailoverPlan(status.failover, why, partial_result(goal, turns, count), best_memory)
