@@ -1,23 +1,20 @@
 """The Step's action: the raw model output parsed (one retry per round); three identical actions
-in a row are a loop, a warning and one step down the ladder; search_memory runs (active recall);
-a call of an idempotent tool with arguments seen before is answered from the cache."""
+in a row are a loop, a warning and one step down the ladder (in the Step's closing transaction);
+search_memory runs (active recall); a call of an idempotent tool with arguments seen before is
+answered from the cache."""
 
 from __future__ import annotations
 
 from server.core.agent.action import ActionError, looping, parse
 from server.core.agent.recall import Recaller
-from server.core.agent.step_io import OWN_KEY, SEARCH_MEMORY, Round, StepOut
+from server.core.agent.step_io import SEARCH_MEMORY, Round, StepOut
 from server.core.agent.toolcache import ToolCache
-from server.core.ledger.ledger import Ledger
 from server.core.settings import AgentSettings
 
 
 class Actor:
-    def __init__(
-        self, settings: AgentSettings, ledger: Ledger, cache: ToolCache, recall: Recaller
-    ) -> None:
+    def __init__(self, settings: AgentSettings, cache: ToolCache, recall: Recaller) -> None:
         self._s = settings
-        self._ledger = ledger
         self._cache = cache
         self._recall = recall
 
@@ -42,7 +39,7 @@ class Actor:
         if looping(history, self._s.loop_repeat):
             why = f"the same action {self._s.loop_repeat} times in a row: {action.signature()[:80]}"
             out.warnings.append(why)
-            out.status = self._ledger.step_down(r.task_id, why, f"{OWN_KEY}step:{r.round}:loop")
+            rd.loop = why  # stepped down in the Step's closing transaction
         if action.type != "tool":
             return
         if action.tool == SEARCH_MEMORY:

@@ -11,8 +11,8 @@ from server.core.agent.context import Summaries, Turn
 from server.core.agent.keyevents import WEIGHTS, Event, events, failed, should_commit
 from server.core.agent.memory_writer import Pending
 from server.core.agent.needs import NeedDetector
+from server.core.agent.ports import Memory
 from server.core.agent.step_io import Round
-from server.core.engine import MemoryEngine
 from server.core.memory.model import Kind, Record
 from server.core.settings import AgentSettings
 from server.core.tenancy import tenant_of
@@ -22,7 +22,7 @@ class Keeper:
     def __init__(
         self,
         settings: AgentSettings,
-        engine: MemoryEngine,
+        engine: Memory,
         summaries: Summaries,
         memory_tokens: int,
         needs: NeedDetector | None,

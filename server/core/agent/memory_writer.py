@@ -42,8 +42,8 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
+from server.core.agent.ports import Memory
 from server.core.deadline import Deadline
-from server.core.engine import MemoryEngine
 from server.core.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
@@ -138,7 +138,7 @@ class MemoryWriter:
 
     def __init__(
         self,
-        engine: MemoryEngine,
+        engine: Memory,
         nice: int = 0,
         max_pending: int = 256,
         written: Callable[[list[str]], None] | None = None,

@@ -7,16 +7,16 @@ import math
 from collections.abc import Callable
 
 from server.core.agent.context import Recalled
+from server.core.agent.ports import Memory
 from server.core.agent.step_io import Round
 from server.core.deadline import Deadline
-from server.core.engine import MemoryEngine
 from server.core.ledger.model import Status
 from server.core.memory.model import Kind, MemoryFilter, RecallQuery
 from server.core.settings import AgentSettings
 
 
 class Recaller:
-    def __init__(self, engine: MemoryEngine, settings: AgentSettings, max_query_chars: int) -> None:
+    def __init__(self, engine: Memory, settings: AgentSettings, max_query_chars: int) -> None:
         """`max_query_chars`: a Recall's query limit (`limits.max_query_chars`): the Step's
         queries are cut to it."""
         self._engine = engine

@@ -106,40 +106,31 @@ class Sessions:
         with self._lock:
             return self._held.get(tenant_of(task_id), task_id)
 
-    def open(self, task_id: str, goal: str, read: Callable[[], Charged]) -> Session:
-        """The task's loop state; the first Step of a task (or the first after a restart) reads
-        the task from the ledger (`read`): NOT_FOUND, closed, or where it lives and its tools'
-        budgets (which never change). It keeps the state only if the task was not closed since
-        that read (`closed` ran before the state was kept, and a closed task's state would stay
-        until `agent.sessions` newer tasks push it out); otherwise it reads the ledger again,
-        which refuses the closed task."""
+    def open(self, task_id: str, goal: str, read: Callable[[], Charged]) -> tuple[Session, Charged]:
+        """The task's loop state, made on the first Step of a task (or the first after a
+        restart) from the Step's opening transaction (`read`: NOT_FOUND, closed, or where the
+        task lives and its tools' budgets, which never change), and that transaction's answer.
+        It keeps the state only if the task was not closed since that transaction (`closed` ran
+        before the state was kept, and a closed task's state would stay until `agent.sessions`
+        newer tasks push it out); otherwise the Step is refused as the ledger refuses a closed
+        task (`closed` runs only once the ledger has closed it)."""
         part, tid = tenant_of(task_id), task_id
         with self._lock:
-            s = self._held.get(part, tid)
-            if s is not None:
-                return s
             opening = self._opening.setdefault(tid, Opening())
             opening.steps += 1
         try:
-            seen = 0
             task = read()  # NOT_FOUND, or closed: refused
-            if not goal:
-                raise FailedPreconditionError(
-                    f"the first Step of task {tid!r} needs its goal",
-                    "GOAL_REQUIRED",
-                    Location("goal"),
-                )
             s = Session(goal, task.namespace, task.session_id, task.budget.tools)
-            while True:
-                with self._lock:  # (another first Step of the task may have made one meanwhile)
-                    held = self._held.get(part, tid)
-                    if held is not None:
-                        return held
-                    if opening.closes == seen:
-                        self._held.put(part, tid, s)
-                        return s
-                    seen = opening.closes
-                read()
+            with self._lock:  # (another first Step of the task may have made one meanwhile)
+                held = self._held.get(part, tid)
+                if held is not None:
+                    return held, task
+                if opening.closes:
+                    raise FailedPreconditionError(
+                        f"task {tid!r} is closed", "TASK_CLOSED", Location("task_id")
+                    )
+                self._held.put(part, tid, s)
+                return s, task
         finally:
             with self._lock:
                 opening.steps -= 1

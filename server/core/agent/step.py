@@ -1,13 +1,15 @@
 """One round of the agent loop (seed 001 §4.2): `AgentLoop.step` runs the phases of a Step, each
 in its own module, over the ledger, the tier router, the tool-result cache, memory and the
-context builder.
+context builder. A Step takes two ledger transactions, one opening and one closing.
 
 A round, in order:
-1. charge what the agent reports (`charges`), in one ledger transaction under the Step's
-   idempotency key, so a retried Step never charges them twice (pocketd's own work, a Recall
-   run again, is charged each time it runs); the results of idempotent tools are cached;
+1. the opening transaction (`Ledger.open_round`): what the agent reports (`charges`), under the
+   Step's idempotency key, so a retried Step never books it twice; on a task's first Step (the
+   first after a restart) it is also the read of where the task lives and its tools' budgets
+   (`session`), and the Step's own checks run in it before anything is booked (its goal, its
+   tools' schemas, the key); the results of idempotent tools are cached once charged;
 2. recall (`recall`: RECALL_MODE_AUTO) for this round's input, or the observation, or the goal,
-   while that transaction commits; in RECALL_MODE_ACTIVE only when the action calls
+   while the opening transaction commits; in RECALL_MODE_ACTIVE only when the action calls
    search_memory;
 3. note the previous action and observation; keep the observation as a memory when it is a key
    event, and the input when it states a need or a preference (`keep`); memories are written
@@ -19,9 +21,13 @@ A round, in order:
    actions in a row are a loop, a warning and one step down the ladder; a call of an idempotent
    tool with arguments seen before is answered from the cache;
 7. build the context within the route's token budget (`compose`; a long observation is stored
-   once), and charge pocketd's own work (the Recall's cost units, the storage) in a second
-   transaction;
-8. at degrade level 4, the failover plan (`failover`).
+   once);
+8. the closing transaction (`Ledger.close_round`): the loop's step down, pocketd's own work
+   (the Recalls' cost units, the storage: new work each time it runs) and the Step's memories,
+   kept before it answers. A Step with nothing of these skips it. At degrade level 4, decided
+   from the closing transaction's status, the failover plan (`failover`): when the closing can
+   bring the task there (`failover.foreseen`), `best_memory_answer`'s recall for the goal runs
+   before it, so its cost is charged in it too.
 A Step that brings only the raw model output (the round's second call, once the model has
 answered on the first call's context) only parses it: no recall and no context again.
 
@@ -35,28 +41,27 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
 from functools import partial
 
 from server.core.agent.act import Actor
-from server.core.agent.allowed import allowed, compacted
-from server.core.agent.charges import cache_results, reported
+from server.core.agent.allowed import allowed
+from server.core.agent.charges import Admission, Reports, cache_results, reported
 from server.core.agent.compose import Composer
-from server.core.agent.context import ContextSettings, Summaries
-from server.core.agent.failover import best, plan
+from server.core.agent.context import ContextSettings, Recalled, Summaries
+from server.core.agent.failover import best, foreseen, plan
 from server.core.agent.keep import Keeper
-from server.core.agent.memory_writer import MemoryWriter, Pending, PendingWrites
+from server.core.agent.memory_writer import MemoryWriter, PendingWrites
 from server.core.agent.needs import NeedDetector
-from server.core.agent.ports import TokenCount
+from server.core.agent.ports import Memory, TokenCount
 from server.core.agent.recall import Recaller
 from server.core.agent.session import Session, Sessions
-from server.core.agent.step_io import SEARCH_MEMORY_TOOL, Round, StepIn, StepOut
+from server.core.agent.step_io import OWN_KEY, SEARCH_MEMORY_TOOL, Round, StepIn, StepOut
 from server.core.agent.tiers import Route, Routed, TierRouter, TierSettings
 from server.core.agent.toolcache import ToolCache
 from server.core.deadline import Deadline
-from server.core.engine import MemoryEngine
 from server.core.ledger.ledger import Ledger
-from server.core.ledger.model import Charge, Failover, SpendKind, Status
+from server.core.ledger.model import Charged, Failover, Status
 from server.core.settings import AgentSettings
 from server.core.tenancy import tenant_of
 
@@ -82,7 +87,7 @@ class AgentLoop:
         self,
         settings: AgentSettings,
         ledger: Ledger,
-        engine: MemoryEngine,
+        engine: Memory,
         tiers: TierRouter,
         cache: ToolCache,
         count_tokens: TokenCount,
@@ -112,33 +117,41 @@ class AgentLoop:
         self._keeper = Keeper(
             settings, engine, summaries, context.memory_tokens, needs, max_query_chars
         )
-        self._actor = Actor(settings, ledger, cache, self._recall)
+        self._actor = Actor(settings, cache, self._recall)
         self._composer = Composer(settings, count_tokens, self._keeper, context, summaries)
 
     def step(self, r: StepIn, deadline: Deadline) -> StepOut:
         """One round; two Steps of one task run one at a time (a client may retry while its
         first attempt still runs)."""
-        s = self._sessions.get(r.task_id) or self._sessions.open(
-            r.task_id, r.goal, lambda: self._ledger.charge(r.task_id, r.round, ())
-        )
+        reports = reported(r, self._s)
+        s = self._sessions.get(r.task_id)
+        admitted = Admission(r, reports, first=s is None)
+        opened: Charged | None = None
+        if s is None:  # the first Step: the opening transaction reads the task, then admits it
+            s, opened = self._sessions.open(
+                r.task_id, r.goal, lambda: self._open(r, reports, admitted)()
+            )
+        else:
+            admitted()
         with s.lock:
-            if r.tools is not None:
-                s.tools = compacted(r.tools)  # once, not every round
+            if admitted.tools is not None:
+                s.tools = admitted.tools  # once, not every round
             if r.active_recall is not None:
                 s.active_recall = r.active_recall
             mark = s.mark()
             try:
-                out = self._step(r, s, deadline)
+                out = self._step(r, s, reports, opened, deadline)
             except BaseException:
                 s.restore(mark)
                 raise
             s.trim(r.round, self._s.session_rounds)
             return out
 
-    def _step(self, r: StepIn, s: Session, deadline: Deadline) -> StepOut:
-        rd = Round(r, s, deadline, self._engine.can_encode())
-        reports = reported(r, self._s, s.tool_budgets, rd.warnings)  # 1. the reports
-        waiting = self._ledger.charge_soon(r.task_id, r.round, reports.charges, whole=reports.whole)
+    def _step(
+        self, r: StepIn, s: Session, reports: Reports, opened: Charged | None, deadline: Deadline
+    ) -> StepOut:
+        rd = Round(r, s, deadline, self._engine.can_encode(), warnings=list(reports.warnings))
+        waiting = self._open(r, reports) if opened is None else lambda: opened  # 1. the reports
         status = self._recall.while_opening(rd, lambda: waiting().status)  # 2. the recall
         cache_results(self._cache, rd.ns, r, s.tool_budgets)
         self._keeper.previous(rd)  # 3. the previous round, and its key events
@@ -152,20 +165,26 @@ class AgentLoop:
             rd.cost += out.step_cost
         if not rd.quiet:  # 7. the context
             self._composer.build(rd, out)
-        if rd.cost or rd.writes:
-            out.status = self._charge_memory(r, rd.cost, rd.writes)
-            for p in rd.writes:  # durable now: written off the call
-                self._writer.submit(p)
+        for_goal = self._for_failover(rd, status)  # 8. the failover's recall, charged at close
+        self._close(rd, out)
         out.warnings = rd.warnings + _unstored(rd) + out.warnings
         out.step_cost = rd.cost
         s.state = out.status.state
-        if out.status.level >= 4:  # 8. the failover
-            self._failover(rd, out)
+        if out.status.level >= 4:  # the failover, from the closing transaction's status
+            self._failover(rd, out, for_goal)
         if s.active_recall:
             out.search_memory_tool = json.dumps(SEARCH_MEMORY_TOOL)
         return out
 
     # -- phases
+
+    def _open(
+        self, r: StepIn, reports: Reports, admit: Callable[[], None] | None = None
+    ) -> Callable[[], Charged]:
+        """The Step's opening transaction, queued: the reported charges under the Step's key."""
+        return self._ledger.open_round(
+            r.task_id, r.round, reports.charges, reports.tools, reports.whole, admit
+        )
 
     def _route(self, rd: Round, status: Status) -> tuple[Routed, int]:
         """The tier, and the router's own time in µs."""
@@ -177,27 +196,43 @@ class AgentLoop:
         )
         return routed, int((time.perf_counter() - t0) * 1e6)
 
-    def _failover(self, rd: Round, out: StepOut) -> None:
+    def _for_failover(self, rd: Round, status: Status) -> list[Recalled] | None:
+        """What `best_memory_answer` picks from, recalled for the goal before the Step closes
+        (so its cost is charged in the closing transaction) when that transaction can bring the
+        task to level 4 (`failover.foreseen`), unless this round's recall was for the goal.
+        None when not foreseen."""
+        if status.failover != Failover.BEST_MEMORY_ANSWER:
+            return None
+        if not foreseen(status, rd.r.round, rd.cost, bool(rd.loop)):
+            return None
+        if rd.goal_recalled:
+            return rd.memories
+        for_goal, cost = self._recall(rd.ns, rd.s.goal, rd.deadline)
+        rd.cost += cost
+        return for_goal
+
+    def _close(self, rd: Round, out: StepOut) -> None:
+        """The Step's closing transaction: the loop's step down, pocketd's own work and the
+        Step's memories, kept before the Step answers and then written off the call; skipped
+        when there is nothing to close."""
+        r = rd.r
+        down = (rd.loop, f"{OWN_KEY}step:{r.round}:loop") if rd.loop else None
+        if not (rd.cost or rd.writes or down):
+            return
+        keep = None if self._pending is None else partial(self._pending.keep, batch=rd.writes)
+        out.status = self._ledger.close_round(r.task_id, r.round, rd.cost, down, keep)
+        for p in rd.writes:  # durable now: written off the call
+            self._writer.submit(p)
+
+    def _failover(self, rd: Round, out: StepOut, for_goal: list[Recalled] | None) -> None:
         """The ladder's last step: what to do instead of another round. `best_memory_answer`
-        recalls for the goal (unless this round's recall was for the goal) and charges it."""
+        takes the best of what was recalled for the goal (`_for_failover`; when level 4 came
+        unforeseen, this round's recall if it was for the goal)."""
         best_memory = None
         if out.status.failover == Failover.BEST_MEMORY_ANSWER:
-            for_goal = rd.memories if rd.goal_recalled else None
-            if for_goal is None:
-                for_goal, cost = self._recall(rd.ns, rd.s.goal, rd.deadline)
-                if cost:
-                    out.status = self._charge_memory(rd.r, cost)
-                    out.step_cost += cost
-            best_memory = best(for_goal)
+            best_memory = best(for_goal if for_goal is not None else rd.goal_memories)
         count = partial(self._count, part=tenant_of(rd.r.task_id))
         out.failover = plan(out.status, rd.s.goal, rd.s.turns, count, best_memory)
-
-    def _charge_memory(self, r: StepIn, amount: int, writes: Sequence[Pending] = ()) -> Status:
-        """pocketd's own work (new work each time it runs, so a fresh key), with the Step's
-        memories kept in the same transaction."""
-        c = Charge(SpendKind.MEMORY, amount, "", "", keyed=False)
-        keep = None if self._pending is None else partial(self._pending.keep, batch=writes)
-        return self._ledger.charge_soon(r.task_id, r.round, [c] if amount else [], keep)().status
 
     # -- the task's life, and its memories
 

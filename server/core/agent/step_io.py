@@ -110,10 +110,16 @@ class Round:
     query: str = ""  # what it recalled for
     paused: bool = False  # the task is paused: only what was spent is charged
     quiet: bool = False  # parse-only or paused: no recall, no context
+    loop: str = ""  # why the action is a loop: one step down the ladder when the Step closes
 
     @property
     def ns(self) -> str:
         return self.s.namespace
+
+    @property
+    def goal_memories(self) -> list[Recalled]:
+        """This round's recall when it was for the task's goal."""
+        return self.memories if self.goal_recalled else []
 
     @property
     def goal_recalled(self) -> bool:
