@@ -161,9 +161,7 @@ class GrpcServer:
             await self.health.set(name, status)  # type: ignore[arg-type]
 
     async def agent_ready(self, loop: AgentLoop) -> None:
-        """AgentService's Step answers from now on (it needs the memory engine), and
-        MemoryService reads its own writes of what Steps acknowledge."""
-        self.servicer.settle_with(loop.settle)
+        """AgentService's Step answers from now on (it needs the memory engine)."""
         self.ledger.on_close(loop.closed)
         self.agent.ready(loop)
         await self._set(SERVING, AGENT_NAME)

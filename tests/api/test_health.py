@@ -67,7 +67,7 @@ async def test_each_service_is_serving_once_what_it_needs_is_open(
             assert starting.value.code() is grpc.StatusCode.UNAVAILABLE
 
         eng = open_engine(tmp_path / "mem", encoder, SystemClock(), settings.memory)  # type: ignore[arg-type]
-        loop = agent_loop(settings, ledger, eng, encoder, count, store)
+        loop = agent_loop(settings, ledger, eng, encoder, count)
         await srv.agent_ready(loop)
         assert (await statuses(target))[AGENT_NAME] == SERVING
         await srv.mark_serving(eng)
@@ -84,8 +84,6 @@ async def test_each_service_is_serving_once_what_it_needs_is_open(
             assert (await watch.read()).status == NOT_SERVING
     finally:
         await srv.drain(0.1)
-        if loop is not None:
-            loop.close()
         if eng is not None:
             eng.close()
         store.close()

@@ -1,7 +1,8 @@
 """What a Step keeps: the previous round (the action, the observation, what the user said), and
 as memories its key events: the observation when it is one (`keyevents`), and what the user
-says when it states a need or a preference. A memory is written off the call (`MemoryWriter`),
-under an id chosen here, once the Step's closing transaction keeps it."""
+says when it states a need or a preference. A memory gets its id here; once the Step has closed,
+the memory engine's intake keeps it durable and writes it off the call
+(`MemoryEngine.acknowledge`)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import secrets
 
 from server.core.agent.context import Summaries, Turn
 from server.core.agent.keyevents import WEIGHTS, Event, events, failed, should_commit
-from server.core.agent.memory_writer import Pending
 from server.core.agent.needs import NeedDetector
 from server.core.agent.ports import Memory
 from server.core.agent.step_io import Round
+from server.core.memory.acknowledged import Pending
 from server.core.memory.model import Kind, Record
 from server.core.settings import AgentSettings
 from server.core.tenancy import tenant_of
@@ -38,10 +39,10 @@ class Keeper:
         self._max_query = max_query_chars
 
     def remember(self, rd: Round, text: str, why: list[str], user: bool = False) -> str:
-        """A memory to write off the call (`MemoryWriter`) once the Step's closing transaction
-        keeps it, under an id chosen here, which the Step returns; "" when memory cannot store
-        it (said in the warnings). Only what the user said (`user`) can be a preference: a
-        tool's output saying "going forward, please …" is an observation."""
+        """A memory for the engine's intake once the Step has closed, under an id chosen here,
+        which the Step returns; "" when memory cannot store it (said in the warnings). Only
+        what the user said (`user`) can be a preference: a tool's output saying "going
+        forward, please …" is an observation."""
         if not rd.storable:
             rd.unstored.append(text)
             return ""

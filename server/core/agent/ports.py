@@ -3,10 +3,12 @@ counts, and memory."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from server.core.deadline import Deadline
-from server.core.memory.model import NewMemory, RecallQuery, RecallResult, Vector, WriteResult
+from server.core.memory.acknowledged import Pending
+from server.core.memory.model import RecallQuery, RecallResult, Vector
 
 
 class TokenCount(Protocol):
@@ -18,11 +20,15 @@ class TokenCount(Protocol):
 
 class Memory(Protocol):
     """What the agent loop uses of the memory engine (`MemoryEngine`): recall, the vectors a
-    Recall encoded, and the writes of its memories."""
+    Recall encoded, and the intake of its acknowledged memories."""
 
     def can_encode(self) -> bool: ...
 
-    def recall(self, q: RecallQuery, deadline: Deadline | None = None) -> RecallResult: ...
+    def recall(
+        self, q: RecallQuery, deadline: Deadline | None = None, *, settle: bool = True
+    ) -> RecallResult:
+        """`settle` False: without waiting for the memories acknowledged in the namespace."""
+        ...
 
     def cached_vector(self, namespace: str, text: str) -> Vector | None: ...
 
@@ -30,8 +36,7 @@ class Memory(Protocol):
 
     def encode(self, texts: list[str], deadline: Deadline | None = None) -> Vector: ...
 
-    def remember(
-        self, items: list[NewMemory], deadline: Deadline | None = None
-    ) -> list[WriteResult]: ...
-
-    def known(self, namespace: str, memory_id: str) -> bool: ...
+    def acknowledge(self, batch: Sequence[Pending]) -> None:
+        """Keep memories acknowledged under the ids a Step chose durable, and write them off
+        the call (read-your-writes is the engine's)."""
+        ...

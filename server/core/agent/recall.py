@@ -34,8 +34,11 @@ class Recaller:
         if not self._engine.can_encode():
             return [], 0
         query = query[: self._max_query]  # what the Recall RPC accepts as a query
+        # The Step's Recall does not wait for the loop's own memories still being written.
         hits = self._engine.recall(
-            RecallQuery(namespace=ns, text=query, top_k=self._s.recall_top_k), deadline
+            RecallQuery(namespace=ns, text=query, top_k=self._s.recall_top_k),
+            deadline,
+            settle=False,
         )
         units = hits.cost_units
         found = list(hits.hits)
@@ -55,6 +58,7 @@ class Recaller:
                     min_score=0.0,
                 ),
                 deadline,
+                settle=False,
             )
             units += profile.cost_units
             seen = {h.record.memory_id for h in found}

@@ -51,7 +51,6 @@ from server.core.agent.compose import Composer
 from server.core.agent.context import ContextSettings, Recalled, Summaries
 from server.core.agent.failover import best, foreseen, plan
 from server.core.agent.keep import Keeper
-from server.core.agent.memory_writer import MemoryWriter, PendingWrites
 from server.core.agent.needs import NeedDetector
 from server.core.agent.ports import Memory, TokenCount
 from server.core.agent.recall import Recaller
@@ -66,9 +65,6 @@ from server.core.settings import AgentSettings
 from server.core.tenancy import tenant_of
 
 log = logging.getLogger(__name__)
-CLOSE_SECONDS = 30.0
-MAX_REPLAYS = 3  # start-ups that try a kept memory again before it is given up (logged)
-MAX_PENDING_WRITES = 256  # beyond this many queued memory writes, a Step writes its own
 
 
 def tier_settings(s: AgentSettings) -> TierSettings:
@@ -91,17 +87,12 @@ class AgentLoop:
         tiers: TierRouter,
         cache: ToolCache,
         count_tokens: TokenCount,
-        background_nice: int = 0,
-        pending: PendingWrites | None = None,
         needs: NeedDetector | None = None,
         max_query_chars: int = 4096,
     ) -> None:
-        """`background_nice`: the niceness of the thread that writes the loop's memories (so a
-        Step's Recall gets the cores first). `pending`: where acknowledged memories are kept
-        until written (None: they are not, and a crash may lose them). `needs`: a stated need
-        by meaning, beside the rules (None: the rules). `max_query_chars`: a Recall's query
-        limit (`limits.max_query_chars`): the Step's queries are cut to it."""
-        self._pending = pending
+        """`needs`: a stated need by meaning, beside the rules (None: the rules).
+        `max_query_chars`: a Recall's query limit (`limits.max_query_chars`): the Step's
+        queries are cut to it."""
         self._s = settings
         self._ledger = ledger
         self._engine = engine
@@ -109,9 +100,6 @@ class AgentLoop:
         self._cache = cache
         self._count = count_tokens
         self._sessions = Sessions(settings.sessions)
-        self._writer = MemoryWriter(
-            engine, background_nice, MAX_PENDING_WRITES, None if pending is None else pending.done
-        )
         summaries, context = Summaries(count_tokens), ContextSettings()
         self._recall = Recaller(engine, settings, max_query_chars)
         self._keeper = Keeper(
@@ -212,17 +200,16 @@ class AgentLoop:
         return for_goal
 
     def _close(self, rd: Round, out: StepOut) -> None:
-        """The Step's closing transaction: the loop's step down, pocketd's own work and the
-        Step's memories, kept before the Step answers and then written off the call; skipped
-        when there is nothing to close."""
+        """The Step's closing transaction: the loop's step down and pocketd's own work (skipped
+        when there is neither); then the Step's memories, kept by the engine's intake before
+        the Step answers and written off the call."""
         r = rd.r
         down = (rd.loop, f"{OWN_KEY}step:{r.round}:loop") if rd.loop else None
-        if not (rd.cost or rd.writes or down):
-            return
-        keep = None if self._pending is None else partial(self._pending.keep, batch=rd.writes)
-        out.status = self._ledger.close_round(r.task_id, r.round, rd.cost, down, keep)
-        for p in rd.writes:  # durable now: written off the call
-            self._writer.submit(p)
+        if rd.cost or down:
+            out.status = self._ledger.close_round(r.task_id, r.round, rd.cost, down)
+        # The money first: a crash before the memories are kept loses none acknowledged (the
+        # Step did not answer), and its retry charges the work it runs again.
+        self._engine.acknowledge(rd.writes)  # durable now, written off the call
 
     def _failover(self, rd: Round, out: StepOut, for_goal: list[Recalled] | None) -> None:
         """The ladder's last step: what to do instead of another round. `best_memory_answer`
@@ -236,20 +223,6 @@ class AgentLoop:
 
     # -- the task's life, and its memories
 
-    def replay(self) -> int:
-        """Write the memories a crash left acknowledged and unwritten; how many. One the store
-        already has is not written again (a Forget or an Update since stays)."""
-        if self._pending is None:
-            return 0
-        again, there, given_up = self._pending.sort_out(
-            lambda p: self._engine.known(p.record.namespace, p.record.memory_id), MAX_REPLAYS
-        )
-        for p in again:
-            self._writer.submit(p, behind=False)
-        if there or given_up:
-            log.info("kept agent memories: %d already written, %d given up", there, given_up)
-        return len(again)
-
     def namespace_of(self, task_id: str) -> str | None:
         """The namespace a task was opened in (None: no such task)."""
         return self._ledger.namespace_of(task_id)
@@ -259,19 +232,6 @@ class AgentLoop:
         refused by the ledger), so memory holds the open tasks' state, not that of every task
         of the last `agent.sessions`."""
         self._sessions.closed(task_id)
-
-    def settle(self, namespace: str, deadline: Deadline) -> None:
-        """Every memory a Step acknowledged in `namespace` is in the store once this returns
-        (`MemoryWriter.settle`). (A kept copy of one a Forget then erases is never replayed:
-        the store knows the id it held.)"""
-        self._writer.settle(namespace, deadline)
-
-    def close(self) -> None:
-        """Finish the memory writes queued so far (before the engine closes); kept ones wait at
-        most `CLOSE_SECONDS` (the next start writes the rest)."""
-        self._writer.close(None if self._pending is None else CLOSE_SECONDS)
-        if self._pending is not None:
-            self._pending.flush()  # the copies of what was written since the last Step
 
 
 def _unstored(rd: Round) -> list[str]:

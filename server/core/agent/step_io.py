@@ -9,11 +9,11 @@ from typing import Any
 from server.core.agent.action import Action
 from server.core.agent.context import Recalled
 from server.core.agent.failover import FailoverPlan
-from server.core.agent.memory_writer import Pending
 from server.core.agent.session import Session
 from server.core.agent.tiers import Routed
 from server.core.deadline import Deadline
 from server.core.ledger.model import Status
+from server.core.memory.acknowledged import Pending
 
 SEARCH_MEMORY = "search_memory"
 # The prefix of the idempotency keys a Step makes itself: no client key can start with it (a

@@ -261,19 +261,15 @@ class Ledger:
         round_: int,
         own: int,
         down: tuple[str, str] | None = None,
-        keep: Callable[[LedgerTx], None] | None = None,
     ) -> Status:
         """A Step's closing transaction, all at once: one step down the degrade ladder (`down`:
         (why, key) of a loop, with its reason as a warning; once per key: a retried Step does
-        not step down again), pocketd's own work (`own` micros, new work each time it runs, so
-        nothing is recorded under a key), and the caller's own work (`keep`: the Step's
-        acknowledged memories), done once the task is found open. The status after them."""
+        not step down again) and pocketd's own work (`own` micros, new work each time it runs,
+        so nothing is recorded under a key). The status after them."""
         now = self._clock.now()
 
         def work(tx: LedgerTx) -> Status:
             task = self._open(tx, task_id, now)
-            if keep is not None:
-                keep(tx)
             if down is not None:
                 self._step_down(tx, task, *down)
             if own:

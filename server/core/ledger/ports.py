@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Protocol, TypeVar
 
 from server.core.ledger.model import Hold, Task
@@ -34,16 +34,6 @@ class LedgerTx(Protocol):
         ...
 
     def put_reply(self, key: str, fingerprint: str, answer: bytes) -> None: ...
-
-    def put_pending(self, memory_id: str, body: bytes) -> None:
-        """Keep a memory the agent loop has acknowledged and not yet written."""
-        ...
-
-    def drop_pending(self, memory_ids: Sequence[str]) -> None: ...
-
-    def pending(self) -> list[bytes]:
-        """The kept memories, oldest first."""
-        ...
 
 
 class LedgerStore(Protocol):

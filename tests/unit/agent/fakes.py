@@ -11,25 +11,14 @@ from typing import TypeVar
 import msgspec
 import numpy as np
 
-from server.core.agent.memory_writer import PendingWrites
 from server.core.agent.step import AgentLoop, tier_settings
 from server.core.agent.tiers import TierRouter
 from server.core.agent.toolcache import ToolCache
 from server.core.deadline import Deadline
 from server.core.ledger.ledger import Ledger
 from server.core.ledger.model import Hold, Task
-from server.core.memory.model import (
-    GateDecision,
-    Hit,
-    NewMemory,
-    RecallQuery,
-    RecallResult,
-    Record,
-    Score,
-    Tier,
-    Vector,
-    WriteResult,
-)
+from server.core.memory.acknowledged import Pending
+from server.core.memory.model import Hit, RecallQuery, RecallResult, Record, Score, Vector
 from server.core.settings import AgentSettings, LedgerSettings
 from tests.conftest import FakeClock
 
@@ -43,10 +32,9 @@ class _Tables:
     tasks: dict[str, bytes] = field(default_factory=dict)
     holds: dict[str, bytes] = field(default_factory=dict)
     replies: dict[str, tuple[str, bytes]] = field(default_factory=dict)
-    pending: dict[str, bytes] = field(default_factory=dict)
 
     def copy(self) -> _Tables:
-        return _Tables(dict(self.tasks), dict(self.holds), dict(self.replies), dict(self.pending))
+        return _Tables(dict(self.tasks), dict(self.holds), dict(self.replies))
 
 
 class _Tx:
@@ -94,16 +82,6 @@ class _Tx:
     def put_reply(self, key: str, fingerprint: str, answer: bytes) -> None:
         self._t.replies[key] = (fingerprint, answer)
 
-    def put_pending(self, memory_id: str, body: bytes) -> None:
-        self._t.pending[memory_id] = body
-
-    def drop_pending(self, memory_ids: Sequence[str]) -> None:
-        for m in memory_ids:
-            self._t.pending.pop(m, None)
-
-    def pending(self) -> list[bytes]:
-        return list(self._t.pending.values())
-
 
 class CountingLedgerStore:
     """A `LedgerStore` in memory, each work atomic (undone if it raises), that counts the
@@ -146,11 +124,14 @@ class FakeMemory:
         self.records: dict[str, list[Record]] = {}
         self.units = units
         self.recalls: list[str] = []  # the query of each Recall by text
+        self.acknowledged: list[str] = []  # the ids acknowledged, in order
 
     def can_encode(self) -> bool:
         return True
 
-    def recall(self, q: RecallQuery, deadline: Deadline | None = None) -> RecallResult:
+    def recall(
+        self, q: RecallQuery, deadline: Deadline | None = None, *, settle: bool = True
+    ) -> RecallResult:
         held = self.records.get(q.namespace, [])
         if q.vector is not None:
             kinds = q.filter.kinds if q.filter is not None else ()
@@ -171,17 +152,11 @@ class FakeMemory:
     def encode(self, texts: list[str], deadline: Deadline | None = None) -> Vector:
         return np.full((len(texts), 4), 0.5, dtype=np.float32)
 
-    def remember(
-        self, items: list[NewMemory], deadline: Deadline | None = None
-    ) -> list[WriteResult]:
-        out = []
-        for it in items:
-            self.records.setdefault(it.record.namespace, []).append(it.record)
-            out.append(WriteResult(it.record.memory_id, GateDecision.STORED, "", 4, None, Tier.HOT))
-        return out
-
-    def known(self, namespace: str, memory_id: str) -> bool:
-        return any(r.memory_id == memory_id for r in self.records.get(namespace, []))
+    def acknowledge(self, batch: Sequence[Pending]) -> None:
+        """Written at once (the engine's intake is tested on its own)."""
+        for p in batch:
+            self.records.setdefault(p.record.namespace, []).append(p.record)
+            self.acknowledged.append(p.record.memory_id)
 
 
 def words(text: str, part: str = "") -> int:
@@ -223,6 +198,5 @@ def rig(settings: AgentSettings | None = None, memory: FakeMemory | None = None)
         TierRouter(tier_settings(a), clock),
         ToolCache(clock),
         words,
-        pending=PendingWrites(store),
     )
     return Rig(store, ledger, mem, loop, a)

@@ -1,12 +1,11 @@
 """A Step takes two ledger transactions: one opening (the reported charges under the Step's key;
-on a task's first Step also the read of where the task lives), one closing (pocketd's own work,
-a loop's step down and the kept memories), whatever the round: counted on a ledger store in
-memory, with `AgentLoop.step` run against fakes."""
+on a task's first Step also the read of where the task lives), one closing (pocketd's own work
+and a loop's step down; the Step's memories go to the engine's intake), whatever the round:
+counted on a ledger store in memory, with `AgentLoop.step` run against fakes."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
@@ -21,29 +20,24 @@ LOOPED = json.dumps({"type": "tool", "tool": "search", "params": {"q": "flights"
 
 
 @pytest.fixture
-def r() -> Iterator[Rig]:
+def r() -> Rig:
     out = rig()
     out.ledger.open_task("t", "ns", "s", Budget(total_micros=1_000_000))
-    yield out
-    out.loop.close()
+    return out
 
 
 def test_the_first_round_reads_the_task_in_its_opening_transaction(r: Rig) -> None:
     said = "For the record, I prefer email only."
     first = StepIn("t", 1, goal="Book a trip", input=said, usage=(Usage("m", 1000, 0),), key="k")
     out, n = r.counted(lambda: r.loop.step(first, Deadline(10)))
-    assert n == 2  # the opening (the read, the reports) and the closing (work, the memory)
+    assert n == 2  # the opening (the read, the reports) and the closing (pocketd's work)
     assert out.namespace == "ns" and len(out.committed) == 1
     own = recall_cost(r.memory.units, r.settings) + r.settings.remember_micros
     assert out.step_cost == own
     assert out.status.spent == 1000 + own  # the usage at the default price, and pocketd's work
-    r.loop.settle("ns", Deadline(10))  # read-your-writes: the kept memory is in the store
-    (kept,) = r.memory.records["ns"]
+    (kept,) = r.memory.records["ns"]  # acknowledged to the engine's intake once closed
     assert kept.memory_id == out.committed[0] and kept.kind == Kind.PREFERENCE
-    assert list(r.store.tables.pending) == [kept.memory_id]  # kept until a later transaction
-    nxt = StepIn("t", 2, input="Any news?")
-    assert r.counted(lambda: r.loop.step(nxt, Deadline(10)))[1] == 2
-    assert r.store.tables.pending == {}  # its copy went with the next Step's closing
+    assert r.memory.acknowledged == out.committed
 
 
 def test_a_normal_round_and_its_retry_book_the_reports_once(r: Rig) -> None:
@@ -82,21 +76,18 @@ def test_a_loop_steps_down_in_the_closing_transaction_once_per_round(r: Rig) -> 
 
 def test_a_level_4_round_charges_its_goal_recall_in_the_closing_transaction() -> None:
     r = rig()
-    try:
-        budget = Budget(total_micros=1000, failover=Failover.BEST_MEMORY_ANSWER)  # ordinary 800
-        r.ledger.open_task("t", "ns", "s", budget)
-        goal = Record(memory_id="m-1", namespace="ns", kind=Kind.FACT, text="parcel to Lisbon")
-        r.memory.records["ns"] = [goal]
-        spend = StepIn(
-            "t", 1, goal="Ship the parcel", input="What is the weather?",
-            usage=(Usage("m", 900, 0),), key="k",
-        )  # fmt: skip
-        out, n = r.counted(lambda: r.loop.step(spend, Deadline(10)))
-        assert n == 2  # the goal's recall is charged with the round's work, at close
-        assert out.status.level == 4 and out.failover is not None
-        assert out.failover.best_memory is not None and out.failover.best_memory.memory_id == "m-1"
-        assert r.memory.recalls == ["What is the weather?", "Ship the parcel"]
-        two = 2 * recall_cost(r.memory.units, r.settings)
-        assert out.step_cost == two and out.status.spent == 900 + two
-    finally:
-        r.loop.close()
+    budget = Budget(total_micros=1000, failover=Failover.BEST_MEMORY_ANSWER)  # ordinary 800
+    r.ledger.open_task("t", "ns", "s", budget)
+    goal = Record(memory_id="m-1", namespace="ns", kind=Kind.FACT, text="parcel to Lisbon")
+    r.memory.records["ns"] = [goal]
+    spend = StepIn(
+        "t", 1, goal="Ship the parcel", input="What is the weather?",
+        usage=(Usage("m", 900, 0),), key="k",
+    )  # fmt: skip
+    out, n = r.counted(lambda: r.loop.step(spend, Deadline(10)))
+    assert n == 2  # the goal's recall is charged with the round's work, at close
+    assert out.status.level == 4 and out.failover is not None
+    assert out.failover.best_memory is not None and out.failover.best_memory.memory_id == "m-1"
+    assert r.memory.recalls == ["What is the weather?", "Ship the parcel"]
+    two = 2 * recall_cost(r.memory.units, r.settings)
+    assert out.step_cost == two and out.status.spent == 900 + two

@@ -268,21 +268,17 @@ def test_a_batch_retried_as_a_whole_books_nothing_again_even_at_other_prices(led
         led.open_round("t", 1, [Charge(M, 200, "", "k:0")], whole=other)()
 
 
-def test_a_round_opens_with_its_tools_priced_and_closes_in_one_transaction(led: Ledger) -> None:
+def test_a_round_opens_with_its_tools_priced_and_closes_once_per_key(led: Ledger) -> None:
     led.open_task("t", "ns", "s", budget(tools={"calc": ToolBudget(cost_per_call_micros=7)}))
     opened = led.open_round("t", 1, [Charge(M, 100, "", "", keyed=False)], ["calc", "calc"])()
     assert opened.status.spent == 114  # the tool calls at the task's own price
 
-    def no_keep(tx: object) -> None:
-        raise RuntimeError("the memories could not be kept")
-
-    with pytest.raises(RuntimeError):
-        led.close_round("t", 1, 50, ("looping", "#step:1:loop"), no_keep)
-    s = led.status("t")
-    assert (s.spent, s.level) == (114, 0)  # undone as one: no work booked, no step down
-    s = led.close_round("t", 1, 50, ("looping", "#step:1:loop"))
-    assert (s.spent, s.level) == (164, 1) and s.warnings[-1] == "warned: looping"
-    s = led.close_round("t", 1, 50, ("looping", "#step:1:loop"))  # a retried Step
-    assert (s.spent, s.level) == (214, 1)  # its work charged again (it ran again), no step down
+    led.close_round("t", 0, 0, ("looping", "#step:0:loop"))  # the key of round 0's loop
     with pytest.raises(FailedPreconditionError, match="another request"):
-        led.close_round("t", 1, 0, ("another loop", "#step:1:loop"))
+        led.close_round("t", 1, 50, ("another loop", "#step:0:loop"))
+    s = led.status("t")
+    assert (s.spent, s.level) == (114, 1)  # refused: nothing of it booked, the work neither
+    s = led.close_round("t", 1, 50, ("looping", "#step:1:loop"))
+    assert (s.spent, s.level) == (164, 2) and s.warnings[-1] == "cheaper model tier: looping"
+    s = led.close_round("t", 1, 50, ("looping", "#step:1:loop"))  # a retried Step
+    assert (s.spent, s.level) == (214, 2)  # its work charged again (it ran again), no step down
