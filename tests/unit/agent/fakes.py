@@ -16,7 +16,7 @@ from server.core.agent.tiers import TierRouter
 from server.core.agent.toolcache import ToolCache
 from server.core.deadline import Deadline
 from server.core.ledger.ledger import Ledger
-from server.core.ledger.model import Hold, Task
+from server.core.ledger.model import Budget, Hold, Task
 from server.core.memory.acknowledged import Pending
 from server.core.memory.model import Hit, RecallQuery, RecallResult, Record, Score, Vector
 from server.core.settings import AgentSettings, LedgerSettings
@@ -185,7 +185,13 @@ class Rig:
         return out, self.store.transactions - before
 
 
-def rig(settings: AgentSettings | None = None, memory: FakeMemory | None = None) -> Rig:
+def rig(
+    budget: Budget | None = None,
+    settings: AgentSettings | None = None,
+    memory: FakeMemory | None = None,
+) -> Rig:
+    """An agent loop on fakes, with task "t" open in namespace "ns" under `budget` (None: a
+    million micros)."""
     a = settings or AgentSettings()
     clock = FakeClock()
     store = CountingLedgerStore()
@@ -199,4 +205,5 @@ def rig(settings: AgentSettings | None = None, memory: FakeMemory | None = None)
         ToolCache(clock),
         words,
     )
+    ledger.open_task("t", "ns", "s", budget or Budget(total_micros=1_000_000))
     return Rig(store, ledger, mem, loop, a)

@@ -18,9 +18,7 @@ SAID = "For the record, I prefer email only."
 
 @pytest.fixture
 def r() -> Rig:
-    out = rig()
-    out.ledger.open_task("t", "ns", "s", Budget(total_micros=1_000_000))
-    return out
+    return rig()
 
 
 def test_a_first_step_refused_by_its_own_checks_books_nothing(r: Rig) -> None:
@@ -37,8 +35,7 @@ def test_a_first_step_refused_by_its_own_checks_books_nothing(r: Rig) -> None:
 
 
 def test_a_paused_task_is_charged_and_does_no_more_work_until_raised() -> None:
-    r = rig()
-    r.ledger.open_task("t", "ns", "s", Budget(total_micros=1000, failover=Failover.PAUSE))
+    r = rig(Budget(total_micros=1000, failover=Failover.PAUSE))
     r.memory.records["ns"] = [Record(memory_id="m-1", namespace="ns", kind=Kind.FACT, text="help")]
     spend = StepIn("t", 1, goal="Help", input="help me", usage=(Usage("m", 850, 0),), key="k")
     out = r.loop.step(spend, Deadline(10))

@@ -21,9 +21,7 @@ LOOPED = json.dumps({"type": "tool", "tool": "search", "params": {"q": "flights"
 
 @pytest.fixture
 def r() -> Rig:
-    out = rig()
-    out.ledger.open_task("t", "ns", "s", Budget(total_micros=1_000_000))
-    return out
+    return rig()
 
 
 def test_the_first_round_reads_the_task_in_its_opening_transaction(r: Rig) -> None:
@@ -75,9 +73,7 @@ def test_a_loop_steps_down_in_the_closing_transaction_once_per_round(r: Rig) -> 
 
 
 def test_a_level_4_round_charges_its_goal_recall_in_the_closing_transaction() -> None:
-    r = rig()
-    budget = Budget(total_micros=1000, failover=Failover.BEST_MEMORY_ANSWER)  # ordinary 800
-    r.ledger.open_task("t", "ns", "s", budget)
+    r = rig(Budget(total_micros=1000, failover=Failover.BEST_MEMORY_ANSWER))  # ordinary 800
     goal = Record(memory_id="m-1", namespace="ns", kind=Kind.FACT, text="parcel to Lisbon")
     r.memory.records["ns"] = [goal]
     spend = StepIn(
