@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kernels.warmup import compile_all
+from server.adapters.acknowledged_file import SqliteAcknowledgedStore
 from server.adapters.blob_files import FileBlobStore
 from server.adapters.clip_onnx import ClipModelError, OnnxImageSpace
 from server.adapters.cold_segments import ColdArchive, ColdArchiveError
@@ -70,15 +71,14 @@ from server.config import (
     speech_model_dir,
     tokenizer_file,
 )
-from server.core.agent.ledger import Ledger
-from server.core.agent.memory_writer import PendingWrites
-from server.core.agent.ports import LedgerStore, TokenCount
+from server.core.agent.ports import TokenCount
 from server.core.agent.step import AgentLoop, tier_settings
 from server.core.agent.tiers import TierRouter
 from server.core.agent.toolcache import ToolCache
 from server.core.clock import Clock
 from server.core.deadline import no_deadline
 from server.core.engine import EngineParts, MemoryEngine
+from server.core.ledger.ledger import Ledger
 from server.core.media.blobs import BlobKeeper
 from server.core.media.intake import MediaIntake
 from server.core.media.ports import (
@@ -334,33 +334,37 @@ def agent_loop(
     engine: MemoryEngine,
     encoder: OnnxTextEncoder | None,
     count_tokens: TokenCount,
-    store: LedgerStore,
 ) -> AgentLoop:
     """The agent loop over the ledger and the engine, with the installed difficulty model if
-    there is one (`pocketd models train-difficulty`); the memories a crash left acknowledged
-    and unwritten (kept in the ledger's `store`) are written again."""
+    there is one (`pocketd models train-difficulty`), and the head that reads what users say
+    (`said`: shipped, or installed by `pocketd models train-said`)."""
     clock = SystemClock()
     a = settings.agent
     tiers = TierRouter(tier_settings(a), clock, load_difficulty(settings, encoder))
     cache = ToolCache(clock, a.tool_cache_size)
-    nice = settings.server.background_nice
     said = None if encoder is None else load_said(settings, encoder.space, encoder.dim)
-    loop = AgentLoop(
-        a,
-        ledger,
-        engine,
-        tiers,
-        cache,
-        count_tokens,
-        nice,
-        PendingWrites(store),
-        said,
-        settings.limits.max_query_chars,
+    return AgentLoop(
+        a, ledger, engine, tiers, cache, count_tokens, said, settings.limits.max_query_chars
     )
-    kept = loop.replay()
+
+
+def keep_acknowledged(
+    settings: Settings, engine: MemoryEngine, ledger_store: SqliteLedgerStore
+) -> None:
+    """The engine's intake of acknowledged memories over its own file
+    (`<data_dir>/acknowledged.sqlite3`); the memories a crash left acknowledged and unwritten
+    are written again, with those an older pocketd kept in the ledger's file (handed over
+    first)."""
+    data = Path(settings.server.data_dir)
+    intake = engine.keep_acknowledged(
+        SqliteAcknowledgedStore(data / "acknowledged.sqlite3"), settings.server.background_nice
+    )
+    moved = ledger_store.hand_over_memories(intake.adopt)
+    if moved:
+        log.info("%d agent memories kept in the ledger's file handed over to memory", moved)
+    kept = intake.replay()
     if kept:
         log.info("writing %d agent memories acknowledged before the last stop", kept)
-    return loop
 
 
 def assemble_engine(
@@ -915,8 +919,9 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
             engine = opening.result()
             _engine_gauges(metrics, engine)
             await _catch_up(engine, settings, stop)
-            if counter is not None and ledger_store is not None:
-                loop_ = agent_loop(settings, ledger, engine, encoder, counter.count, ledger_store)
+            keep_acknowledged(settings, engine, ledger_store)
+            if counter is not None:
+                loop_ = agent_loop(settings, ledger, engine, encoder, counter.count)
                 await grpc_server.agent_ready(loop_)
             if not stop.is_set():
                 await grpc_server.mark_serving(engine)
@@ -935,9 +940,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
         # The calls' work first (cancelled calls stop at their next deadline check), then the
         # stores: nothing still running can touch a closed store.
         await loop.run_in_executor(None, pools.shutdown)
-        if loop_ is not None:  # its queued memory writes, while the engine is open
-            await loop.run_in_executor(None, loop_.close)
-        if engine is not None:
+        if engine is not None:  # (its acknowledged memories' queued writes first)
             await loop.run_in_executor(None, engine.close)
         if ledger_store is not None:
             ledger_store.close()

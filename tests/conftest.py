@@ -36,9 +36,9 @@ from server.adapters.tantivy_index import TantivyKeywordIndex
 from server.adapters.token_counter import TokenCounter
 from server.api.calls import WorkerPools
 from server.api.server import GrpcServer
-from server.core.agent.ledger import Ledger
 from server.core.clock import Clock
 from server.core.engine import MemoryEngine
+from server.core.ledger.ledger import Ledger
 from server.core.memory.state.sessions import MemoryHotSessions
 from server.core.settings import MemorySettings, Settings, resolve_thresholds
 from tests.redis_server import RedisServer
@@ -190,7 +190,7 @@ class RunningServer:
         self.target = target
         self.engine = engine
         self.grpc = grpc_server
-        self.loop: Any = None  # the agent loop, closed before the engine
+        self.loop: Any = None  # the agent loop
 
 
 async def start_server(
@@ -203,7 +203,7 @@ async def start_server(
     """A server in `tmp` on port 0; `clock`: its engine's and ledger's (None: the system's);
     `composed_lifecycle`: as `open_engine`'s."""
     settings = settings or make_settings(tmp)
-    from server.app import SystemClock, agent_loop
+    from server.app import SystemClock, agent_loop, keep_acknowledged
 
     clock = clock or SystemClock()
     executor = WorkerPools(4, 2)
@@ -214,7 +214,8 @@ async def start_server(
     store = SqliteLedgerStore(tmp / "ledger.sqlite3")
     ledger = Ledger(store, clock, settings.ledger)
     await srv.ledger_ready(ledger)
-    loop = agent_loop(settings, ledger, eng, encoder, count, store)
+    keep_acknowledged(settings, eng, store)
+    loop = agent_loop(settings, ledger, eng, encoder, count)
     await srv.agent_ready(loop)
     await srv.mark_serving(eng)
     running = RunningServer(f"127.0.0.1:{port}", eng, srv)
@@ -231,9 +232,7 @@ async def server(tmp_path: Path, encoder: OnnxTextEncoder) -> AsyncIterator[Runn
 
 async def stop_server(srv: RunningServer, executor: WorkerPools) -> None:
     await srv.grpc.drain(1.0)
-    if srv.loop is not None:
-        srv.loop.close()
-    srv.engine.close()
+    srv.engine.close()  # (the acknowledged memories' queued writes first)
     executor.shutdown()
 
 

@@ -17,7 +17,7 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
@@ -25,9 +25,9 @@ from typing import TypeVar
 
 import msgspec
 
-from server.core.agent.model import Hold, SpendKind, Task
 from server.core.batching import batches
 from server.core.errors import UnavailableError
+from server.core.ledger.model import Hold, SpendKind, Task
 
 T = TypeVar("T")
 
@@ -50,7 +50,6 @@ CREATE INDEX IF NOT EXISTS holds_live ON holds (task_id, state, expires_at);
 CREATE TABLE IF NOT EXISTS replies (
     key TEXT PRIMARY KEY, fingerprint TEXT, answer BLOB, at REAL NOT NULL DEFAULT 0
 );
-CREATE TABLE IF NOT EXISTS pending_memories (memory_id TEXT PRIMARY KEY, body BLOB NOT NULL);
 """
 _enc = msgspec.msgpack.Encoder()
 _task = msgspec.msgpack.Decoder(Task)
@@ -127,17 +126,18 @@ class _Tx:
             (key, fingerprint, answer, time.time()),
         )
 
-    def put_pending(self, memory_id: str, body: bytes) -> None:
-        self._c.execute("INSERT OR REPLACE INTO pending_memories VALUES (?, ?)", (memory_id, body))
-
-    def drop_pending(self, memory_ids: Sequence[str]) -> None:
-        self._c.executemany(
-            "DELETE FROM pending_memories WHERE memory_id=?", [(m,) for m in memory_ids]
-        )
-
-    def pending(self) -> list[bytes]:
+    def kept_memories(self) -> list[bytes]:
+        """The agent memories an older pocketd kept in this file (acknowledged, perhaps not
+        written), oldest first; none in a file made since."""
+        if not self._c.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='pending_memories'"
+        ).fetchone():
+            return []
         rows = self._c.execute("SELECT body FROM pending_memories ORDER BY rowid").fetchall()
         return [r[0] for r in rows]
+
+    def drop_kept_memories(self) -> None:
+        self._c.execute("DROP TABLE IF EXISTS pending_memories")
 
 
 class SqliteLedgerStore:
@@ -192,6 +192,17 @@ class SqliteLedgerStore:
                 ) from e
 
         return wait
+
+    def hand_over_memories(self, adopt: Callable[[list[bytes]], object]) -> int:
+        """Hand the agent memories an older pocketd kept in this file (with a Step's last
+        charge) to where they are kept now (`adopt`, durable when it returns), then drop them
+        here; how many. A crash in between hands them over again at the next start (the same
+        ids: kept once)."""
+        bodies = self.run(lambda tx: tx.kept_memories())
+        if bodies:
+            adopt(bodies)
+            self.run(lambda tx: tx.drop_kept_memories())
+        return len(bodies)
 
     def close(self) -> None:
         with self._gate:

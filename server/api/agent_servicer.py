@@ -26,7 +26,8 @@ from server.api.handler import Ctx, Handler, visible_task
 from server.api.validation import Violations
 from server.core.agent.jsondepth import MAX_JSON_DEPTH, depth
 from server.core.agent.ports import TokenCount
-from server.core.agent.step import AgentLoop, StepIn, ToolRun, Usage
+from server.core.agent.step import AgentLoop
+from server.core.agent.step_io import StepIn, ToolRun, Usage
 from server.core.agent.tools import ToolSchemaError, compact
 from server.core.deadline import Deadline
 from server.core.errors import (

@@ -7,7 +7,7 @@ import json
 from pocketd.v1 import agent_service_pb2 as apb
 from server.api.convert_ledger import status_pb
 from server.core.agent.context import Recalled
-from server.core.agent.step import StepOut
+from server.core.agent.step_io import StepOut
 from server.core.tenancy import Tenant
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pocketd.v1 import ledger_service_pb2 as lpb
-from server.core.agent.model import (
+from server.core.ledger.model import (
     Bill,
     Budget,
     Failover,

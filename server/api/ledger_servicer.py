@@ -19,10 +19,10 @@ from server.api.calls import CallRecord, CallRunner, Lane
 from server.api.handler import Ctx, Handler, visible_task
 from server.api.ledger_validation import LedgerValidator
 from server.api.validation import Violations
-from server.core.agent.ledger import Ledger
-from server.core.agent.model import Bill, SpendKind
 from server.core.deadline import Deadline
 from server.core.errors import UnavailableError
+from server.core.ledger.ledger import Ledger
+from server.core.ledger.model import Bill, SpendKind
 from server.core.settings import Settings
 from server.core.tenancy import Tenant
 

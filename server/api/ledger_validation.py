@@ -5,7 +5,7 @@ from __future__ import annotations
 from pocketd.v1 import ledger_service_pb2 as lpb
 from server.api import fields as f
 from server.api.validation import Validator, Violations
-from server.core.agent.ledger import MAX_MICROS
+from server.core.ledger.ledger import MAX_MICROS
 from server.core.settings import Settings
 
 MAX_ROUND = 1_000_000

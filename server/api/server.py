@@ -35,10 +35,10 @@ from server.api.ledger_servicer import LedgerServicer
 from server.api.observe import CallObserver
 from server.api.page_tokens import SECRET_BYTES, PageTokens
 from server.api.servicer import MemoryServicer
-from server.core.agent.ledger import Ledger
 from server.core.agent.ports import TokenCount
 from server.core.agent.step import AgentLoop
 from server.core.engine import MemoryEngine
+from server.core.ledger.ledger import Ledger
 from server.core.metrics import Metrics, NoMetrics
 from server.core.settings import Settings, TlsSettings
 
@@ -161,9 +161,7 @@ class GrpcServer:
             await self.health.set(name, status)  # type: ignore[arg-type]
 
     async def agent_ready(self, loop: AgentLoop) -> None:
-        """AgentService's Step answers from now on (it needs the memory engine), and
-        MemoryService reads its own writes of what Steps acknowledge."""
-        self.servicer.settle_with(loop.settle)
+        """AgentService's Step answers from now on (it needs the memory engine)."""
         self.ledger.on_close(loop.closed)
         self.agent.ready(loop)
         await self._set(SERVING, AGENT_NAME)

@@ -43,24 +43,11 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
         self._pages = pages
         self._engine: MemoryEngine | None = None
         self._explainer: Explainer | None = None
-        self._settle: Callable[[str, Deadline], None] | None = None
 
     def ready(self, engine: MemoryEngine) -> None:
         if isinstance(engine.planner, Router):
             self._explainer = Explainer(engine.planner, engine)
         self._engine = engine
-
-    def settle_with(self, settle: Callable[[str, Deadline], None]) -> None:
-        """Read-your-writes of what Steps acknowledged: every call settles its namespaces
-        (`AgentLoop.settle`) before it reads or changes them."""
-        self._settle = settle
-
-    def _settled(self, d: Deadline, *namespaces: str) -> MemoryEngine:
-        eng = self._eng()
-        if self._settle is not None:
-            for ns in dict.fromkeys(namespaces):
-                self._settle(ns, d)
-        return eng
 
     def _eng(self) -> MemoryEngine:
         if self._engine is None:
@@ -76,15 +63,14 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
         lane: Lane = Lane.READ,
         batch: bool = True,
         namespaces: Sequence[tuple[str, str]] | None = None,
-        settle: Sequence[str] = (),
     ) -> T:
-        """`Handler._call` with the engine (UNAVAILABLE until `ready`), once the namespaces
-        `settle` (as the core keeps them) hold what Steps acknowledged in them."""
+        """`Handler._call` with the engine (UNAVAILABLE until `ready`). (What Steps
+        acknowledged in a namespace, the engine writes before it reads or changes it.)"""
         return await self._call(
             context,
             rec,
             validate,
-            lambda d: work(self._settled(d, *settle), d),
+            lambda d: work(self._eng(), d),
             lane,
             batch,
             namespaces,
@@ -102,7 +88,6 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
             lane=Lane.WRITE,
             batch=False,
             namespaces=[("record.namespace", request.record.namespace)],
-            settle=[t.scope(request.record.namespace)],
         )
 
     async def RememberBatch(
@@ -125,7 +110,6 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
                 (f"items[{i}].record.namespace", it.record.namespace)
                 for i, it in enumerate(request.items)
             ],
-            settle=[t.scope(it.record.namespace) for it in request.items],
         )
 
     async def Recall(self, request: spb.RecallRequest, context: Ctx) -> spb.RecallResponse:
@@ -143,7 +127,6 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
             rec,
             lambda v: self._validator.recall(v, request),
             work,
-            settle=[t.scope(request.namespace)],
         )
 
     async def Explain(self, request: spb.ExplainRequest, context: Ctx) -> spb.ExplainResponse:
@@ -164,7 +147,6 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
             lambda v: self._validator.explain(v, request),
             work,
             namespaces=[("recall.namespace", request.recall.namespace)],
-            settle=[t.scope(request.recall.namespace)],
         )
 
     async def Get(self, request: spb.GetRequest, context: Ctx) -> spb.GetResponse:
@@ -172,7 +154,7 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
 
         def work(eng: MemoryEngine, d: Deadline) -> spb.GetResponse:
             ns = t.scope(request.namespace)
-            rec, vec = eng.get(ns, request.memory_id, request.include_vector)
+            rec, vec = eng.get(ns, request.memory_id, request.include_vector, d)
             out = spb.GetResponse(record=convert.record_pb(rec, t, vec))
             if request.include_blob_data and rec.blob is not None and rec.blob.held:
                 data = eng.blob(rec.blob.sha256)
@@ -185,7 +167,6 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
             CallRecord("Get", request.namespace, 1),
             lambda v: self._validator.get(v, request),
             work,
-            settle=[t.scope(request.namespace)],
         )
 
     async def Forget(self, request: spb.ForgetRequest, context: Ctx) -> spb.ForgetResponse:
@@ -209,7 +190,6 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
             rec,
             lambda v: self._validator.forget(v, request),
             work,
-            settle=[t.scope(request.namespace)],
         )
 
     async def List(self, request: spb.ListRequest, context: Ctx) -> spb.ListResponse:
@@ -230,11 +210,11 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
             size = request.page_size if request.HasField("page_size") else DEFAULT_PAGE_SIZE
             after = opened[0]
             flt = convert.memory_filter(request.filter)
-            page = eng.list(ns, flt, size, after)
+            page = eng.list(ns, flt, size, after, d)
             rec.items = len(page.records)
             return convert.list_response(page, t, partial(self._pages.seal, ns))
 
-        return await self._run(context, rec, validate, work, settle=[ns])
+        return await self._run(context, rec, validate, work)
 
     async def Stats(self, request: spb.StatsRequest, context: Ctx) -> spb.StatsResponse:
         t = call_tenant(context)
@@ -243,8 +223,7 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
             context,
             CallRecord("Stats", request.namespace, 0),
             lambda v: self._validator.stats(v, request),
-            lambda eng, d: convert.stats_response(eng.stats(ns, t.sees), t),
-            settle=[ns] if ns else [],
+            lambda eng, d: convert.stats_response(eng.stats(ns, t.sees, d), t),
         )
 
     async def Reconcile(self, request: spb.ReconcileRequest, context: Ctx) -> spb.ReconcileResponse:
@@ -264,7 +243,6 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
             work,
             lane=Lane.BULK,
             batch=False,
-            settle=[ns],
         )
 
     async def Unsupersede(
@@ -286,7 +264,6 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
             work,
             lane=Lane.WRITE,
             batch=False,
-            settle=[ns],
         )
 
     async def EndSession(
@@ -301,7 +278,6 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
             lambda eng, d: convert.end_session_response(eng.end_session(ns, request.session_id, d)),
             lane=Lane.WRITE,
             batch=False,
-            settle=[ns],
         )
 
     async def Maintain(self, request: spb.MaintainRequest, context: Ctx) -> spb.MaintainResponse:
@@ -330,7 +306,6 @@ class MemoryServicer(Handler, spb_grpc.MemoryServiceServicer):  # type: ignore[m
             validate,
             work,
             lane=Lane.BULK,
-            settle=[t.scope(request.namespace)] if request.namespace else [],
         )
 
 

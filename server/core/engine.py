@@ -13,7 +13,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -33,6 +33,7 @@ from server.core.media.intake import MediaIntake, TableWrite, not_read_yet
 from server.core.media.items import sibling_id
 from server.core.media.passages import passages_of
 from server.core.media.ports import MediaRejected, Sniffed
+from server.core.memory.acknowledged import Acknowledged, Pending
 from server.core.memory.changes import Applied
 from server.core.memory.costs import CostModel
 from server.core.memory.lifecycle.parts import Lifecycle
@@ -62,6 +63,7 @@ from server.core.memory.model import (
     unit,
 )
 from server.core.memory.ports import (
+    AcknowledgedStore,
     HotTier,
     KeywordIndex,
     MetadataColumns,
@@ -140,6 +142,10 @@ class MemoryEngine:
         self._checkpoint = parts.checkpoint
         self.lifecycle = parts.lifecycle
         self.media = parts.media
+        # Memories acknowledged before they are written (the agent loop's): made on first use,
+        # or over a durable store by the composition root (`keep_acknowledged`).
+        self._acknowledged: Acknowledged | None = None
+        self._acknowledged_lock = threading.Lock()
         # Each named space's dimension, fixed by its model or its first vector.
         self._dims: dict[str, int] = {}
         self._dims_lock = threading.Lock()
@@ -209,6 +215,8 @@ class MemoryEngine:
     def close(self) -> None:
         """Flush the access counts, snapshot the columns, stop indexing, snapshot the indexes
         and close the stores."""
+        if self._acknowledged is not None:  # its queued writes, while the stores are open
+            self._acknowledged.close()
         # The maintenance first: its last tick ends idle sessions, reading the session memory
         # that stopping the lifecycle closes (a Redis client would reconnect, and leak).
         self.maintenance.stop()
@@ -226,6 +234,36 @@ class MemoryEngine:
         self._keywords.close()
         self._store.close()
 
+    def keep_acknowledged(self, store: AcknowledgedStore, nice: int = 0) -> Acknowledged:
+        """Keep acknowledged memories durable in `store` (before any is acknowledged), written
+        by a thread of niceness `nice`; the intake, to replay what a crash left there."""
+        with self._acknowledged_lock:
+            assert self._acknowledged is None, "the intake is made once"
+            self._acknowledged = self._intake(store, nice)
+            return self._acknowledged
+
+    def _intake(self, store: AcknowledgedStore | None, nice: int = 0) -> Acknowledged:
+        return Acknowledged(
+            store, self.encode, lambda items: self._remember(items, no_deadline()), self.known, nice
+        )
+
+    def acknowledge(self, batch: Sequence[Pending]) -> None:
+        """Memories acknowledged to a caller under ids it chose (the agent loop's Step), before
+        they are written: kept durable at once (`keep_acknowledged`; without it, not kept) and
+        written off the call. Read-your-writes: every call that reads or changes their
+        namespace writes them first (`memory.acknowledged`)."""
+        with self._acknowledged_lock:
+            if self._acknowledged is None:
+                self._acknowledged = self._intake(None)
+            intake = self._acknowledged
+        intake.accept(batch)
+
+    def _settle(self, namespace: str, deadline: Deadline | None) -> None:
+        """Read-your-writes: what was acknowledged in `namespace` is written first."""
+        intake = self._acknowledged
+        if intake is not None and namespace:
+            intake.settle(namespace, deadline or no_deadline())
+
     def encode(self, texts: list[str], deadline: Deadline | None = None) -> Vector:
         """The built-in encoder's unit vectors of `texts`, as memories are encoded
         (FAILED_PRECONDITION without one)."""
@@ -239,6 +277,8 @@ class MemoryEngine:
         carries a medium goes through the media pipeline: the whole request is checked first,
         then what has nothing left to read is written, then the media are queued."""
         deadline = deadline or no_deadline()
+        for ns in dict.fromkeys(it.record.namespace for it in items):
+            self._settle(ns, deadline)
         if any(it.media is not None for it in items):
             return self._remember_media(items, deadline)
         return self._remember(items, deadline)
@@ -329,7 +369,7 @@ class MemoryEngine:
                 continue
             old = (rec.namespace, sibling_id(rec.memory_id, rec.modality))
             if old not in ids and self._store.key_of(*old) is not None:
-                self.forget(*old, None, deadline)
+                self._forget(*old, None, deadline)
         return results
 
     def _similarity(self, a: str, b: str) -> float | None:
@@ -420,13 +460,21 @@ class MemoryEngine:
         return self._encoding.cached(namespace, text)
 
     def recall(
-        self, q: RecallQuery, deadline: Deadline | None = None, shadow: bool = False
+        self,
+        q: RecallQuery,
+        deadline: Deadline | None = None,
+        shadow: bool = False,
+        *,
+        settle: bool = True,
     ) -> RecallResult:
         """A routed query is encoded first: the router reads its vector. Otherwise a text-only
         query is encoded on the encoding thread while the keyword channel runs (the encoder
         releases the GIL), unless its vector is cached. `shadow`: a router's comparison run of
-        the default plan, neither routed nor counted as an access."""
+        the default plan, neither routed nor counted as an access. `settle` False: the memories
+        acknowledged in the namespace are not waited for (a Step's own Recall)."""
         deadline = deadline or no_deadline()
+        if settle:
+            self._settle(q.namespace, deadline)
         later: Callable[[], Vector] | None = None
         routed: RoutedPlan | None = None
         if not shadow:
@@ -510,6 +558,7 @@ class MemoryEngine:
         """Weigh each authoritative fact against the current facts and preferences a Recall of
         it finds (`server.core.memory.lifecycle.reconcile`); store the facts and mark what
         they contradict unless `dry_run`."""
+        self._settle(namespace, deadline)
         texts = [f.record.text for f in facts]
         need = [i for i, f in enumerate(facts) if f.vector is None]
         if need:
@@ -540,16 +589,19 @@ class MemoryEngine:
         return ReconcileResult(ids, decisions, True)
 
     def unsupersede(self, namespace: str, memory_ids: list[str], deadline: Deadline) -> list[str]:
+        self._settle(namespace, deadline)
         out = self.lifecycle.reconciler.unsupersede(namespace, memory_ids, deadline)
         self.indexer.wake()
         return out
 
     def end_session(self, namespace: str, session_id: str, deadline: Deadline) -> SessionEndResult:
+        self._settle(namespace, deadline)
         out = self.lifecycle.ender.end(namespace, session_id, deadline)
         self.indexer.wake()
         return out
 
     def maintain(self, namespace: str, deadline: Deadline) -> MaintainReport:
+        self._settle(namespace, deadline)
         out = self.lifecycle.maintainer.run(namespace, deadline)
         self.indexer.wake()
         return out
@@ -563,8 +615,13 @@ class MemoryEngine:
         return self._store.key_of(namespace, memory_id, include_deleted=True) is not None
 
     def get(
-        self, namespace: str, memory_id: str, include_vector: bool
+        self,
+        namespace: str,
+        memory_id: str,
+        include_vector: bool,
+        deadline: Deadline | None = None,
     ) -> tuple[Record, Vector | None]:
+        self._settle(namespace, deadline)
         key = self._store.key_of(namespace, memory_id)
         rec = None if key is None else self._store.get([key]).get(key)
         if key is None or rec is None:
@@ -577,6 +634,16 @@ class MemoryEngine:
         return rec, vec
 
     def forget(
+        self,
+        namespace: str,
+        memory_id: str | None,
+        flt: MemoryFilter | None,
+        deadline: Deadline | None = None,
+    ) -> int:
+        self._settle(namespace, deadline)
+        return self._forget(namespace, memory_id, flt, deadline)
+
+    def _forget(
         self,
         namespace: str,
         memory_id: str | None,
@@ -645,9 +712,11 @@ class MemoryEngine:
         flt: MemoryFilter,
         limit: int,
         after: tuple[float, int, int] | None,
+        deadline: Deadline | None = None,
     ) -> Page:
         """A page of the namespace's memories that pass `flt` (obsolete and expired ones too),
         in (event time, turn, key) order, starting after the position `after`."""
+        self._settle(namespace, deadline)
         c = self.columns
         ns_id = c.ns_id(namespace)
         if ns_id < 0:
@@ -668,10 +737,16 @@ class MemoryEngine:
             nxt = (float(created[last]), int(turn[last]), int(keys[last]))
         return Page(out, nxt)
 
-    def stats(self, namespace: str, include: Callable[[str], bool] | None = None) -> Stats:
+    def stats(
+        self,
+        namespace: str,
+        include: Callable[[str], bool] | None = None,
+        deadline: Deadline | None = None,
+    ) -> Stats:
         """One namespace's figures, or (`namespace` "") those of every namespace `include`
         allows (None: all): the others are never counted, so the call's work is the caller's
         own namespaces'."""
+        self._settle(namespace, deadline)
         c = self.columns
         out: list[NamespaceStats] = []
         for ns, ns_id in sorted(c.namespaces().items()):

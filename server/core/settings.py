@@ -35,9 +35,7 @@ class EncoderThresholds(msgspec.Struct, frozen=True):
 
 # When no encoder is configured (clients send their own vectors): MiniLM's values, a unit
 # normalised sentence embedding's usual spread.
-GENERIC_THRESHOLDS = EncoderThresholds(
-    vector_floor=0.1, vector_ceiling=1.0, dedup_cosine=0.95
-)
+GENERIC_THRESHOLDS = EncoderThresholds(vector_floor=0.1, vector_ceiling=1.0, dedup_cosine=0.95)
 
 
 class ServerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

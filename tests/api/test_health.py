@@ -19,7 +19,7 @@ from server.adapters.token_counter import TokenCounter
 from server.api.calls import WorkerPools
 from server.api.server import AGENT_NAME, LEDGER_NAME, SERVICE_NAME, GrpcServer
 from server.app import SystemClock, agent_loop
-from server.core.agent.ledger import Ledger
+from server.core.ledger.ledger import Ledger
 from tests.conftest import TOKENIZER, make_settings, open_engine
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
@@ -67,7 +67,7 @@ async def test_each_service_is_serving_once_what_it_needs_is_open(
             assert starting.value.code() is grpc.StatusCode.UNAVAILABLE
 
         eng = open_engine(tmp_path / "mem", encoder, SystemClock(), settings.memory)  # type: ignore[arg-type]
-        loop = agent_loop(settings, ledger, eng, encoder, count, store)
+        loop = agent_loop(settings, ledger, eng, encoder, count)
         await srv.agent_ready(loop)
         assert (await statuses(target))[AGENT_NAME] == SERVING
         await srv.mark_serving(eng)
@@ -84,8 +84,6 @@ async def test_each_service_is_serving_once_what_it_needs_is_open(
             assert (await watch.read()).status == NOT_SERVING
     finally:
         await srv.drain(0.1)
-        if loop is not None:
-            loop.close()
         if eng is not None:
             eng.close()
         store.close()

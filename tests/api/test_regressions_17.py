@@ -41,9 +41,9 @@ async def test_step_texts_have_the_limits_of_what_they_feed(server: RunningServe
     asked: list[int] = []
     real = server.engine.recall
 
-    def recall(q: Any, *args: Any) -> Any:
+    def recall(q: Any, *args: Any, **kwargs: Any) -> Any:
         asked.append(len(q.text))
-        return real(q, *args)
+        return real(q, *args, **kwargs)
 
     server.engine.recall = recall  # type: ignore[method-assign, assignment]
     fine = await agent.Step(

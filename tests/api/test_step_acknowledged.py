@@ -2,8 +2,8 @@
 records from that moment (Get finds them, Forget erases them, a client's upsert wins over the
 queued write), and without a text encoder a Step stores nothing and says so.
 
-The loop's memory writer is held back until a MemoryService call settles the namespace: on code
-without the barrier, the call would run while the write is still queued."""
+The engine's intake writes are held back until a call settles the namespace: on code without
+the barrier (the engine's read-your-writes), the call would run while the write is queued."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from pocketd.v1 import memory_pb2 as pb
 from pocketd.v1 import memory_service_pb2 as spb
 from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 from server.adapters.onnx_encoder import OnnxTextEncoder
+from server.core.memory.acknowledged import Acknowledged
 from tests.api.test_memory_api import expect
 from tests.api.test_step_api import open_task, stubs
 from tests.conftest import RunningServer, start_server, stop_server
@@ -28,11 +29,18 @@ from tests.conftest import RunningServer, start_server, stop_server
 PREFERENCE = "For the record, I prefer to be contacted by SMS only."
 
 
+def intake(srv: RunningServer) -> Acknowledged:
+    """The engine's intake of acknowledged memories."""
+    out = srv.engine._acknowledged
+    assert out is not None
+    return out
+
+
 @pytest.fixture
 async def held(tmp_path: Path, encoder: OnnxTextEncoder) -> AsyncIterator[RunningServer]:
     """A server whose agent-memory writes wait until a MemoryService call settles."""
     srv, executor = await start_server(tmp_path / "srv", encoder)
-    writer: Any = srv.loop._writer
+    writer: Any = intake(srv)._writer
     gate = threading.Event()
     real_remember, real_settle = writer._remember, writer.settle
 
@@ -72,7 +80,7 @@ async def test_forget_erases_what_a_step_acknowledged(held: RunningServer) -> No
         spb.ForgetRequest(namespace="alice", filter=spb.MemoryFilter(), all=True), timeout=60
     )
     assert gone.forgotten_count >= 1
-    held.loop._writer.flush(60)  # nothing queued can bring it back
+    intake(held).flush(60)  # nothing queued can bring it back
     await expect(
         mem.Get(spb.GetRequest(namespace="alice", memory_id=mid)), grpc.StatusCode.NOT_FOUND
     )
@@ -93,7 +101,7 @@ async def test_a_clients_upsert_wins_over_the_queued_write(held: RunningServer) 
         ),
         timeout=60,
     )
-    held.loop._writer.flush(60)
+    intake(held).flush(60)
     got = await mem.Get(spb.GetRequest(namespace="alice", memory_id=mid))
     assert got.record.text == fixed
 
@@ -110,6 +118,6 @@ async def test_without_a_text_encoder_a_step_stores_nothing_and_says_so(tmp_path
         out = await agent.Step(apb.StepRequest(task_id="n", round=1, goal="Help", input=PREFERENCE))
         assert list(out.committed_memory_ids) == []
         assert any("not stored" in w and "encoder.text: none" in w for w in out.warnings)
-        assert srv.loop._writer.pending() == 0
+        assert intake(srv).pending() == 0
     finally:
         await stop_server(srv, executor)

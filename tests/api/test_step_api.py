@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import grpc
@@ -67,7 +67,8 @@ async def test_a_loop_of_three_rounds(server: RunningServer) -> None:
     r2_req = apb.StepRequest(
         task_id="t1", round=2,
         previous_action_json='{"type":"tool","tool":"search","params":{"q":"88123"}}',
-        observation="Order 88123 shipped. The user said: I prefer email over phone calls.",
+        observation="Order 88123 shipped.",
+        input="Thanks. By the way, I prefer email over phone calls from now on.",
         usage=[apb.ModelUsage(model="fast_small_model", input_tokens=1000, output_tokens=200)],
         tool_results=[
             apb.ToolResult(tool="search", params_json='{"q": "88123"}', result="shipped")
@@ -76,12 +77,12 @@ async def test_a_loop_of_three_rounds(server: RunningServer) -> None:
     )  # fmt: skip
     r2 = await agent.Step(r2_req)
     assert r2.route_sticky  # the tier chosen in round one holds
-    assert len(r2.committed_memory_ids) == 1  # the stated preference is a key event
+    assert len(r2.committed_memory_ids) == 1  # what the user said (the observation is no event)
     spent = r2.budget.spent_micros
     assert spent >= 150 + 120 + 500  # input 1000 tokens, output 200, one search
     again = await agent.Step(r2_req)  # a retried Step: the reported spend is not charged twice
     assert again.budget.spent_micros == spent + again.step_cost_micros
-    assert not again.committed_memory_ids  # nor the observation committed twice
+    assert not again.committed_memory_ids  # nor the input kept twice
     # Memories are written off the call: wait (generously) until this one is there.
     mem = spb_grpc.MemoryServiceStub(grpc.aio.insecure_channel(server.target))
     for _ in range(2400):
@@ -434,7 +435,8 @@ async def test_a_step_that_fails_late_commits_its_key_events_on_the_retry(
     await open_task(led, "late")
     loop = server.loop
     assert loop is not None
-    real = loop._charge_memory
+    ledger = loop._ledger  # type: ignore[attr-defined]
+    real = ledger.close_round
     calls = 0
 
     def once(*args: object) -> object:
@@ -442,9 +444,9 @@ async def test_a_step_that_fails_late_commits_its_key_events_on_the_retry(
         calls += 1
         if calls == 1:
             raise UnavailableError("the ledger did not answer")
-        return real(*args)  # type: ignore[arg-type]
+        return real(*args)
 
-    monkeypatch.setattr(loop, "_charge_memory", once)
+    monkeypatch.setattr(ledger, "close_round", once)
     req = apb.StepRequest(
         task_id="late", round=1, goal="Help", input="For the record, I prefer email only."
     )
@@ -476,23 +478,27 @@ def _closing_during_first_read(
     loop: object, closes: str, monkeypatch: pytest.MonkeyPatch
 ) -> list[str]:
     """Make the ledger close task `closes` (as CloseTask does: the ledger, then the loop)
-    right after a first Step's first read of the ledger (`charge` is only called there); the
-    ids read, in order."""
+    right after a first Step's opening transaction read the task; the ids read, in order."""
     ledger = loop._ledger  # type: ignore[attr-defined]
-    real = ledger.charge
+    real = ledger.open_round
     reads: list[str] = []
 
-    def racing(task_id: str, *args: object, **kwargs: object) -> object:
-        reads.append(task_id)
-        out = real(task_id, *args, **kwargs)
-        if len(reads) == 1:
-            tenant, sep, _ = task_id.rpartition("~")  # the same tenant's task `closes`
-            target = tenant + sep + closes
-            ledger.close_task(target, "close")
-            loop.closed(target)  # type: ignore[attr-defined]
-        return out
+    def racing(task_id: str, *args: object, **kwargs: object) -> Callable[[], object]:
+        wait = real(task_id, *args, **kwargs)
 
-    monkeypatch.setattr(ledger, "charge", racing)
+        def waited() -> object:
+            out = wait()
+            reads.append(task_id)
+            if len(reads) == 1:
+                tenant, sep, _ = task_id.rpartition("~")  # the same tenant's task `closes`
+                target = tenant + sep + closes
+                ledger.close_task(target, "close")
+                loop.closed(target)  # type: ignore[attr-defined]
+            return out
+
+        return waited
+
+    monkeypatch.setattr(ledger, "open_round", racing)
     return reads
 
 
@@ -515,15 +521,15 @@ async def test_a_first_step_racing_closetask_keeps_no_loop_state(
     pre = error_details_pb2.PreconditionFailure()
     assert status is not None and any(d.Unpack(pre) for d in status.details)
     assert pre.violations[0].type == "TASK_CLOSED"
-    assert len(reads) == 2  # read again after the close, and refused
+    assert len(reads) == 1  # the close was counted: refused as the ledger refuses it
     assert len(loop._sessions) == before
-    assert loop._opening == {}
+    assert loop._sessions.opening() == 0
 
 
 async def test_another_tasks_close_during_a_first_step_keeps_its_state(
     server: RunningServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Only a close of the Step's own task makes it read the ledger again."""
+    """Only a close of the Step's own task refuses its first Step."""
     agent, led = stubs(server)
     loop = server.loop
     await open_task(led, "stays")
@@ -534,7 +540,7 @@ async def test_another_tasks_close_during_a_first_step_keeps_its_state(
     assert out.model and out.context  # planned: a tier's model and the round's context
     assert len(reads) == 1  # not read again: its own task was not closed
     assert len(loop._sessions) == before + 1
-    assert loop._opening == {}
+    assert loop._sessions.opening() == 0
     with pytest.raises(grpc.aio.AioRpcError) as closed:
         await agent.Step(apb.StepRequest(task_id="goes", round=1, goal="Where is 88123?"))
     assert closed.value.code() is grpc.StatusCode.FAILED_PRECONDITION

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from server.core.agent.context import Recalled, Turn, summarize
-from server.core.agent.model import Failover
+from server.core.ledger.model import Failover, Status
 
 PARTIAL_TOKENS = 256  # the partial result's size
 TURN_TOKENS = 48  # each round's share of it
@@ -51,3 +51,28 @@ def partial_result(
 def best(memories: Sequence[Recalled]) -> Recalled | None:
     """The highest scored memory, if any."""
     return max(memories, key=lambda m: m.score, default=None)
+
+
+def plan(
+    status: Status, goal: str, turns: Sequence[Turn], count: Callable[[str], int],
+    best_memory: Recalled | None,
+) -> FailoverPlan:  # fmt: skip
+    """The plan at degrade level 4: the action, the stop reason (or the newest warning) and the
+    partial result, with the best memory (`best_memory_answer`)."""
+    why = status.stop_reason or (status.warnings[-1] if status.warnings else "")
+    return FailoverPlan(status.failover, why, partial_result(goal, turns, count), best_memory)
+
+
+def foreseen(status: Status, round_: int, own: int, loop: bool) -> bool:
+    """Whether a Step's closing transaction can bring the task to level 4, from the status its
+    opening transaction left: already there, or a loop's step down from level 3, or pocketd's
+    own work (`own` micros) spending the ordinary budget, or a round beyond the task's rounds
+    (spend in a round past `max_rounds` is the failover). (Another call's spend between the
+    two transactions is not foreseen.)"""
+    if status.level >= 4 or (loop and status.level >= 3):
+        return True
+    limits = {x.limit: x for x in status.limits}
+    ordinary, rounds = limits.get("ordinary"), limits.get("rounds")
+    spends = own > 0 and ordinary is not None and status.spent + own >= ordinary.value
+    beyond = own > 0 and rounds is not None and round_ > rounds.value
+    return spends or beyond

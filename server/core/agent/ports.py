@@ -1,13 +1,14 @@
-"""What the ledger needs from outside the core: a store whose transactions are atomic."""
+"""What the agent loop needs from outside it, besides the ledger (`server.core.ledger`): token
+counts, and memory."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Protocol, TypeVar
+from collections.abc import Sequence
+from typing import Protocol
 
-from server.core.agent.model import Hold, Task
-
-T = TypeVar("T")
+from server.core.deadline import Deadline
+from server.core.memory.acknowledged import Pending
+from server.core.memory.model import RecallQuery, RecallResult, Vector
 
 
 class TokenCount(Protocol):
@@ -17,53 +18,25 @@ class TokenCount(Protocol):
     def __call__(self, text: str, part: str = "") -> int: ...
 
 
-class LedgerTx(Protocol):
-    """One transaction: what it reads is what it writes against (no other writer meanwhile)."""
+class Memory(Protocol):
+    """What the agent loop uses of the memory engine (`MemoryEngine`): recall, the vectors a
+    Recall encoded, and the intake of its acknowledged memories."""
 
-    def task(self, task_id: str) -> Task | None: ...
+    def can_encode(self) -> bool: ...
 
-    def put_task(self, task: Task) -> None: ...
-
-    def hold(self, reservation_id: str) -> Hold | None: ...
-
-    def put_hold(self, hold: Hold) -> None: ...
-
-    def expire(self, task_id: str, now: float) -> list[Hold]:
-        """Mark the task's held holds that expired by `now` as expired, and return them."""
+    def recall(
+        self, q: RecallQuery, deadline: Deadline | None = None, *, settle: bool = True
+    ) -> RecallResult:
+        """`settle` False: without waiting for the memories acknowledged in the namespace."""
         ...
 
-    def release_all(self, task_id: str) -> int:
-        """Release every held hold of the task; how many there were."""
+    def cached_vector(self, namespace: str, text: str) -> Vector | None: ...
+
+    def routing_vector(self, q: RecallQuery, deadline: Deadline | None = None) -> Vector | None: ...
+
+    def encode(self, texts: list[str], deadline: Deadline | None = None) -> Vector: ...
+
+    def acknowledge(self, batch: Sequence[Pending]) -> None:
+        """Keep memories acknowledged under the ids a Step chose durable, and write them off
+        the call (read-your-writes is the engine's)."""
         ...
-
-    def reply(self, key: str) -> tuple[str, bytes] | None:
-        """The (fingerprint, answer) recorded under an idempotency key."""
-        ...
-
-    def put_reply(self, key: str, fingerprint: str, answer: bytes) -> None: ...
-
-    def put_pending(self, memory_id: str, body: bytes) -> None:
-        """Keep a memory the agent loop has acknowledged and not yet written."""
-        ...
-
-    def drop_pending(self, memory_ids: Sequence[str]) -> None: ...
-
-    def pending(self) -> list[bytes]:
-        """The kept memories, oldest first."""
-        ...
-
-
-class LedgerStore(Protocol):
-    def run(self, work: Callable[[LedgerTx], T]) -> T:
-        """Run `work` in a write transaction and return its result once that is durable. The
-        store may commit several callers' work in one transaction, each in its own savepoint:
-        `work` that raises has its changes undone, and its exception is raised to its caller
-        alone."""
-        ...
-
-    def start(self, work: Callable[[LedgerTx], T]) -> Callable[[], T]:
-        """`run`, queued now and waited for when the returned function is called (which returns
-        its result or raises its exception)."""
-        ...
-
-    def close(self) -> None: ...

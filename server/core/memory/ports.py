@@ -561,3 +561,19 @@ class MaintenanceJournal(Protocol):
     def pending(self) -> str | None:
         """The namespace of a run that began and never finished, else None."""
         ...
+
+
+class AcknowledgedStore(Protocol):
+    """Where the engine keeps the memories acknowledged to a caller and not yet written (the
+    agent loop's), each encoded, by memory id."""
+
+    def keep(self, bodies: Sequence[tuple[str, bytes]], drop: Sequence[str] = ()) -> None:
+        """Keep `bodies` (memory id, body) and drop the ids `drop`, in one transaction that is
+        durable when this returns."""
+        ...
+
+    def load(self) -> list[bytes]:
+        """The kept bodies, oldest first."""
+        ...
+
+    def close(self) -> None: ...

@@ -150,7 +150,7 @@ class Charge(msgspec.Struct, frozen=True):
     key: str
     # Booked once per key (a retry skips it). False: nothing is recorded under the key: new
     # work each time it is charged (pocketd's own), or one entry of a batch keyed as a whole
-    # (a Step's reports, `Ledger.charge_soon(whole=...)`).
+    # (a Step's reports, `Ledger.open_round(whole=...)`).
     keyed: bool = True
 
 

@@ -1,4 +1,4 @@
-"""The budget ledger (server/core/agent/ledger.py) on its real SQLite store: every limit and its
+"""The budget ledger (server/core/ledger/ledger.py) on its real SQLite store: every limit and its
 QuotaFailure subject, the emergency share, expiry, idempotency, the degrade ladder and pause,
 concurrent reservations, and a reopen."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from server.adapters.sqlite_ledger import SqliteLedgerStore
-from server.core.agent.ledger import Ledger
-from server.core.agent.model import Budget, Charge, Failover, SpendKind, ToolBudget
 from server.core.errors import FailedPreconditionError, NotFoundError, ResourceExhaustedError
+from server.core.ledger.ledger import Ledger
+from server.core.ledger.model import Budget, Charge, Failover, SpendKind, ToolBudget
 from server.core.settings import LedgerSettings
 from tests.conftest import FakeClock
 
@@ -196,25 +196,25 @@ def test_charges_book_in_one_transaction_once_per_key(led: Ledger, clock: FakeCl
     led.open_task("t", "ns", "s", budget(tools={"calc": ToolBudget(max_calls=1)}))
     hold = led.reserve("t", 1, M, 100, "", False, 60, "r")
     batch = [Charge(M, 300, "", "a"), Charge(SpendKind.TOOL_CALL, 50, "calc", "b")]
-    got = led.charge("t", 2, batch)
+    got = led.open_round("t", 2, batch)()
     assert (got.namespace, got.session_id, got.budget.total_micros) == ("ns", "s", 1000)
     assert (got.status.spent, got.status.held, got.status.round) == (350, 100, 2)
-    again = led.charge("t", 2, [*batch, Charge(M, 10, "", "c")])  # a retry, and one new
+    again = led.open_round("t", 2, [*batch, Charge(M, 10, "", "c")])()  # a retry, and one new
     assert again.status.spent == 360
     calc = next(x for x in again.status.limits if x.limit == "tool:calc")
     assert calc.spent == 1  # the tool's call counted once
     with pytest.raises(FailedPreconditionError, match="another request"):
-        led.charge("t", 2, [Charge(M, 5, "", "d"), Charge(M, 999, "", "a")])
+        led.open_round("t", 2, [Charge(M, 5, "", "d"), Charge(M, 999, "", "a")])()
     assert led.status("t").spent == 360  # the whole batch undone, "d" too
-    assert led.charge("t", 2, [Charge(M, 700, "", "e")]).status.level == 4  # charges climb
+    assert led.open_round("t", 2, [Charge(M, 700, "", "e")])().status.level == 4  # charges climb
     clock.advance(61)
-    assert led.charge("t", 2, ()).status.held == 0  # a read drops the expired hold
+    assert led.open_round("t", 2, ())().status.held == 0  # a read drops the expired hold
     assert hold.amount == 100
     led.close_task("t", "close")
     with pytest.raises(FailedPreconditionError, match="closed"):
-        led.charge("t", 3, ())
+        led.open_round("t", 3, ())()
     with pytest.raises(NotFoundError):
-        led.charge("nope", 1, ())
+        led.open_round("nope", 1, ())()
 
 
 def test_a_final_hold_uses_the_emergency_share_not_the_ordinary_budget(led: Ledger) -> None:
@@ -232,18 +232,18 @@ def test_the_ladder_keeps_its_order_whatever_the_warning_threshold(led: Ledger) 
 
 def test_charges_past_the_round_limits_warn_and_fail_over(led: Ledger) -> None:
     led.open_task("t", "ns", "s", budget(max_rounds=3, round_micros=100, total_micros=10_000))
-    s = led.charge("t", 2, [Charge(M, 150, "", "a")]).status
+    s = led.open_round("t", 2, [Charge(M, 150, "", "a")])().status
     assert s.level < 4 and any(w.startswith("round 2 spent 150 of its 100") for w in s.warnings)
-    s = led.charge("t", 2, [Charge(M, 10, "", "b")]).status
+    s = led.open_round("t", 2, [Charge(M, 10, "", "b")])().status
     assert sum(w.startswith("round 2 spent") for w in s.warnings) == 1  # once per round
-    s = led.charge("t", 4, [Charge(M, 10, "", "c")]).status
+    s = led.open_round("t", 4, [Charge(M, 10, "", "c")])().status
     assert s.level == 4 and "beyond the task's 3 rounds" in s.warnings[-1]
 
 
 def test_unkeyed_charges_are_new_work_each_time_and_money_is_integer(led: Ledger) -> None:
     led.open_task("t", "ns", "s", budget())
-    led.charge("t", 1, [Charge(M, 10, "", "own", keyed=False)])
-    assert led.charge("t", 1, [Charge(M, 10, "", "own", keyed=False)]).status.spent == 20
+    led.open_round("t", 1, [Charge(M, 10, "", "own", keyed=False)])()
+    assert led.open_round("t", 1, [Charge(M, 10, "", "own", keyed=False)])().status.spent == 20
     big = Budget(total_micros=10**15 - 1, emergency_ratio=0.1)
     assert big.ordinary_micros == 10**15 - 1 - (10**15 - 1) // 10  # no float rounding
 
@@ -258,9 +258,27 @@ def test_a_refusal_fails_over_only_from_the_tasks_own_tools_off_step(led: Ledger
 def test_a_batch_retried_as_a_whole_books_nothing_again_even_at_other_prices(led: Ledger) -> None:
     led.open_task("t", "ns", "s", budget())
     whole = ("step:1:k", ("step", 1, (("m", 1000, 0),)))
-    led.charge("t", 1, [Charge(M, 100, "", "k:0")], whole=whole)
-    again = led.charge("t", 1, [Charge(M, 120, "", "k:0")], whole=whole)  # prices changed since
+    led.open_round("t", 1, [Charge(M, 100, "", "k:0")], whole=whole)()
+    again = led.open_round(
+        "t", 1, [Charge(M, 120, "", "k:0")], whole=whole
+    )()  # prices changed since
     assert again.status.spent == 100
     other = ("step:1:k", ("step", 1, (("m", 2000, 0),)))
     with pytest.raises(FailedPreconditionError, match="another request"):
-        led.charge("t", 1, [Charge(M, 200, "", "k:0")], whole=other)
+        led.open_round("t", 1, [Charge(M, 200, "", "k:0")], whole=other)()
+
+
+def test_a_round_opens_with_its_tools_priced_and_closes_once_per_key(led: Ledger) -> None:
+    led.open_task("t", "ns", "s", budget(tools={"calc": ToolBudget(cost_per_call_micros=7)}))
+    opened = led.open_round("t", 1, [Charge(M, 100, "", "", keyed=False)], ["calc", "calc"])()
+    assert opened.status.spent == 114  # the tool calls at the task's own price
+
+    led.close_round("t", 0, 0, ("looping", "#step:0:loop"))  # the key of round 0's loop
+    with pytest.raises(FailedPreconditionError, match="another request"):
+        led.close_round("t", 1, 50, ("another loop", "#step:0:loop"))
+    s = led.status("t")
+    assert (s.spent, s.level) == (114, 1)  # refused: nothing of it booked, the work neither
+    s = led.close_round("t", 1, 50, ("looping", "#step:1:loop"))
+    assert (s.spent, s.level) == (164, 2) and s.warnings[-1] == "cheaper model tier: looping"
+    s = led.close_round("t", 1, 50, ("looping", "#step:1:loop"))  # a retried Step
+    assert (s.spent, s.level) == (214, 2)  # its work charged again (it ran again), no step down

@@ -37,7 +37,16 @@ from typing import TypeVar
 
 import msgspec
 
-from server.core.agent.model import (
+from server.core.clock import Clock
+from server.core.errors import (
+    FailedPreconditionError,
+    FieldViolation,
+    InvalidArgumentError,
+    Location,
+    NotFoundError,
+    ResourceExhaustedError,
+)
+from server.core.ledger.model import (
     Bill,
     Budget,
     Charge,
@@ -53,16 +62,7 @@ from server.core.agent.model import (
     Task,
     ToolBudget,
 )
-from server.core.agent.ports import LedgerStore, LedgerTx
-from server.core.clock import Clock
-from server.core.errors import (
-    FailedPreconditionError,
-    FieldViolation,
-    InvalidArgumentError,
-    Location,
-    NotFoundError,
-    ResourceExhaustedError,
-)
+from server.core.ledger.ports import LedgerStore, LedgerTx
 from server.core.metrics import Metrics, NoMetrics
 from server.core.settings import LedgerSettings
 from server.core.tenancy import tenant_of
@@ -187,34 +187,29 @@ class Ledger:
             raise out
         return out
 
-    def charge(
+    def open_round(
         self,
         task_id: str,
         round_: int,
         charges: Sequence[Charge],
+        tools: Sequence[str] = (),
         whole: tuple[str, object] | None = None,
-    ) -> Charged:
-        return self.charge_soon(task_id, round_, charges, whole=whole)()
-
-    def charge_soon(
-        self,
-        task_id: str,
-        round_: int,
-        charges: Sequence[Charge],
-        also: Callable[[LedgerTx], None] | None = None,
-        whole: tuple[str, object] | None = None,
+        admit: Callable[[], None] | None = None,
     ) -> Callable[[], Charged]:
-        """Record spends that already happened (a model call's reported usage, a tool the agent
-        ran, pocketd's own work), all in one transaction: no limit can refuse them, but they move
-        the ladder. Each is idempotent by its key, like every call (one already booked is
+        """A Step's opening transaction: record spends that already happened (a model call's
+        reported usage as `charges`, a tool the agent ran as its name in `tools`, priced at the
+        task's own per-call price), all at once: no limit can refuse them, but they move the
+        ladder. Each is idempotent by its key, like every call (one already booked is
         skipped). Without charges it reads the task (its expired holds dropped). Returns the
-        task's namespace, session, budget and status after them. NOT_FOUND for a task never
-        opened, FAILED_PRECONDITION for a closed one. `charge_soon` queues the transaction at
-        once and returns its wait, so a caller may do other work meanwhile. `also`: the caller's
-        own work in the same transaction (the agent loop's acknowledged memories), done once the
-        task is found open. `whole`: (key, request) of the batch as one request (a Step's
+        task's namespace, session, budget and status after them (so a task's first Step learns
+        where the task lives in this same transaction). NOT_FOUND for a task never opened,
+        FAILED_PRECONDITION for a closed one. The transaction is queued at once
+        (`LedgerStore.start`) and the returned function waits for it, so a caller may do other
+        work meanwhile. `whole`: (key, request) of the batch as one request (a Step's
         reports): a retry of it books nothing again, even at other prices, and the same key
-        with another request is FAILED_PRECONDITION naming `idempotency_key`."""
+        with another request is FAILED_PRECONDITION naming `idempotency_key`. `admit`: the
+        caller's own checks, run once the task is found open and before anything is booked
+        (what it raises undoes the transaction)."""
         now = self._clock.now()
 
         def work(tx: LedgerTx) -> Charged:
@@ -226,24 +221,33 @@ class Ledger:
                     f"task {task_id!r} is closed", "TASK_CLOSED", Location("task_id")
                 )
             changed = self._expire(tx, task, now)
-            if also is not None:
-                also(tx)
+            if admit is not None:
+                admit()
             retried = False
             if whole is not None:
                 retried = self._replayed(tx, task_id, whole[0], whole[1], object) is not None
                 if not retried:
                     self._record(tx, task_id, whole[0], whole[1], True)
-            for c in () if retried else charges:
+            priced = [
+                Charge(
+                    SpendKind.TOOL_CALL,
+                    task.budget.tools.get(t, _NO_TOOL).cost_per_call_micros,
+                    t,
+                    "",
+                    keyed=False,
+                )
+                for t in tools
+            ]
+            batch = [*charges, *priced]
+            for c in () if retried else batch:
                 request = ("charge", task_id, round_, int(c.kind), c.amount, c.tool)
                 if c.keyed and self._replayed(tx, task_id, c.key, request, object) is not None:
                     continue
-                _book(task, c.kind, round_, c.tool, c.amount)
-                task.round = max(task.round, round_)
-                self._climb(task)
+                self._charge(task, round_, c)
                 if c.keyed:
                     self._record(tx, task_id, c.key, request, True)
                 changed = True
-            if charges:
+            if batch:
                 changed |= self._past_limits(task, round_)
             if changed:
                 tx.put_task(task)
@@ -251,25 +255,28 @@ class Ledger:
 
         return self._store.start(work)
 
-    def step_down(self, task_id: str, why: str, key: str) -> Status:
-        """One step down the degrade ladder (loop detection), with its reason as a warning."""
+    def close_round(
+        self,
+        task_id: str,
+        round_: int,
+        own: int,
+        down: tuple[str, str] | None = None,
+    ) -> Status:
+        """A Step's closing transaction, all at once: one step down the degrade ladder (`down`:
+        (why, key) of a loop, with its reason as a warning; once per key: a retried Step does
+        not step down again) and pocketd's own work (`own` micros, new work each time it runs,
+        so nothing is recorded under a key). The status after them."""
         now = self._clock.now()
-        request = ("down", task_id, why)
 
         def work(tx: LedgerTx) -> Status:
-            done = self._replayed(tx, task_id, key, request, Status)
-            if done is not None:
-                return done
             task = self._open(tx, task_id, now)
-            if task.level < 4:
-                task.level += 1
-                _warn(task, f"{LEVELS[task.level]}: {why}")
-                if task.level == 4:
-                    self._fail_over(task, why)
+            if down is not None:
+                self._step_down(tx, task, *down)
+            if own:
+                self._charge(task, round_, Charge(SpendKind.MEMORY, own, "", "", keyed=False))
+                self._past_limits(task, round_)
             tx.put_task(task)
-            out = self._status(task)
-            self._record(tx, task_id, key, request, out)
-            return out
+            return self._status(task)
 
         return self._store.run(work)
 
@@ -363,6 +370,23 @@ class Ledger:
         return self._store.run(work)
 
     # -- inside a transaction
+
+    def _charge(self, task: Task, round_: int, c: Charge) -> None:
+        _book(task, c.kind, round_, c.tool, c.amount)
+        task.round = max(task.round, round_)
+        self._climb(task)
+
+    def _step_down(self, tx: LedgerTx, task: Task, why: str, key: str) -> None:
+        """One step down the ladder (loop detection), once per `key`."""
+        request = ("down", task.task_id, why)
+        if self._replayed(tx, task.task_id, key, request, Status) is not None:
+            return
+        if task.level < 4:
+            task.level += 1
+            _warn(task, f"{LEVELS[task.level]}: {why}")
+            if task.level == 4:
+                self._fail_over(task, why)
+        self._record(tx, task.task_id, key, request, self._status(task))
 
     def _settle(
         self, task_id: str, reservation_id: str, actual: int, key: str, commit: bool

@@ -15,9 +15,9 @@ from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from server.adapters.sqlite_ledger import SqliteLedgerStore
-from server.core.agent.ledger import Ledger
-from server.core.agent.model import Budget, Charge, SpendKind, ToolBudget
 from server.core.errors import FailedPreconditionError, ResourceExhaustedError
+from server.core.ledger.ledger import Ledger
+from server.core.ledger.model import Budget, Charge, SpendKind, ToolBudget
 from server.core.settings import LedgerSettings
 from tests.conftest import FakeClock
 
@@ -134,9 +134,9 @@ class LedgerMachine(RuleBasedStateMachine):
         ),
         forward=st.sampled_from([0, 0, 1]),
     )
-    def charge(self, batch: list[tuple[int, bool, int, bool]], forward: int) -> None:
-        """Spends that happened, booked once per key: a key seen before (a retried Step) is
-        skipped; an unkeyed charge (pocketd's own work) is booked each time. A key is one
+    def open_round(self, batch: list[tuple[int, bool, int, bool]], forward: int) -> None:
+        """A Step's opening transaction: spends that happened, booked once per key: a key seen
+        before (a retried Step) is skipped; an unkeyed charge is booked each time. A key is one
         amount and tool here (the same key for another request is a refusal, tested apart)."""
         rnd = max(self.ref.round, 1) + forward
         items = []
@@ -144,7 +144,7 @@ class LedgerMachine(RuleBasedStateMachine):
             k = f"c{key}:{amount}:{tool}:{rnd}"
             kind = SpendKind.TOOL_CALL
             items.append(Charge(kind, amount, "calc" if tool else "", k, keyed=keyed))
-        self.led.charge("t", rnd, items)
+        self.led.open_round("t", rnd, items)()
         booked = False
         for c in items:
             if c.keyed and c.key in self.charged:
@@ -156,6 +156,25 @@ class LedgerMachine(RuleBasedStateMachine):
             self.ref.by_round[rnd] = self.ref.by_round.get(rnd, 0) + c.amount
             self.ref.calls += 1 if c.tool else 0
         if booked:  # the task's round moves with what is booked
+            self.ref.round = max(self.ref.round, rnd)
+
+    @rule(own=st.integers(0, 200), loop=st.booleans(), forward=st.sampled_from([0, 0, 1]))
+    def close_round(self, own: int, loop: bool, forward: int) -> None:
+        """A Step's closing transaction: pocketd's own work, booked each time it runs (a retried
+        Step ran it again), and a loop's step down, once per round's key: neither is refused,
+        and a step down moves only the ladder (under soft_stop, no refusal follows from it)."""
+        rnd = max(self.ref.round, 1) + forward
+        down = ("the same action 3 times in a row", f"#step:{rnd}:loop") if loop else None
+        before = self.led.status("t").level
+        s = self.led.close_round("t", rnd, own, down)
+        assert s.level >= before
+        if down is not None and before < 4 and down[1] not in self.charged:
+            assert s.level >= before + 1  # stepped down (and perhaps climbed too)
+        if down is not None:
+            self.charged.add(down[1])
+        if own:
+            self.ref.spent += own
+            self.ref.by_round[rnd] = self.ref.by_round.get(rnd, 0) + own
             self.ref.round = max(self.ref.round, rnd)
 
     @rule(seconds=st.sampled_from([1.0, 30.0, 60.0]))

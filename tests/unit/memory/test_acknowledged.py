@@ -1,22 +1,28 @@
-"""The agent loop's memory writer on a real engine and a real ledger file: queued writes land in
-batches under their chosen ids, a bad memory does not hold back the others and stays kept,
-what was kept is written again after a restart, backpressure writes on the call, and close
-writes what is queued."""
+"""The engine's intake of acknowledged memories on a real engine and its own file: queued writes
+land in batches under their chosen ids, a bad memory does not hold back the others and stays
+kept, what was kept is written again after a restart (also what an older ledger file kept),
+backpressure writes on the call, close writes what is queued, and the engine's own calls read
+what was acknowledged."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
 
+from server.adapters.acknowledged_file import SqliteAcknowledgedStore
 from server.adapters.sqlite_ledger import SqliteLedgerStore
-from server.core.agent.memory_writer import MemoryWriter, Pending, PendingWrites
+from server.app import keep_acknowledged
 from server.core.deadline import Deadline
 from server.core.engine import MemoryEngine
 from server.core.errors import DeadlineExceededError, NotFoundError
-from server.core.memory.model import Blob, Kind, Record
+from server.core.memory.acknowledged import Kept, MemoryWriter, Pending
+from server.core.memory.model import Blob, Kind, MemoryFilter, RecallQuery, Record
+from tests.conftest import make_settings
 
 
 def pending(n: int, text: str | None = None, blob: Blob | None = None) -> Pending:
@@ -35,11 +41,15 @@ def stored(engine: MemoryEngine, n: int) -> str:
     return engine.get("ns", f"m-{n}", False)[0].text
 
 
-def kept(tmp: Path, batch: list[Pending]) -> tuple[SqliteLedgerStore, PendingWrites]:
-    store = SqliteLedgerStore(tmp / "ledger.sqlite3")
-    pw = PendingWrites(store)
-    store.run(lambda tx: pw.keep(tx, batch))
+def kept(tmp: Path, batch: list[Pending]) -> tuple[SqliteAcknowledgedStore, Kept]:
+    store = SqliteAcknowledgedStore(tmp / "acknowledged.sqlite3")
+    pw = Kept(store)
+    pw.keep(batch)
     return store, pw
+
+
+def writer(engine: MemoryEngine, **kw: Any) -> MemoryWriter:
+    return MemoryWriter(engine.encode, engine.remember, **kw)
 
 
 def test_kept_writes_land_under_their_ids_and_are_dropped(
@@ -48,7 +58,7 @@ def test_kept_writes_land_under_their_ids_and_are_dropped(
     batch = [pending(n) for n in range(40)]
     store, pw = kept(tmp_path, batch)
     assert [p.record.memory_id for p in pw.load()] == [f"m-{n}" for n in range(40)]
-    w = MemoryWriter(engine, written=pw.done)
+    w = writer(engine, written=pw.done)
     for p in batch:
         w.submit(p)
     assert w.flush(timeout=120)
@@ -65,7 +75,7 @@ def test_a_bad_memory_does_not_hold_back_its_batch_and_stays_kept_for_the_next_s
 ) -> None:
     bad = pending(2, text="", blob=Blob("file:///shot.png", "image/png"))  # nothing to encode
     store, pw = kept(tmp_path, [pending(1), bad, pending(3)])
-    w = MemoryWriter(engine, written=pw.done)
+    w = writer(engine, written=pw.done)
     for p in pw.load():
         w.submit(p)
     assert w.flush(timeout=120)
@@ -75,12 +85,12 @@ def test_a_bad_memory_does_not_hold_back_its_batch_and_stays_kept_for_the_next_s
     with pytest.raises(NotFoundError):
         stored(engine, 2)
     store.close()
-    again = PendingWrites(SqliteLedgerStore(tmp_path / "ledger.sqlite3"))  # a restart
+    again = Kept(SqliteAcknowledgedStore(tmp_path / "acknowledged.sqlite3"))  # a restart
     assert [p.record.memory_id for p in again.load()] == ["m-2"]
 
 
 def test_backpressure_and_close_write_on_the_call(engine: MemoryEngine) -> None:
-    w = MemoryWriter(engine, max_pending=0)
+    w = writer(engine, max_pending=0)
     w.submit(pending(7))  # nothing may queue: written before submit returns
     assert stored(engine, 7)
     w.close()
@@ -119,7 +129,7 @@ def test_settle_writes_its_own_namespace_on_the_call_and_waits_for_no_other(
     """Namespace a's batch is stuck in the writer thread; b's settle takes b's queued memory,
     writes it on the call and returns, and a's settle waits for a's batch (its deadline says
     so), which a later write in a never extends."""
-    w = MemoryWriter(engine)
+    w = writer(engine)
     gate, inside = threading.Event(), threading.Event()
     real = w._remember
 
@@ -144,3 +154,54 @@ def test_settle_writes_its_own_namespace_on_the_call_and_waits_for_no_other(
     finally:
         gate.set()
         w.close()
+
+
+def test_the_engines_own_calls_read_what_was_acknowledged(
+    engine: MemoryEngine, tmp_path: Path
+) -> None:
+    """Read-your-writes is the engine's rule: with its writer thread held, a Get (and a List)
+    of the namespace writes the acknowledged memory first; a Recall told not to settle does
+    not."""
+    intake = engine.keep_acknowledged(SqliteAcknowledgedStore(tmp_path / "acknowledged.sqlite3"))
+    w: Any = intake._writer
+    gate = threading.Event()
+    real = w._remember
+
+    def held(batch: list[Pending]) -> None:
+        gate.wait(120)
+        real(batch)
+
+    w._remember = held
+    try:
+        engine.acknowledge([pending(5)])
+        assert intake.pending() == 1  # queued, held back
+        rq = RecallQuery(namespace="ns", text="Ticket T-5 was fixed", top_k=5)
+        assert engine.recall(rq, Deadline(60), settle=False).hits == []
+        assert stored(engine, 5).startswith("Ticket T-5 ")  # settled on the call
+        assert [r.memory_id for r in engine.list("ns", MemoryFilter(), 10, None).records] == ["m-5"]
+    finally:
+        gate.set()
+
+
+def test_an_older_ledger_files_kept_memories_are_handed_over_and_written(
+    engine: MemoryEngine, tmp_path: Path
+) -> None:
+    """A ledger file from before the intake kept the Step's memories beside its charges: at
+    start-up they move to the intake's file (none lost, none left behind) and are written."""
+    path = tmp_path / "ledger.sqlite3"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE pending_memories (memory_id TEXT PRIMARY KEY, body BLOB NOT NULL)")
+    for p in (pending(1), pending(2)):
+        db.execute(
+            "INSERT INTO pending_memories VALUES (?, ?)",
+            (p.record.memory_id, msgspec.msgpack.encode(p)),
+        )
+    db.commit()
+    db.close()
+    ledger = SqliteLedgerStore(path)
+    keep_acknowledged(make_settings(tmp_path), engine, ledger)  # as `pocketd serve` starts
+    intake: Any = engine._acknowledged
+    assert intake.flush(120)
+    assert stored(engine, 1) and stored(engine, 2)
+    assert ledger.hand_over_memories(intake.adopt) == 0  # gone from the ledger's file
+    ledger.close()

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from server.adapters.sqlite_ledger import SqliteLedgerStore
-from server.core.agent.ledger import MAX_MICROS, MAX_WARNINGS, Ledger
-from server.core.agent.model import Budget, Charge, SpendKind
 from server.core.errors import ResourceExhaustedError
+from server.core.ledger.ledger import MAX_MICROS, MAX_WARNINGS, Ledger
+from server.core.ledger.model import Budget, Charge, SpendKind
 from server.core.settings import LedgerSettings
 from tests.conftest import FakeClock
 
@@ -59,8 +59,8 @@ def test_charges_past_a_64_bit_integer_saturate(tmp_path: Path, clock: FakeClock
     led = open_ledger(tmp_path, clock)
     led.open_task("t", "ns", "s", Budget(total_micros=10**6))
     charges = [Charge(M, MAX_MICROS, "", "", keyed=False)] * 20_000  # 2e19 micros in all
-    led.charge("t", 1, charges)
-    status = led.charge("t", 1, [Charge(M, 1, "", "", keyed=False)]).status  # still writable
+    led.open_round("t", 1, charges)()
+    status = led.open_round("t", 1, [Charge(M, 1, "", "", keyed=False)])().status  # still writable
     assert status.spent < 2**63 and status.level == 4
 
 

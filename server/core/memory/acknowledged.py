@@ -1,10 +1,11 @@
-"""The agent loop's memory writes, off the call: a Step chooses each memory's id and returns at
-once, and one thread writes them through the engine's write gate.
-
-What a Step acknowledges is durable first: its memories are kept in the ledger's file
-(`PendingWrites.keep`) in the same transaction as the Step's last charge, and dropped once
-written. At start-up the loop writes what a crash left there (`PendingWrites.load`). A memory
-whose write fails stays kept, and is tried again at the next start.
+"""The engine's intake of acknowledged memories: memories a caller (the agent loop's Step)
+acknowledged under ids it chose, before they are written. `Acknowledged.accept` keeps them
+durable (`AcknowledgedStore`: the memory side's own file, `<data_dir>/acknowledged.sqlite3`)
+and returns at once; one thread writes them through the engine's write gate, and their kept
+copies go once written. At start-up the engine writes what a crash left kept (`replay`); a
+ledger file of an older pocketd, which kept them with the Step's last charge, hands its kept
+memories over first (`adopt`). A memory whose write fails stays kept, and is tried again at the
+next start.
 
 Encoding and a durable write take tens of ms each, and an agent loop writes about one memory a
 round (a key event, a long tool output stored for `Get`). Written one by one, the writes fell
@@ -18,19 +19,22 @@ reason other than the engine's refusal (the disk) is also written again by the n
 settles its namespace; one the engine refused is not (it would only fail again until the
 configuration changes), so it never holds its namespace's calls back.
 
-Backpressure: with `max_pending` writes queued, a Step writes its own on the call.
+Backpressure: with `max_pending` writes queued, `accept` writes them on the call.
 
-Read-your-writes: an id a Step returns behaves like a record from that moment. Every
-MemoryService call on a namespace first settles it (`settle`): it takes the namespace's queued
-memories (the replayed ones of a restart too) and those whose write failed onto its own thread
-and writes them, and waits for the ones the writer thread is writing now (one batch at most).
-So Get finds the memory, Forget erases it, and a client's upsert of its id lands after the
-queued write and wins; a restart never replays a memory the store has held (a Forget's erasure
-stays). A settle writes only its own namespace's memories and waits for nothing acknowledged
-after it began, so neither another namespace's flood nor a stream of new Steps can hold it
-back. (Writing before the answer would put an encoder batch and a durable write on every Step;
-the barrier costs only the calls that race a Step.) The writer thread takes one memory of each
-namespace in turn, so one namespace's flood does not delay the others' writes either.
+Read-your-writes is the engine's rule: an acknowledged id behaves like a record from that
+moment. Every engine call that reads or changes a namespace (Remember, Recall, Get, Forget,
+List, Stats, Reconcile, Unsupersede, EndSession, Maintain) first settles it (`settle`): it
+takes the namespace's queued memories (the replayed ones of a restart too) and those whose
+write failed onto its own thread and writes them, and waits for the ones the writer thread is
+writing now (one batch at most). So Get finds the memory, Forget erases it, and a client's
+upsert of its id lands after the queued write and wins; a restart never replays a memory the
+store has held (a Forget's erasure stays). A settle writes only its own namespace's memories and
+waits for nothing acknowledged after it began, so neither another namespace's flood nor a
+stream of new Steps can hold it back. (Writing before the answer would put an encoder batch and
+a durable write on every Step; the barrier costs only the calls that race a Step.) A Step's own
+Recall does not settle (it would put the previous Steps' writes on its call). The writer thread
+takes one memory of each namespace in turn, so one namespace's flood does not delay the others'
+writes either.
 """
 
 from __future__ import annotations
@@ -42,19 +46,30 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from server.core.agent.ports import LedgerStore, LedgerTx
 from server.core.deadline import Deadline
-from server.core.engine import MemoryEngine
 from server.core.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
     UnavailableError,
 )
-from server.core.memory.model import GateDecision, NewMemory, Record, WriteHints
+from server.core.memory.model import (
+    GateDecision,
+    NewMemory,
+    Record,
+    Vector,
+    WriteHints,
+    WriteResult,
+)
+from server.core.memory.ports import AcknowledgedStore
 from server.core.priority import run_below_readers
 
 log = logging.getLogger(__name__)
 BATCH = 32
+CLOSE_SECONDS = 30.0  # at shutdown, the longest kept memories wait (the next start writes the rest)
+MAX_REPLAYS = 3  # start-ups that try a kept memory again before it is given up (logged)
+MAX_PENDING_WRITES = 256  # beyond this many queued memory writes, `accept` writes on the call
+Encode = Callable[[list[str]], Vector]
+Write = Callable[[list[NewMemory]], list[WriteResult]]
 
 
 class Pending(msgspec.Struct):
@@ -66,25 +81,34 @@ class Pending(msgspec.Struct):
         return NewMemory(self.record, None, hints=WriteHints(remember=True), client_memory_id=True)
 
 
-class PendingWrites:
-    """The acknowledged memories not yet written, kept in the ledger's file.
+def _body(p: Pending) -> tuple[str, bytes]:
+    return p.record.memory_id, msgspec.msgpack.encode(p)
+
+
+class Kept:
+    """The acknowledged memories not yet written, in the intake's store (None: not kept, and a
+    crash may lose them).
 
     Dropping a written memory's copy needs no fsync of its own (after a crash, one still kept
-    is written again: the same id and text), so the drops ride along with the next Step's
-    transaction (`keep`), and `flush` commits what is left at shutdown."""
+    is written again: the same id and text), so the drops ride along with the next `keep`, and
+    `flush` commits what is left at shutdown."""
 
-    def __init__(self, store: LedgerStore) -> None:
+    def __init__(self, store: AcknowledgedStore | None) -> None:
         self._store = store
         self._lock = threading.Lock()
         self._written: list[str] = []
 
-    def keep(self, tx: LedgerTx, batch: Sequence[Pending]) -> None:
-        for p in batch:
-            tx.put_pending(p.record.memory_id, msgspec.msgpack.encode(p))
+    def keep(self, batch: Sequence[Pending]) -> None:
+        """Keep `batch` durable, with the drops of what was written since the last keep."""
+        if self._store is None:
+            return
         with self._lock:
             written, self._written = self._written, []
-        if written:
-            tx.drop_pending(written)  # (lost with the transaction if it fails: written again)
+        try:
+            self._store.keep([_body(p) for p in batch], written)
+        except BaseException:
+            self.done(written)  # dropped with a later keep
+            raise
 
     def sort_out(
         self, known: Callable[[Pending], bool], max_replays: int
@@ -106,13 +130,8 @@ class PendingWrites:
             else:
                 p.replays += 1
                 again.append(p)
-
-        def work(tx: LedgerTx) -> None:
-            tx.drop_pending(drop)
-            for p in again:
-                tx.put_pending(p.record.memory_id, msgspec.msgpack.encode(p))
-
-        self._store.run(work)
+        if self._store is not None and (again or drop):
+            self._store.keep([_body(p) for p in again], drop)
         return again, len(drop) - given_up, given_up
 
     def done(self, memory_ids: list[str]) -> None:
@@ -122,12 +141,83 @@ class PendingWrites:
     def flush(self) -> None:
         with self._lock:
             written, self._written = self._written, []
-        if written:
-            self._store.run(lambda tx: tx.drop_pending(written))
+        if written and self._store is not None:
+            self._store.keep([], written)
 
     def load(self) -> list[Pending]:
-        bodies = self._store.run(lambda tx: tx.pending())
+        bodies = [] if self._store is None else self._store.load()
         return [msgspec.msgpack.decode(b, type=Pending) for b in bodies]
+
+
+class Acknowledged:
+    """The intake: `accept` keeps a batch durable and queues it, `settle` writes a namespace's
+    queued memories before a call reads or changes it, `replay` (at start-up) writes what a
+    crash left kept, `adopt` takes over memories kept elsewhere (an older ledger file)."""
+
+    def __init__(
+        self,
+        store: AcknowledgedStore | None,
+        encode: Encode,
+        write: Write,
+        known: Callable[[str, str], bool],
+        nice: int = 0,
+        max_pending: int = MAX_PENDING_WRITES,
+    ) -> None:
+        """`encode`, `write`: the engine's encoder and its write path (which does not settle);
+        `known`: whether the store has ever held a memory id in a namespace. `nice`: the
+        writer thread's niceness."""
+        self._store = store
+        self._kept = Kept(store)
+        self._known = known
+        self._writer = MemoryWriter(encode, write, nice, max_pending, self._kept.done)
+
+    def accept(self, batch: Sequence[Pending]) -> None:
+        """Keep `batch` durable, then queue it to be written off the call."""
+        if not batch:
+            return
+        self._kept.keep(batch)
+        for p in batch:
+            self._writer.submit(p)
+
+    def settle(self, namespace: str, deadline: Deadline) -> None:
+        """Every memory acknowledged in `namespace` before this call is in the store once it
+        returns (`MemoryWriter.settle`)."""
+        self._writer.settle(namespace, deadline)
+
+    def adopt(self, bodies: Sequence[bytes]) -> int:
+        """Keep here the memories another store kept (encoded `Pending`s: an older ledger
+        file's), to be written by the next `replay`; how many."""
+        batch = [msgspec.msgpack.decode(b, type=Pending) for b in bodies]
+        self._kept.keep(batch)
+        return len(batch)
+
+    def replay(self) -> int:
+        """Write the memories a crash left acknowledged and unwritten; how many. One the store
+        already has is not written again (a Forget or an Update since stays)."""
+        again, there, given_up = self._kept.sort_out(
+            lambda p: self._known(p.record.namespace, p.record.memory_id), MAX_REPLAYS
+        )
+        for p in again:
+            self._writer.submit(p, behind=False)
+        if there or given_up:
+            log.info("kept agent memories: %d already written, %d given up", there, given_up)
+        return len(again)
+
+    def pending(self) -> int:
+        """Memories queued or being written."""
+        return self._writer.pending()
+
+    def flush(self, timeout: float) -> bool:
+        """Wait until what was queued so far is written; whether it was, within `timeout`."""
+        return self._writer.flush(timeout)
+
+    def close(self) -> None:
+        """Finish the writes queued so far (before the engine closes); kept ones wait at most
+        `CLOSE_SECONDS` (the next start writes the rest), then the store closes."""
+        self._writer.close(None if self._store is None else CLOSE_SECONDS)
+        self._kept.flush()  # the copies of what was written since the last accept
+        if self._store is not None:
+            self._store.close()
 
 
 class MemoryWriter:
@@ -138,14 +228,17 @@ class MemoryWriter:
 
     def __init__(
         self,
-        engine: MemoryEngine,
+        encode: Encode,
+        write: Write,
         nice: int = 0,
-        max_pending: int = 256,
+        max_pending: int = MAX_PENDING_WRITES,
         written: Callable[[list[str]], None] | None = None,
     ) -> None:
-        """`written`: told the ids of each batch written (or merged, or refused by the gate),
-        so that their kept copies can go."""
-        self._engine = engine
+        """`encode`, `write`: the engine's encoder and write path. `written`: told the ids of
+        each batch written (or merged, or refused by the gate), so that their kept copies can
+        go."""
+        self._encode = encode
+        self._write_items = write
         self._written = written
         self._nice = nice
         self._max = max_pending
@@ -308,10 +401,10 @@ class MemoryWriter:
             if p.gist not in ("", p.record.text)
         ]
         if summarized:
-            vectors = self._engine.encode([gist for gist, _ in summarized])
+            vectors = self._encode([gist for gist, _ in summarized])
             for (_, it), v in zip(summarized, vectors, strict=True):
                 it.vector = v
-        results = self._engine.remember(items)
+        results = self._write_items(items)
         for p, res in zip(batch, results, strict=True):
             mid = p.record.memory_id
             if res.memory_id != mid or res.decision != GateDecision.STORED:

@@ -1,0 +1,138 @@
+"""The Step's recall and the user's profile (RECALL_MODE_AUTO: for this round's input, or the
+observation, or the goal; in RECALL_MODE_ACTIVE only when the action calls search_memory), and
+once a task, the outcomes of the user's earlier tasks."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from server.core.agent.context import Recalled
+from server.core.agent.ports import Memory
+from server.core.agent.step_io import Round
+from server.core.deadline import Deadline
+from server.core.ledger.model import Status
+from server.core.memory.model import Hit, Kind, MemoryFilter, RecallQuery
+from server.core.settings import AgentSettings
+
+# The user's profile: their preferences, and what they said that may be one (`said` read it as
+# one, or as likelier one than anything else though below its floor: the safety net for a
+# statement in words the head has not learnt).
+PROFILE = MemoryFilter(
+    kinds=(Kind.PREFERENCE, Kind.EPISODE), tags=("key:preference", "key:maybe-preference")
+)
+# The key events that are a task's outcome (a stage completed, an error fixed).
+OUTCOMES = frozenset({"stage", "fixed"})
+OUTCOME_CANDIDATES = 8  # the earlier outcomes nearest a goal, of which the newest are shown
+
+
+class Recaller:
+    def __init__(self, engine: Memory, settings: AgentSettings, max_query_chars: int) -> None:
+        """`max_query_chars`: a Recall's query limit (`limits.max_query_chars`): the Step's
+        queries are cut to it."""
+        self._engine = engine
+        self._s = settings
+        self._max_query = max_query_chars
+
+    def __call__(self, ns: str, query: str, deadline: Deadline) -> tuple[list[Recalled], int]:
+        """The top `recall_top_k` memories for `query`, then the user's profile: the
+        `profile_top_k` most relevant of their preferences and the inputs likelier one
+        (`PROFILE`) not among them, with no relevance floor ("reach me the usual way" shares
+        few words with "I'd rather you used chat"), and its cost in micros. A stated
+        preference is needed sessions later, when a round's own facts (tickets, tool outputs)
+        outrank it; its second search is by the query's cached vector alone. Nothing without a
+        text encoder (a query needs a vector; the Step says so)."""
+        if not self._engine.can_encode():
+            return [], 0
+        query = query[: self._max_query]  # what the Recall RPC accepts as a query
+        # The Step's Recall does not wait for the loop's own memories still being written.
+        hits = self._engine.recall(
+            RecallQuery(namespace=ns, text=query, top_k=self._s.recall_top_k),
+            deadline,
+            settle=False,
+        )
+        units = hits.cost_units
+        found = list(hits.hits)
+        vector = self._engine.cached_vector(ns, query) if self._s.profile_top_k else None
+        if vector is None and self._s.profile_top_k and hits.hits:  # evicted meanwhile
+            vector = self._engine.routing_vector(RecallQuery(namespace=ns, text=query), deadline)
+        if self._s.profile_top_k and vector is not None:  # None: nothing stored yet
+            # A profile, not a search: the closest by meaning, however far, on the vector the
+            # Recall just encoded (no keyword channel: "reach me the usual way" shares no word
+            # with "I'd rather you used chat").
+            profile = self._engine.recall(
+                RecallQuery(
+                    namespace=ns,
+                    vector=vector,
+                    top_k=self._s.profile_top_k,
+                    filter=PROFILE,
+                    min_score=0.0,
+                ),
+                deadline,
+                settle=False,
+            )
+            units += profile.cost_units
+            seen = {h.record.memory_id for h in found}
+            found += [h for h in profile.hits if h.record.memory_id not in seen]
+        cost = math.ceil(units * self._s.recall_micros_per_kilounit / 1000)
+        return [_recalled(h) for h in found], cost
+
+    def outcomes(self, rd: Round) -> None:
+        """Once a task, the newest `earlier_outcomes` outcomes of the user's earlier tasks
+        (memories of a stage completed or an error fixed, of another session), among the
+        `OUTCOME_CANDIDATES` nearest the task's goal, kept in the task's state: what happened
+        last time, in every round's context. Unlike the round's recall, this one waits for
+        what the namespace acknowledged (the task before may have closed a moment ago)."""
+        s = rd.s
+        if s.outcomes is not None or rd.quiet or not rd.storable:
+            return
+        s.outcomes = []
+        if not self._s.earlier_outcomes:
+            return
+        hits = self._engine.recall(
+            RecallQuery(
+                namespace=s.namespace,
+                text=s.goal[: self._max_query],
+                top_k=OUTCOME_CANDIDATES,
+                filter=MemoryFilter(tags=tuple(f"key:{w}" for w in sorted(OUTCOMES))),
+                min_score=0.0,
+            ),
+            rd.deadline,
+        )
+        earlier = [h for h in hits.hits if h.record.session_id != s.session_id]
+        earlier.sort(key=lambda h: -h.record.created_at)
+        s.outcomes = [_recalled(h) for h in earlier[: self._s.earlier_outcomes]]
+        rd.cost += math.ceil(hits.cost_units * self._s.recall_micros_per_kilounit / 1000)
+
+    def while_opening(self, rd: Round, opened: Callable[[], Status]) -> Status:
+        """The round's recall, run while the Step's opening transaction commits; the status
+        after it (`opened`). A paused task's recall is dropped (a paused task does no more work
+        until its budget is raised); one resumed since the last Step recalls once it knows."""
+        r, s = rd.r, rd.s
+        rd.query = r.input or r.observation or s.goal
+        wanted = not s.active_recall and bool(rd.query) and not r.parse_only
+        was_paused = s.state == "paused"
+        cost = 0
+        if wanted and not was_paused:
+            rd.memories, cost = self(s.namespace, rd.query, rd.deadline)
+        status = opened()
+        s.state = status.state
+        rd.paused = status.state == "paused"
+        if wanted and was_paused and not rd.paused:  # resumed by RaiseBudget since the last Step
+            rd.memories, cost = self(s.namespace, rd.query, rd.deadline)
+        rd.quiet = r.parse_only or rd.paused
+        if rd.paused:
+            rd.memories, cost = [], 0
+        rd.cost += cost
+        return status
+
+
+def _recalled(h: Hit) -> Recalled:
+    return Recalled(
+        h.record.memory_id,
+        h.record.text,
+        h.score.final,
+        h.record.source_type.name.lower(),
+        1.0 if h.record.source_type.name == "OFFICIAL_DOCUMENT" else 0.7,
+        h.record.created_at,
+    )

@@ -1,0 +1,75 @@
+"""`AgentLoop.step` against fakes, without a server: what a first Step checks before anything is
+booked, a paused task's Steps, and a Step that fails late committing its key events on its
+retry."""
+
+from __future__ import annotations
+
+import pytest
+
+from server.core.agent.step_io import StepIn, Usage
+from server.core.deadline import Deadline
+from server.core.errors import FailedPreconditionError, InvalidArgumentError, UnavailableError
+from server.core.ledger.model import Budget, Failover
+from server.core.memory.model import Kind, Record
+from tests.unit.agent.fakes import Rig, recall_cost, rig
+
+SAID = "For the record, I prefer email only."
+
+
+@pytest.fixture
+def r() -> Rig:
+    return rig()
+
+
+def test_a_first_step_refused_by_its_own_checks_books_nothing(r: Rig) -> None:
+    usage = (Usage("m", 1000, 0),)
+    with pytest.raises(FailedPreconditionError, match="needs its goal"):
+        r.loop.step(StepIn("t", 1, usage=usage, key="k"), Deadline(10))
+    with pytest.raises(InvalidArgumentError):
+        r.loop.step(StepIn("t", 1, goal="Help", usage=usage), Deadline(10))  # no key
+    with pytest.raises(InvalidArgumentError):
+        r.loop.step(StepIn("t", 1, goal="Help", tools=({"name": 3},), key="k"), Deadline(10))
+    assert r.ledger.status("t").spent == 0 and len(r.loop._sessions) == 0
+    out = r.loop.step(StepIn("t", 1, goal="Help", usage=usage, key="k"), Deadline(10))
+    assert out.status.spent == 1000 + out.step_cost  # booked once it is admitted
+
+
+def test_a_paused_task_is_charged_and_does_no_more_work_until_raised() -> None:
+    """No recall, context or action while paused; what the user says is still kept (a memory,
+    charged as one: nothing the user said is lost while the budget is raised)."""
+    r = rig(Budget(total_micros=1000, failover=Failover.PAUSE))
+    r.memory.records["ns"] = [Record(memory_id="m-1", namespace="ns", kind=Kind.FACT, text="help")]
+    spend = StepIn("t", 1, goal="Help", input="help me", usage=(Usage("m", 850, 0),), key="k")
+    out = r.loop.step(spend, Deadline(10))
+    assert out.status.state == "paused" and out.failover is not None
+    assert out.memories == [] and out.context == ""  # its recall dropped
+    kept = r.settings.remember_micros
+    assert out.step_cost == kept and len(out.committed) == 1  # the input, kept
+    later = r.loop.step(StepIn("t", 2, input="help again"), Deadline(10))
+    assert r.memory.recalls == ["help me"] and later.memories == []  # paused: no recall started
+    r.ledger.raise_budget("t", 10_000, "raise")
+    resumed = r.loop.step(StepIn("t", 3, input="help once more"), Deadline(10))
+    assert resumed.status.state == "open" and resumed.memories[0].memory_id == "m-1"
+    outcomes = recall_cost(r.memory.units, r.settings, searches=1)  # its first work: once a task
+    assert resumed.step_cost == recall_cost(r.memory.units, r.settings) + kept + outcomes
+
+
+def test_a_step_that_fails_at_close_commits_its_key_events_on_the_retry(
+    r: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = r.ledger.close_round
+    calls: list[int] = []
+
+    def once(*args: object) -> object:
+        calls.append(1)
+        if len(calls) == 1:
+            raise UnavailableError("the ledger did not answer")
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(r.ledger, "close_round", once)
+    req = StepIn("t", 1, goal="Help", input=SAID)
+    with pytest.raises(UnavailableError):
+        r.loop.step(req, Deadline(10))
+    assert r.memory.acknowledged == []  # nothing acknowledged before the money was booked
+    again = r.loop.step(req, Deadline(10))
+    assert len(again.committed) == 1 and r.memory.acknowledged == again.committed
