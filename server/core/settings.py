@@ -1175,8 +1175,10 @@ class AgentSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     commit_threshold: Annotated[float, between(0.0, 1.0)] = 0.7
     # The same action this many rounds in a row is a loop: Step says to stop or change course.
     loop_repeat: Annotated[int, between(2, 100)] = 3
-    # Memories a Step recalls for the round's context.
-    recall_top_k: Annotated[int, between(1, 100)] = 5
+    # Memories a Step recalls for the round's context (3: chosen on the agent bench's seen and
+    # held-out wordings, 2026-12-07, issue 32; 5 showed earlier sessions' tool outputs no round
+    # used).
+    recall_top_k: Annotated[int, between(1, 100)] = 3
     # Beside them, the user's profile: the most relevant of their preferences (memories of kind
     # preference: an input Step read as one, or Remember with that kind) and of the inputs Step
     # kept as episodes that read likelier a preference than anything else, not already
