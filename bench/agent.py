@@ -12,9 +12,10 @@ cost, tokenizer and prices.
   **trivial**, the goal and the user's current message only;
 - **pocketd**: two Steps a round against a real `pocketd serve` (`bench.agent_pocketd`).
 
-The headline wordings are the blind ones (`--wording blind`, the default: written from the task
-description alone, read only after the rules were frozen); `seen` (the rules were extended on
-them) and `held-out` are labelled rows. Cost is given routed and at one price (every token at
+The headline wordings are the blind ones (`--wording blind2`, the default: written from the task
+description alone for issue 32, half in Chinese, read only after the `said` head and the
+defaults were frozen); `blind` (issue 28's, read since), `seen` and `held-out` (both in the
+head's training set) are labelled rows. Cost is given routed and at one price (every token at
 the medium route's price); `--small-context N` makes the stand-in read only the last N tokens of
 a prompt sent to the simple route's model, so a cheap tier can cost quality.
 
@@ -506,9 +507,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument(
         "--wording",
         choices=tuple(WORDINGS),
-        default="blind",
-        help="the preference wordings: blind (the headline: written from the task description "
-        "alone), seen (the rules were extended on them) or held-out (bench/data/agent_wordings_*)",
+        default="blind2",
+        help="the preference wordings: blind2 (the headline: written from the task description "
+        "alone for issue 32, half in Chinese), blind (issue 28's, read since), seen or held-out "
+        "(in the said head's training set) (bench/data/agent_wordings_*)",
     )
     ap.add_argument("--wording-file", type=Path, help="a wordings file (in place of --wording)")
     ap.add_argument(

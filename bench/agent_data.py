@@ -17,8 +17,10 @@ a later session may change it (a newer statement supersedes the older one). Need
 preferences (*distractors*: "I need this fixed before Friday") are said in passing. The
 wordings come from a JSON file (`Wordings.load`), so that wordings written by someone who never
 saw the server's rules can be run: `WORDINGS` names the three sets (blind: written from the task
-description alone after the rules were frozen, the headline; seen: the rules were extended on
-it; held-out: older, never used to change a rule).
+description alone after the rules were frozen; seen: the rules were extended on it; held-out:
+older, never used to change a rule; blind2, the headline since issue 32: written blind, half in
+Chinese, read after the `said` head was frozen; seen and held-out are in the head's training
+set).
 
 Tool-output length: each session draws all its outputs from one bucket (about: short 60-120, medium
 200-500, long 800-1500 tokens); `mixed` cycles the buckets over the sessions, so one run
@@ -39,7 +41,14 @@ DATA = Path(__file__).resolve().parent / "data"
 DEFAULT_WORDINGS = DATA / "agent_wordings.json"  # seen: the rules were extended on it
 HELD_OUT_WORDINGS = DATA / "agent_wordings_heldout.json"  # never used to change a rule
 BLIND_WORDINGS = DATA / "agent_wordings_blind.json"  # written blind, read after the rules froze
-WORDINGS = {"blind": BLIND_WORDINGS, "seen": DEFAULT_WORDINGS, "held-out": HELD_OUT_WORDINGS}
+# Written blind for issue 32 (half in Chinese), read once the `said` head was frozen (d609761).
+BLIND2_WORDINGS = DATA / "agent_wordings_blind2.json"
+WORDINGS = {
+    "blind2": BLIND2_WORDINGS,
+    "blind": BLIND_WORDINGS,
+    "seen": DEFAULT_WORDINGS,
+    "held-out": HELD_OUT_WORDINGS,
+}
 BUCKETS: dict[str, tuple[int, int]] = {
     "short": (60, 120),
     "medium": (200, 500),

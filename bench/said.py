@@ -35,12 +35,12 @@ from bench.encoder import bench_encoder
 from bench.said_rules import rule_says_preference
 from bench.stats import environment
 from server.adapters.said_models import SHIPPED, read_head
-from server.core.agent.said import LABELS, Said
+from server.core.agent.said import LABELS, Said, features
 from server.said_admin import DEFAULT_DATA, load_set
 
 DATA = Path(__file__).resolve().parent / "data"
 BLIND = DATA / "said_blind.json"
-EXTRA_WORDINGS = {"blind2": DATA / "agent_wordings_blind2.json"}
+EXTRA_WORDINGS: dict[str, Path] = {}
 Reader = Callable[[Sequence[str]], list[Said]]
 
 
@@ -75,10 +75,11 @@ def readers() -> dict[str, Reader]:
     train_y = [e.said for e in train]
 
     def pocketd(texts: Sequence[str]) -> list[Said]:
-        return [head.read(v).said for v in enc.encode(list(texts))]
+        vs = enc.encode(list(texts))
+        return [head.read(t, v).said for t, v in zip(texts, vs, strict=True)]
 
     def argmax(texts: Sequence[str]) -> list[Said]:
-        p = head.probabilities(enc.encode(list(texts)))
+        p = head.probabilities(features(list(texts), enc.encode(list(texts))))
         return [LABELS[int(i)] for i in p.argmax(axis=1)]
 
     def nearest(texts: Sequence[str]) -> list[Said]:
@@ -106,7 +107,10 @@ def run(blind: Path) -> dict[str, Any]:
     texts, truth, langs = _labelled(blind)
     rs = readers()
     out: dict[str, Any] = {"environment": environment(), "blind": str(blind), "labelled": {}}
-    for name, read in {**rs, "oracle": lambda _t: list(truth)}.items():
+    def oracle(_texts: Sequence[str]) -> list[Said]:
+        return list(truth)
+
+    for name, read in {**rs, "oracle": oracle}.items():
         said = read(texts)
         row: dict[str, Any] = {
             "accuracy": sum(s == t for s, t in zip(said, truth, strict=True)) / len(truth)
