@@ -107,6 +107,7 @@ def run(blind: Path) -> dict[str, Any]:
     texts, truth, langs = _labelled(blind)
     rs = readers()
     out: dict[str, Any] = {"environment": environment(), "blind": str(blind), "labelled": {}}
+
     def oracle(_texts: Sequence[str]) -> list[Said]:
         return list(truth)
 
