@@ -342,7 +342,11 @@ def agent_loop(
     a = settings.agent
     tiers = TierRouter(tier_settings(a), clock, load_difficulty(settings, encoder))
     cache = ToolCache(clock, a.tool_cache_size)
-    said = None if encoder is None else load_said(settings, encoder.space, encoder.dim)
+    said = (  # a stand-in encoder (tests) has no space a head was fitted in
+        load_said(settings, encoder.space, encoder.dim)
+        if isinstance(encoder, OnnxTextEncoder)
+        else None
+    )
     return AgentLoop(
         a, ledger, engine, tiers, cache, count_tokens, said, settings.limits.max_query_chars
     )
