@@ -11,6 +11,7 @@ from server.core.agent.context import Recalled
 from server.core.agent.ports import Memory
 from server.core.agent.step_io import Round
 from server.core.deadline import Deadline
+from server.core.errors import DeadlineExceededError, UnavailableError
 from server.core.ledger.model import Status
 from server.core.memory.model import Hit, Kind, MemoryFilter, RecallQuery
 from server.core.settings import AgentSettings
@@ -82,23 +83,29 @@ class Recaller:
         (memories of a stage completed or an error fixed, of another session), among the
         `OUTCOME_CANDIDATES` nearest the task's goal, kept in the task's state: what happened
         last time, in every round's context. Unlike the round's recall, this one waits for
-        what the namespace acknowledged (the task before may have closed a moment ago)."""
+        what the namespace acknowledged (the task before may have closed a moment ago). When
+        memory cannot answer (a write failing, the deadline), the Step goes on without them,
+        says so, and the next round looks again."""
         s = rd.s
         if s.outcomes is not None or rd.quiet or not rd.storable:
             return
-        s.outcomes = []
         if not self._s.earlier_outcomes:
+            s.outcomes = []
             return
-        hits = self._engine.recall(
-            RecallQuery(
-                namespace=s.namespace,
-                text=s.goal[: self._max_query],
-                top_k=OUTCOME_CANDIDATES,
-                filter=MemoryFilter(tags=tuple(f"key:{w}" for w in sorted(OUTCOMES))),
-                min_score=0.0,
-            ),
-            rd.deadline,
-        )
+        try:
+            hits = self._engine.recall(
+                RecallQuery(
+                    namespace=s.namespace,
+                    text=s.goal[: self._max_query],
+                    top_k=OUTCOME_CANDIDATES,
+                    filter=MemoryFilter(tags=tuple(f"key:{w}" for w in sorted(OUTCOMES))),
+                    min_score=0.0,
+                ),
+                rd.deadline,
+            )
+        except (UnavailableError, DeadlineExceededError) as e:
+            rd.warnings.append(f"the earlier tasks' outcomes were not looked up: {e}")
+            return
         earlier = [h for h in hits.hits if h.record.session_id != s.session_id]
         earlier.sort(key=lambda h: -h.record.created_at)
         s.outcomes = [_recalled(h) for h in earlier[: self._s.earlier_outcomes]]

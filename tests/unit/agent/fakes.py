@@ -16,6 +16,7 @@ from server.core.agent.step import AgentLoop, tier_settings
 from server.core.agent.tiers import TierRouter
 from server.core.agent.toolcache import ToolCache
 from server.core.deadline import Deadline
+from server.core.errors import UnavailableError
 from server.core.ledger.ledger import Ledger
 from server.core.ledger.model import Budget, Hold, Task
 from server.core.memory.acknowledged import Pending
@@ -119,13 +120,17 @@ class CountingLedgerStore:
 
 class FakeMemory:
     """The memory engine as the loop uses it: a Recall finds the records that share a word with
-    its text (or, by vector, the preferences), at `units` cost units each search."""
+    its text (or, by vector, every record), of its filter's kinds and with one of its tags, at
+    `units` cost units each search. A Recall that settles the namespace first is counted
+    (`settled`), and fails UNAVAILABLE while `unavailable` is above 0 (a write failing)."""
 
     def __init__(self, units: float = 3000.0) -> None:
         self.records: dict[str, list[Record]] = {}
         self.units = units
         self.recalls: list[str] = []  # the query of each Recall by text
         self.acknowledged: list[str] = []  # the ids acknowledged, in order
+        self.settled = 0
+        self.unavailable = 0
 
     def can_encode(self) -> bool:
         return True
@@ -133,10 +138,17 @@ class FakeMemory:
     def recall(
         self, q: RecallQuery, deadline: Deadline | None = None, *, settle: bool = True
     ) -> RecallResult:
+        if settle:
+            self.settled += 1
+            if self.unavailable:
+                self.unavailable -= 1
+                raise UnavailableError("a write of this namespace failed")
         held = self.records.get(q.namespace, [])
+        kinds, tags = q.filter.kinds, set(q.filter.tags)
+        held = [r for r in held if (not kinds or r.kind in kinds)]
+        held = [r for r in held if not tags or tags & set(r.tags)]
         if q.vector is not None:
-            kinds = q.filter.kinds if q.filter is not None else ()
-            found = [r for r in held if not kinds or r.kind in kinds]
+            found = held
         else:
             self.recalls.append(q.text)
             words = set(q.text.lower().split())

@@ -73,3 +73,22 @@ def test_a_step_that_fails_at_close_commits_its_key_events_on_the_retry(
     assert r.memory.acknowledged == []  # nothing acknowledged before the money was booked
     again = r.loop.step(req, Deadline(10))
     assert len(again.committed) == 1 and r.memory.acknowledged == again.committed
+
+
+def test_the_earlier_outcomes_are_looked_up_once_a_task_and_again_after_a_failure(r: Rig) -> None:
+    """The lookup waits for the namespace's acknowledged memories (a settled Recall), the
+    round's recall does not; when memory cannot answer, the Step goes on, says so, and the next
+    round looks again."""
+    done = Record(
+        memory_id="m-old", namespace="ns", kind=Kind.OBSERVATION, session_id="s-before",
+        text="Applied FIX-1 to ticket T-1: resolved.", tags=("key:stage",), created_at=5.0,
+    )  # fmt: skip
+    r.memory.records["ns"] = [done]
+    r.memory.unavailable = 1
+    first = r.loop.step(StepIn("t", 1, goal="Fix ticket T-2", input="hello"), Deadline(10))
+    assert any("outcomes were not looked up" in w for w in first.warnings)
+    assert "m-old" not in first.context and r.memory.settled == 1
+    second = r.loop.step(StepIn("t", 2, input="still broken"), Deadline(10))
+    assert "Applied FIX-1 to ticket T-1" in second.context and r.memory.settled == 2
+    third = r.loop.step(StepIn("t", 3, input="any news"), Deadline(10))
+    assert "Applied FIX-1 to ticket T-1" in third.context and r.memory.settled == 2  # once
