@@ -47,7 +47,6 @@ class Composer:
             out.route.route.token_budget_round,
             known=s.stored,
             current=r.input,
-            own=s.own,
         )
         for rnd, mid in built.stored.items():
             if mid and rnd not in s.stored:

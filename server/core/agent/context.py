@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -252,7 +252,8 @@ def gist(
     focus: frozenset[str] = frozenset(),
     parsed: Parsed | None = None,
 ) -> Gist:
-    """`summarize`, saying whether it is complete on the focus's identifiers (`parsed`: the
+    """`summarize`, saying whether it is complete on the focus's identifiers: every sentence
+    naming one is kept; when the focus names none, whether every sentence is (`parsed`: the
     text's `parse`, when it is at hand)."""
     p = parsed or parse(text)
     sentences = p.sentences
@@ -260,7 +261,10 @@ def gist(
         return Gist("", True)
     words = [focus & w for w in p.words]
     shared = [_weight(w) for w in words]
-    named = {i for i, w in enumerate(words) if any(_is_id(x) for x in w)}
+    if any(_is_id(w) for w in focus):
+        named = {i for i, w in enumerate(words) if any(_is_id(x) for x in w)}
+    else:  # nothing tells what matters in it: complete only when whole
+        named = set(range(len(sentences)))
     on_focus = sorted((i for i, n in enumerate(shared) if n), key=lambda i: (-shared[i], i))
     rest = [0] + [i for i in range(1, len(sentences)) if p.signal[i]]
     keep = list(dict.fromkeys([*on_focus, *rest]))
@@ -270,7 +274,7 @@ def gist(
         n = count(sentences[i])
         if used + n > max_tokens:
             if not out:  # the first sentence alone is too long: cut it by words
-                return Gist(_cut(sentences[i], max_tokens, count), not named)
+                return Gist(_cut(sentences[i], max_tokens, count), False)
             continue
         out.append(i)
         used += n
@@ -346,11 +350,11 @@ class ContextBuilder:
         budget: int,
         known: Mapping[int, str] | None = None,
         current: str = "",
-        own: Set[str] = frozenset(),
     ) -> Built:
-        """`known`: the memory ids of observations stored by earlier builds, by round (so a long
-        observation is stored once, not once per round it stays recent); `own`: the ids of
-        the memories this task wrote (already in its rounds: not shown again as memories)."""
+        """`known`: the memory ids of observations stored as memories (by earlier builds, or as
+        key events), by round: a long observation is stored once, not once per round it stays
+        recent, and a recalled memory that is a round's observation shown whole is not shown
+        again."""
         s, out = self._s, Built()
         out.stored = dict(known or {})  # the ones reused count as stored
         ordered = sorted(turns, key=lambda t: t.round)
@@ -360,7 +364,7 @@ class ContextBuilder:
         goal_s = self._section("goal", f"Goal: {goal}")
         now_s = self._section("current", f"User now: {current}" if current else "")
         rounds = [self._recent(t, out, t is recent[-1]) for t in recent]
-        mems = self._memories(memories, ordered, recent, out.stored, current, own)
+        mems = self._memories(memories, older, recent, out.stored, current)
         lines = [self._older(t) for t in reversed(older)]  # newest first: cut from the oldest
 
         def total() -> int:  # cut by priority until it fits
@@ -414,24 +418,22 @@ class ContextBuilder:
     def _memories(
         self,
         memories: Sequence[Recalled],
-        turns: Sequence[Turn],
+        older: Sequence[Turn],
         recent: Sequence[Turn],
         stored: Mapping[int, str],
         current: str,
-        own: Set[str] = frozenset(),
     ) -> list[Section]:
         """The recalled memories, best first, each once: one that is already in the prompt
-        whole (this round's input, a recent round's input, an older round's input short
-        enough for its line, a memory this task wrote, which its rounds hold) or a summary
-        already given by a better memory is left out. A memory's line points to its full text
-        only when its summary left out a sentence naming one of the focus's identifiers."""
+        whole (this round's input, a recent round's input or observation, an older round's
+        input or observation short enough for its line) or a summary already given by a better
+        memory is left out. A memory's line points to its full text only when its summary left
+        out a sentence naming one of the focus's identifiers (or, when the focus names none,
+        when it is shorter than the text)."""
+        fits = self._s.older_line_tokens
         there = {current.strip(), *(t.user.strip() for t in recent)}
-        there.update(
-            t.user.strip()
-            for t in turns
-            if t.user and self._count(t.user) <= self._s.older_line_tokens
-        )
-        ids = {*stored.values(), *own}
+        there.update(t.user.strip() for t in older if t.user and self._count(t.user) <= fits)
+        whole = [*recent, *(t for t in older if self._count(t.observation) <= fits)]
+        ids = {stored[t.round] for t in whole if t.round in stored}
         out, seen = [], set()
         for m in sorted(memories, key=lambda m: -m.score):
             g = self._summaries.gist(m.text, self._s.memory_tokens, self._focus, self._part)

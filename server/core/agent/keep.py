@@ -100,7 +100,6 @@ class Keeper:
             mid = self.remember(rd, r.observation, [e.kind for e in found])
             if mid:
                 rd.committed.append(mid)
-                s.own.add(mid)  # the task's rounds hold it: not shown again as a memory
                 s.stored[r.round - 1] = mid  # its full text, if the context shortens it
                 rd.cost += self._s.remember_micros
         s.previous_failed = failed(r.observation)

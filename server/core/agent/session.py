@@ -49,7 +49,6 @@ class Session:
     inputs: dict[int, str] = field(default_factory=dict)  # round → what the user said
     state: str = "open"  # the task's state at the last Step ("paused": no recall is started)
     floor: int = 0  # the oldest round kept: older ones are gone (`trim`), as if noted
-    own: set[str] = field(default_factory=set)  # the observations this task kept as memories
     outcomes: list[Recalled] | None = None  # the earlier tasks' (None: not looked up yet)
 
     def trim(self, round_: int, window: int) -> None:
@@ -74,11 +73,11 @@ class Session:
         and commits its key events again)."""
         return (
             len(self.turns), set(self.noted), dict(self.inputs), dict(self.stored),
-            dict(self.actions), self.previous_failed, set(self.own),
+            dict(self.actions), self.previous_failed,
         )  # fmt: skip
 
     def restore(self, m: tuple[Any, ...]) -> None:
-        n, self.noted, self.inputs, self.stored, self.actions, self.previous_failed, self.own = m
+        n, self.noted, self.inputs, self.stored, self.actions, self.previous_failed = m
         del self.turns[n:]
 
 

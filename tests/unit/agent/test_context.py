@@ -155,12 +155,9 @@ def test_a_recalled_memory_already_in_the_prompt_is_left_out() -> None:
         Recalled("m-a", "Alice prefers SMS.", 0.6, "unspecified", 0.7),
         Recalled("m-b", "Alice prefers SMS.", 0.5, "unspecified", 0.7),  # the same again
     ]
-    mems.append(Recalled("m-own", "Applied FIX-1 to ticket T-1.", 0.4, "unspecified", 0.7))
-    out = b.build(
-        "Help", ts, mems, 2000, known={2: "m-2"}, current="Where is my parcel?", own={"m-own"}
-    )
+    out = b.build("Help", ts, mems, 2000, known={2: "m-2"}, current="Where is my parcel?")
     kept = [s for s in out.sections if s.kind == "memory"]
-    assert [s.memory_id for s in kept] == ["m-a"]  # and not the task's own observation
+    assert [s.memory_id for s in kept] == ["m-a"]
     assert kept[0].text == "- [trust 0.7] Alice prefers SMS."  # no "unspecified" label
 
 
@@ -232,3 +229,25 @@ def test_the_memories_that_fit_are_shown_oldest_first() -> None:
     tight = b.build("Help", [], mems, COUNT("Goal: Help") + 2 * 22)
     kept = [s.memory_id for s in tight.sections if s.kind == "memory"]
     assert "weak" not in kept and kept == sorted(kept, key=lambda m: {"old": 0, "new": 1}[m])
+
+
+def test_a_kept_observation_is_shown_again_as_a_memory_only_when_its_line_cuts_it() -> None:
+    """An older round's observation kept as a memory: short enough for its one line, the
+    memory is left out; cut by its line (a fix on a log's sixth line), the memory is shown."""
+    b, _ = builder()
+    applied = "Applied FIX-1 to ticket T-1."
+    ts = [Turn(1, "a", LOG), Turn(2, "b", applied)] + [Turn(n, "c", "ok") for n in range(3, 7)]
+    mems = [
+        Recalled("m-log", LOG, 0.9, "tool_result", 0.8),
+        Recalled("m-applied", applied, 0.8, "tool_result", 0.8),
+    ]
+    out = b.build("Close ticket T-4411", ts, mems, 2000, known={1: "m-log", 2: "m-applied"})
+    shown = [s.memory_id for s in out.sections if s.kind == "memory"]
+    assert shown == ["m-log"] and "FIX-872" in out.text()
+
+
+def test_without_identifiers_in_the_focus_a_shortened_output_points_to_its_full_text() -> None:
+    """Nothing tells what in it matters: a summary that is not the whole text is incomplete."""
+    b, stored = builder()
+    out = b.build("Fix the printer", [Turn(1, "read the log", LONG)], [], budget=2000)
+    assert [x.round for x in stored] == [1] and "[full text: m-1]" in out.sections[-1].text
