@@ -62,7 +62,7 @@ $(WHISPER_ZH): tools/fetch_models.py | $(STAMP)
 models-speech-zh: $(WHISPER_ZH) ## Fetch the multilingual speech model (Whisper base, 145 MB) for Chinese voice notes (media.speech.multilingual_model_dir)
 
 said-head: setup ## Fit the head that reads users' inputs (preference, fact, correction) for the built-in encoder: server/prompts/said_head.npz, shipped (MemoryBank's labelled sample from ../shared/data/memorybank when there)
-	$(VPY) -m server.cli models train-said --data-dir $(or $(DATA_DIR),./data) --out server/prompts/said_head.npz
+	$(VPY) -m server.cli models train-said --data-dir $(or $(DATA_DIR),./data) --memorybank ../shared/data/memorybank --out server/prompts/said_head.npz
 
 models-minilm: $(MINILM)/model.onnx ## Export the alternative encoder all-MiniLM-L6-v2 to ONNX (needs an export-only venv with torch)
 

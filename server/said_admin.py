@@ -54,9 +54,12 @@ def load_set(path: Path) -> list[Example]:
     return [Example(str(i["text"]), Said(i["label"]), "set") for i in doc["items"]]
 
 
-def load_memorybank(labels: Path, root: Path) -> list[Example]:
-    """The labelled MemoryBank utterances, or none when the data is not there."""
+def load_memorybank(labels: Path, root: Path, required: bool = False) -> list[Example]:
+    """The labelled MemoryBank utterances, or none when the data is not there (an error when
+    it is `required`)."""
     if not root.is_dir():
+        if required:
+            raise FileNotFoundError(f"{root}: no MemoryBank data (../shared/data/memorybank)")
         return []
     files = {
         k: json.loads((root / v).read_text(encoding="utf-8")) for k, v in MEMORYBANK_FILES.items()
@@ -118,10 +121,11 @@ def train_said(
     out: Path,
     folds: int,
     log: Callable[[str], None],
+    required: bool = False,
 ) -> Figures:
     """Fit on every example; the floors from the out-of-fold probabilities of `folds` heads,
     each fitted on the other folds, which are also what the figures report."""
-    examples = load_set(data) + load_memorybank(MEMORYBANK_LABELS, memorybank)
+    examples = load_set(data) + load_memorybank(MEMORYBANK_LABELS, memorybank, required)
     n_mb = sum(e.source == "memorybank" for e in examples)
     log(f"{len(examples)} examples ({n_mb} from MemoryBank), {folds} folds")
     if folds < 2 or len(examples) < folds:
@@ -159,6 +163,7 @@ def train_said_main(
             out or said_path(settings),
             folds,
             say,
+            required=memorybank is not None,  # named: it must be there
         )
     except (OSError, ValueError, KeyError) as e:
         print(f"pocketd: {e}", file=sys.stderr)

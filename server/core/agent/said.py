@@ -14,8 +14,10 @@ encoder's unit vector (its meaning, scaled by `VECTOR_SCALE`) and its words and 
 (`GRAM_WEIGHT`): the vector alone reads "I'd prefer a refund" and "I'd prefer email from now on"
 alike, the words alone miss every new phrasing; fitted together on the labelled set, each
 corrects the other (held out: 0.77 accuracy with the vector alone, 0.86 with both). Per label,
-the least probability at which it is believed (`floors`, calibrated so that what it calls a
-preference is one at least 95 % of the time on wordings it was not fitted on, out of fold);
+the least probability at which it is believed (`floors`: on the probabilities of five heads
+each fitted without one fifth of the examples, the least at which what those heads call a
+preference is one at least 95 % of the time on the fifth they did not see; the shipped head,
+fitted on every example, uses them, which is an estimate, not a guarantee);
 below its floor an input reads as `OTHER`. The vector is the one the Step's Recall encoded for
 the input (the engine's query cache), so reading costs a hash of its words and one product.
 `fit` trains it (`pocketd models train-said`); the head for the built-in encoder ships with
