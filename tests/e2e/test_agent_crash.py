@@ -21,7 +21,10 @@ from pocketd.v1 import memory_service_pb2_grpc as spb_grpc
 from tests.conftest import wait_for
 from tests.e2e.conftest import Proc, spawn
 
-FILLER = "The device was restarted and its logs were read from the settings page. " * 40
+# Forty different sentences: a summary leaves most out, so the output is stored for its pointer.
+FILLER = " ".join(
+    f"Check {i} restarted the device and read log page {i} from the settings." for i in range(40)
+)
 
 
 def unwritten(data: Path, ids: set[str]) -> set[str]:
