@@ -15,9 +15,9 @@ write. The thread runs below the readers (`background_nice`), so a Step's Recall
 first. A batch that fails is written again one memory at a time, so one bad memory does not
 hold back the others; what still fails is logged, and stays kept for the next start (given up
 after `MAX_REPLAYS` of them); what the gate merges into another record or refuses is logged and
-its copy dropped (its id then names no record: writing it again would do the same). One that failed for a
-reason other than the engine's refusal (the disk) is also written again by the next call that
-settles its namespace; one the engine refused is not (it would only fail again until the
+its copy dropped (its id then names no record: writing it again would do the same). One that
+failed for a reason other than the engine's refusal (the disk) is written again by the next call
+that settles its namespace; one the engine refused is not (it would only fail again until the
 configuration changes), so it never holds its namespace's calls back.
 
 Backpressure: with `max_pending` writes queued, `accept` writes them on the call.
