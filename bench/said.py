@@ -35,7 +35,7 @@ from bench.encoder import bench_encoder
 from bench.said_rules import rule_says_preference
 from bench.stats import environment
 from server.adapters.said_models import SHIPPED, read_head
-from server.core.agent.said import LABELS, Said, features
+from server.core.agent.said import LABELS, Said, features, precision_recall
 from server.said_admin import DEFAULT_DATA, load_set
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -95,14 +95,6 @@ def readers() -> dict[str, Reader]:
     return {"pocketd": pocketd, "argmax": argmax, "1-NN": nearest, "rules": rules, "other": other}
 
 
-def _pr(said: Sequence[Said], truth: Sequence[Said], lab: Said) -> tuple[float | None, float]:
-    called = [t for s, t in zip(said, truth, strict=True) if s == lab]
-    real = [s for s, t in zip(said, truth, strict=True) if t == lab]
-    p = sum(t == lab for t in called) / len(called) if called else None
-    r = sum(s == lab for s in real) / len(real) if real else 0.0
-    return p, r
-
-
 def run(blind: Path) -> dict[str, Any]:
     texts, truth, langs = _labelled(blind)
     rs = readers()
@@ -117,10 +109,10 @@ def run(blind: Path) -> dict[str, Any]:
             "accuracy": sum(s == t for s, t in zip(said, truth, strict=True)) / len(truth)
         }
         for lab in LABELS:
-            row[lab.value] = _pr(said, truth, lab)
+            row[lab.value] = precision_recall(said, truth, lab)
         for lang in sorted(set(langs)):
             pick = [i for i, g in enumerate(langs) if g == lang]
-            row[f"preference_{lang}"] = _pr(
+            row[f"preference_{lang}"] = precision_recall(
                 [said[i] for i in pick], [truth[i] for i in pick], Said.PREFERENCE
             )
         out["labelled"][name] = row
@@ -130,7 +122,8 @@ def run(blind: Path) -> dict[str, Any]:
         w_texts, w_truth = _wordings(Wordings.load(path))
         truth_said = [Said.PREFERENCE if t else Said.OTHER for t in w_truth]
         out["wordings"][set_name] = {
-            name: _pr(read(w_texts), truth_said, Said.PREFERENCE) for name, read in rs.items()
+            name: precision_recall(read(w_texts), truth_said, Said.PREFERENCE)
+            for name, read in rs.items()
         }
     return out
 

@@ -28,9 +28,11 @@ from server.config import model_dir
 from server.core.agent.said import (
     LABELS,
     Said,
+    believed,
     features,
     fit,
     floors_for,
+    precision_recall,
     with_floors,
 )
 from server.core.settings import Settings
@@ -86,19 +88,11 @@ class Figures:
 
 def figures(probs: np.ndarray, floors: np.ndarray, truth: Sequence[Said]) -> Figures:
     """Precision and recall per label of a head's reading, given its out-of-fold `probs`."""
-    best = probs.argmax(axis=1)
-    said = [
-        LABELS[int(b)] if probs[i, int(b)] >= floors[int(b)] else Said.OTHER
-        for i, b in enumerate(best)
-    ]
-    precision: dict[str, float | None] = {}
-    recall: dict[str, float] = {}
-    for lab in LABELS:
-        called = [t for s, t in zip(said, truth, strict=True) if s == lab]
-        precision[lab.value] = sum(t == lab for t in called) / len(called) if called else None
-        real = [s for s, t in zip(said, truth, strict=True) if t == lab]
-        recall[lab.value] = sum(s == lab for s in real) / len(real) if real else 0.0
-    return Figures(precision, recall, len(truth))
+    said = believed(probs, floors)
+    by = {lab.value: precision_recall(said, truth, lab) for lab in LABELS}
+    return Figures(
+        {k: p for k, (p, _) in by.items()}, {k: r for k, (_, r) in by.items()}, len(truth)
+    )
 
 
 def out_of_fold(

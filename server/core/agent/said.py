@@ -125,8 +125,29 @@ class SaidHead:
         """What `text`, whose vector is `vector`, says."""
         probs = self.probabilities(features([text], np.asarray(vector, dtype=np.float32)))[0]
         best = int(probs.argmax())
-        said = LABELS[best] if probs[best] >= self.floors[best] else Said.OTHER
+        said = believed(probs[None, :], self.floors)[0]
         return Reading(said, float(probs[best]), tuple(float(p) for p in probs))
+
+
+def believed(probs: Matrix, floors: Matrix) -> list[Said]:
+    """Per row of probabilities (by `LABELS`), the likeliest label if it reaches its floor,
+    else OTHER."""
+    best = probs.argmax(axis=1)
+    return [
+        LABELS[int(b)] if probs[i, int(b)] >= floors[int(b)] else Said.OTHER
+        for i, b in enumerate(best)
+    ]
+
+
+def precision_recall(
+    said: Sequence[Said], truth: Sequence[Said], label: Said
+) -> tuple[float | None, float]:
+    """Of what was read as `label`, the share that is (None when nothing was); of what is,
+    the share read so."""
+    called = [t for s, t in zip(said, truth, strict=True) if s == label]
+    real = [s for s, t in zip(said, truth, strict=True) if t == label]
+    precision = sum(t == label for t in called) / len(called) if called else None
+    return precision, sum(s == label for s in real) / len(real) if real else 0.0
 
 
 @dataclass(frozen=True)
