@@ -150,9 +150,11 @@ GET_TOOL = _tool(
 
 TOOL_TEXT = "\n".join(compact(t, i) for i, t in enumerate([*TOOLS, GET_TOOL]))
 
-_TICKET = re.compile(r"\bT-\d{5}\b")
-_FIX = re.compile(r"\bFIX-\d{4}\b")
-_PREF = re.compile(r"\bPREF-[A-Z]+-\d{3}\b")
+# A code is read wherever it stands: "偏好PREF-EMAIL-504" has no word boundary before it (a
+# Chinese character is a word character), and a model reads it all the same.
+_TICKET = re.compile(r"(?<![A-Za-z0-9-])T-\d{5}(?![A-Za-z0-9])")
+_FIX = re.compile(r"(?<![A-Za-z0-9-])FIX-\d{4}(?![A-Za-z0-9])")
+_PREF = re.compile(r"(?<![A-Za-z0-9-])PREF-[A-Z]+-\d{3}(?![A-Za-z0-9])")
 _POINTER = re.compile(r"\[full text: ([\w-]+)\]")
 _SEGMENT = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _OWN = re.compile(r"Opened ticket (T-\d{5})|Applied FIX-\d{4} to ticket (T-\d{5})")
