@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 import time
@@ -232,12 +233,27 @@ def stored_preferences(c: Client, data: Sequence[Session]) -> dict[str, list[Any
     return last
 
 
+_CODE = re.compile(r"PREF-([A-Z]+)-\d+")
+
+
+def _holds(text: str, statement: str) -> bool:
+    """Whether a stored memory holds `statement`: all of it, or a part of it (pocketd keeps
+    each sentence of an input that says something apart) that names the statement's code or
+    its channel (a sentence around it, "the jam light blinks orange", does not count)."""
+    if statement in text:
+        return True
+    m = _CODE.search(statement)
+    if m is None or text.strip() not in statement:
+        return False
+    return m.group(0) in text or m.group(1).lower() in text.lower()
+
+
 def _label(text: str, s_texts: set[str], d_texts: set[str], r_texts: set[str]) -> str:
-    if any(t in text for t in s_texts):
+    if any(_holds(text, t) for t in s_texts):
         return "preference"
-    if any(t in text for t in d_texts):
+    if any(t in text or text.strip() in t for t in d_texts):
         return "distractor"
-    if any(t in text for t in r_texts):
+    if any(t in text or text.strip() in t for t in r_texts):
         return "reference"
     return "other"
 
@@ -263,8 +279,9 @@ def precision(stored: dict[str, list[Any]], data: Sequence[Session]) -> dict[str
             if kind != "preference":
                 wrong.append(f"{kind}: {m.text[:160]}")
                 continue
-            found.update(t for t in real.get(user, set()) if t in m.text)
-            stale_live += not m.obsolete and current[user] not in m.text
+            found.update(t for t in real.get(user, set()) if _holds(m.text, t))
+            codes = {c.group(0) for c in _CODE.finditer(m.text)}
+            stale_live += not m.obsolete and bool(codes) and current[user] not in codes
     total = sum(labels.values())
     statements = {r.statement for s in data for r in s.rounds if r.statement}
     missed = sorted(statements - found)
