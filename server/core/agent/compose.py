@@ -30,7 +30,9 @@ class Composer:
 
     def build(self, rd: Round, out: StepOut) -> None:
         """The context into `out`, with the memories it recalled (`out.memories`) and the
-        outcomes of the user's earlier tasks (`Recaller.outcomes`)."""
+        outcomes of the user's earlier tasks (`Recaller.outcomes`) and what the user said in
+        this task that the profile reads (`Session.said`: shown whether or not memory has
+        written it yet)."""
         r, s = rd.r, rd.s
         rd.deadline.check("the Step (building the context)")
         part = tenant_of(r.task_id)
@@ -43,7 +45,7 @@ class Composer:
         ).build(
             s.goal,
             s.turns,
-            [*out.memories, *(s.outcomes or ())],
+            [*out.memories, *(s.outcomes or ()), *s.said],
             out.route.route.token_budget_round,
             known=s.stored,
             current=r.input,

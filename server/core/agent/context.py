@@ -114,10 +114,10 @@ _COMMON = frozenset(
 def _weight(words: frozenset[str]) -> int:
     """How much a sentence's focus words say: an identifier (letters with digits: the ticket
     T-4411) names the one thing asked about, a plain word or number only its topic."""
-    return sum(ID_WEIGHT if _is_id(w) else 1 for w in words)
+    return sum(ID_WEIGHT if is_id(w) else 1 for w in words)
 
 
-def _is_id(word: str) -> bool:
+def is_id(word: str) -> bool:
     """Letters and digits together (T-4411, fix-872, e42), not a bare number or date."""
     return any(c.isdigit() for c in word) and any(c.isalpha() for c in word)
 
@@ -261,8 +261,8 @@ def gist(
         return Gist("", True)
     words = [focus & w for w in p.words]
     shared = [_weight(w) for w in words]
-    if any(_is_id(w) for w in focus):
-        named = {i for i, w in enumerate(words) if any(_is_id(x) for x in w)}
+    if any(is_id(w) for w in focus):
+        named = {i for i, w in enumerate(words) if any(is_id(x) for x in w)}
     else:  # nothing tells what matters in it: complete only when whole
         named = set(range(len(sentences)))
     on_focus = sorted((i for i, n in enumerate(shared) if n), key=lambda i: (-shared[i], i))
@@ -424,7 +424,7 @@ class ContextBuilder:
         current: str,
     ) -> list[Section]:
         """The recalled memories, best first, each once: one that is already in the prompt
-        whole (this round's input, a recent round's input or observation, an older round's
+        whole (in this round's input, a recent round's input or observation, an older round's
         input or observation short enough for its line) or a summary already given by a better
         memory is left out. A memory's line points to its full text only when its summary left
         out a sentence naming one of the focus's identifiers (or, when the focus names none,
@@ -437,7 +437,8 @@ class ContextBuilder:
         out, seen = [], set()
         for m in sorted(memories, key=lambda m: -m.score):
             g = self._summaries.gist(m.text, self._s.memory_tokens, self._focus, self._part)
-            if m.memory_id in ids or m.text.strip() in there or g.text in seen:
+            text = m.text.strip()
+            if m.memory_id in ids or any(text in x for x in there) or g.text in seen:
                 continue
             seen.add(g.text)
             source = "" if m.source_type in ("", "unspecified") else f"{m.source_type}, "

@@ -1,27 +1,33 @@
 """What a Step keeps: the previous round (the action, the observation, what the user said), and
 as memories: the observation when it is a key event (`keyevents`), and every input the user
 gives, as an episode of its session (the hot session memory), or as the user's preference, a
-fact, a correction, by what the `said` head reads in it. A memory gets its id here; once the
-Step has closed, the memory engine's intake keeps it durable and writes it off the call
-(`MemoryEngine.acknowledge`)."""
+fact, a correction, by what the `said` head reads in it. An input of several sentences is read
+sentence by sentence ("The fan grinds. Oh, and from now on use phone only. What can I try?"
+says three things): the whole input is kept as an episode, and each sentence the head reads as
+a preference, a fact or a correction (or likelier a preference than anything else) is kept
+apart as one. A memory gets its id here; once the Step has closed, the memory engine's intake
+keeps it durable and writes it off the call (`MemoryEngine.acknowledge`)."""
 
 from __future__ import annotations
 
 import secrets
 
-from server.core.agent.context import Summaries, Turn
+from server.core.agent.context import Recalled, Summaries, Turn, focus_words, is_id
 from server.core.agent.keyevents import events, failed, should_commit
 from server.core.agent.ports import Memory
-from server.core.agent.recall import OUTCOMES
+from server.core.agent.recall import OUTCOME
 from server.core.agent.said import Reading, Said, SaidHead
 from server.core.agent.step_io import Round
 from server.core.memory.acknowledged import Pending
 from server.core.memory.model import Kind, Record
+from server.core.memory.summarise import split_sentences
 from server.core.settings import AgentSettings
 from server.core.tenancy import tenant_of
 
 # What the user said is kept as: its `said` reading first in the memory's reasons (`why`).
 USER_KINDS = {"preference": Kind.PREFERENCE, "fact": Kind.FACT}
+# The key events a task moves on by (a stage completed, an error fixed): encoded with its goal.
+MILESTONES = frozenset({"stage", "fixed"})
 
 
 def why(reading: Reading | None, image: bool) -> list[str]:
@@ -62,7 +68,7 @@ class Keeper:
         which the Step returns; "" when memory cannot store it (said in the warnings). What
         the user said (`user`) is an episode of the session, or the user's preference or a
         fact (its first reason, `why`); a tool's output saying "going forward, please …" is an
-        observation. An outcome (a stage completed, an error fixed) is encoded with the task's
+        observation. A milestone (a stage completed, an error fixed) is encoded with the task's
         goal: found later by what it did."""
         if not rd.storable:
             rd.unstored.append(text)
@@ -80,7 +86,7 @@ class Keeper:
             speaker="user" if user else "",
         )
         gist = self._summaries(text, self._memory_tokens, part=tenant_of(rd.r.task_id))
-        if OUTCOMES.intersection(why):
+        if MILESTONES.intersection(why):
             gist = f"{rd.s.goal} {gist}"
         rd.writes.append(Pending(rec, gist))
         return mid
@@ -104,27 +110,75 @@ class Keeper:
                 rd.cost += self._s.remember_micros
         s.previous_failed = failed(r.observation)
 
-    def user_said(self, rd: Round) -> None:
-        """What the user says, kept every round (after the recall: this round's input is the
-        query, not one of its answers)."""
-        r, s = rd.r, rd.s
-        if not (r.input and r.round not in s.inputs and s.fresh(r.round)):
+    def outcome(self, rd: Round, answer: str) -> None:
+        """The task's outcome, kept when the agent finishes (`answer`): what the answer rests
+        on, the observation of this task naming the most of the answer's identifiers (the
+        newest of those naming as many; none when the answer names none that was observed),
+        with the task's goal, tagged `outcome`: a later task of the user reads how this one
+        ended (`Recaller.outcomes`), not every log that said "done" along the way."""
+        ids = {w for w in focus_words(answer) if is_id(w)}
+        best, named = "", 0
+        for t in rd.s.turns:  # oldest first: the newest wins a tie
+            n = len(ids & focus_words(t.observation))
+            if n and n >= named:
+                best, named = t.observation, n
+        if not best:
             return
-        s.inputs[r.round] = r.input
-        reading = self._read(rd) if rd.storable else None
-        mid = self.remember(rd, r.input, why(reading, r.input_has_image), user=True)
+        text = f"Task: {rd.s.goal}\nOutcome: {best}"
+        mid = self.remember(rd, text, [OUTCOME])
         if mid:
             rd.committed.append(mid)
             rd.cost += self._s.remember_micros
 
-    def _read(self, rd: Round) -> Reading | None:
-        """What the input says (`said`), on the vector this round's Recall encoded for it (as
-        its query, cut to the query limit), or encoded here when the Recall did not run (a new
-        namespace, active mode). None without a head."""
-        if self._said is None:
-            return None
+    def user_said(self, rd: Round) -> None:
+        """What the user says, kept every round (after the recall: this round's input is the
+        query, not one of its answers): as one memory of the kind the head reads in it, or,
+        when it has several sentences, as an episode and each sentence that says something
+        apart. What joins the user's profile is also held in the task's state (`Session.said`)
+        and shown every round, written or not."""
+        r, s = rd.r, rd.s
+        if not (r.input and r.round not in s.inputs and s.fresh(r.round)):
+            return
+        s.inputs[r.round] = r.input
+        units = self._read(rd) if rd.storable else [(r.input, None)]
+        whole = len(units) == 1
+        if not whole:  # the input as said, an episode of the session
+            self._keep(rd, r.input, why(None, r.input_has_image))
+        for text, reading in units:
+            reasons = why(reading, r.input_has_image and whole)
+            if whole or reasons[0] != "said" or len(reasons) > 1:
+                mid = self._keep(rd, text, reasons)
+                if mid and _in_profile(reasons) and self._s.profile_top_k:
+                    s.said.append(Recalled(mid, text, 1.0, "unspecified", 0.7, self._engine.now()))
+                    del s.said[: -self._s.profile_top_k]  # the newest, as many as a profile
+
+    def _keep(self, rd: Round, text: str, reasons: list[str]) -> str:
+        mid = self.remember(rd, text, reasons, user=True)
+        if mid:
+            rd.committed.append(mid)
+            rd.cost += self._s.remember_micros
+        return mid
+
+    def _read(self, rd: Round) -> list[tuple[str, Reading | None]]:
+        """The input's sentences (the whole input when it has one) and what each says
+        (`said`), on its vector: the one this round's Recall encoded for the input (as its
+        query, cut to the query limit), or encoded here (a sentence, or the input when the
+        Recall did not run: a new namespace, active mode). Without a head, the input unread."""
         said = rd.r.input[: self._max_query]
-        v = self._engine.cached_vector(rd.s.namespace, said)
-        if v is None:
-            v = self._engine.encode([said], rd.deadline)[0]
-        return self._said.read(said, v)
+        if self._said is None:
+            return [(rd.r.input, None)]
+        units = split_sentences(said)
+        if len(units) <= 1:
+            units = [said]
+        vectors = [self._engine.cached_vector(rd.s.namespace, u) for u in units]
+        missing = [u for u, v in zip(units, vectors, strict=True) if v is None]
+        fresh = iter(self._engine.encode(missing, rd.deadline) if missing else [])
+        vectors = [v if v is not None else next(fresh) for v in vectors]
+        if len(units) == 1:
+            return [(rd.r.input, self._said.read(said, vectors[0]))]
+        return [(u, self._said.read(u, v)) for u, v in zip(units, vectors, strict=True)]
+
+
+def _in_profile(reasons: list[str]) -> bool:
+    """Whether a user's input kept for `reasons` is one the profile reads (`recall.PROFILE`)."""
+    return reasons[0] == "preference" or "maybe-preference" in reasons

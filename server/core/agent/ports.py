@@ -24,6 +24,10 @@ class Memory(Protocol):
 
     def can_encode(self) -> bool: ...
 
+    def now(self) -> float:
+        """The engine's clock: when a memory kept now is said."""
+        ...
+
     def recall(
         self, q: RecallQuery, deadline: Deadline | None = None, *, settle: bool = True
     ) -> RecallResult:

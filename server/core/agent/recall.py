@@ -22,8 +22,8 @@ from server.core.settings import AgentSettings
 PROFILE = MemoryFilter(
     kinds=(Kind.PREFERENCE, Kind.EPISODE), tags=("key:preference", "key:maybe-preference")
 )
-# The key events that are a task's outcome (a stage completed, an error fixed).
-OUTCOMES = frozenset({"stage", "fixed"})
+# A finished task's outcome (`Keeper.outcome`): the earlier tasks' are read by it.
+OUTCOME = "outcome"
 OUTCOME_CANDIDATES = 8  # the earlier outcomes nearest a goal, of which the newest are shown
 
 
@@ -79,13 +79,13 @@ class Recaller:
         return [_recalled(h) for h in found], cost
 
     def outcomes(self, rd: Round) -> None:
-        """Once a task, the newest `earlier_outcomes` outcomes of the user's earlier tasks
-        (memories of a stage completed or an error fixed, of another session), among the
-        `OUTCOME_CANDIDATES` nearest the task's goal, kept in the task's state: what happened
-        last time, in every round's context. Unlike the round's recall, this one waits for
-        what the namespace acknowledged (the task before may have closed a moment ago). When
-        memory cannot answer (a write failing, the deadline), the Step goes on without them,
-        says so, and the next round looks again."""
+        """Once a task, how the user's latest earlier tasks ended: among the
+        `OUTCOME_CANDIDATES` task outcomes (`Keeper.outcome`) nearest the task's goal, those of
+        the newest `earlier_outcomes` other sessions (each session's newest), kept in the
+        task's state and shown every round. Unlike the round's recall, this one waits for what
+        the namespace acknowledged (the task before may have closed a moment ago). When memory
+        cannot answer (a write failing, the deadline), the Step goes on without them, says so,
+        and the next round looks again."""
         s = rd.s
         if s.outcomes is not None or rd.quiet or not rd.storable:
             return
@@ -98,7 +98,7 @@ class Recaller:
                     namespace=s.namespace,
                     text=s.goal[: self._max_query],
                     top_k=OUTCOME_CANDIDATES,
-                    filter=MemoryFilter(tags=tuple(f"key:{w}" for w in sorted(OUTCOMES))),
+                    filter=MemoryFilter(tags=(f"key:{OUTCOME}",)),
                     min_score=0.0,
                 ),
                 rd.deadline,
@@ -106,9 +106,15 @@ class Recaller:
         except (UnavailableError, DeadlineExceededError) as e:
             rd.warnings.append(f"the earlier tasks' outcomes were not looked up: {e}")
             return
-        earlier = [h for h in hits.hits if h.record.session_id != s.session_id]
-        earlier.sort(key=lambda h: -h.record.created_at)
-        s.outcomes = [_recalled(h) for h in earlier[: self._s.earlier_outcomes]]
+        ended: dict[str, Hit] = {}  # each earlier session's newest outcome
+        for h in hits.hits:
+            sid, last = h.record.session_id, ended.get(h.record.session_id)
+            if sid != s.session_id and (
+                last is None or h.record.created_at > last.record.created_at
+            ):
+                ended[sid] = h
+        latest = sorted(ended.values(), key=lambda h: -h.record.created_at)
+        s.outcomes = [_recalled(h) for h in latest[: self._s.earlier_outcomes]]
         rd.cost += math.ceil(hits.cost_units * self._s.recall_micros_per_kilounit / 1000)
 
     def while_opening(self, rd: Round, opened: Callable[[], Status]) -> Status:

@@ -50,6 +50,7 @@ class Session:
     state: str = "open"  # the task's state at the last Step ("paused": no recall is started)
     floor: int = 0  # the oldest round kept: older ones are gone (`trim`), as if noted
     outcomes: list[Recalled] | None = None  # the earlier tasks' (None: not looked up yet)
+    said: list[Recalled] = field(default_factory=list)  # this task's inputs the profile reads
 
     def trim(self, round_: int, window: int) -> None:
         """Keep the last `window` rounds before `round_`: the state stays bounded however long
@@ -73,11 +74,11 @@ class Session:
         and commits its key events again)."""
         return (
             len(self.turns), set(self.noted), dict(self.inputs), dict(self.stored),
-            dict(self.actions), self.previous_failed,
+            dict(self.actions), self.previous_failed, list(self.said),
         )  # fmt: skip
 
     def restore(self, m: tuple[Any, ...]) -> None:
-        n, self.noted, self.inputs, self.stored, self.actions, self.previous_failed = m
+        n, self.noted, self.inputs, self.stored, self.actions, self.previous_failed, self.said = m
         del self.turns[n:]
 
 

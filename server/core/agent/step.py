@@ -155,6 +155,8 @@ class AgentLoop:
         if r.raw_model_output and not rd.paused:  # 6. the action
             self._actor.act(rd, names, out)
             rd.cost += out.step_cost
+            if out.action is not None and out.action.type == "finish":
+                self._keeper.outcome(rd, out.action.answer)  # how the task ended
         if not rd.quiet:  # 7. the context
             self._composer.build(rd, out)
         for_goal = self._for_failover(rd, status)  # 8. the failover's recall, charged at close

@@ -131,9 +131,14 @@ class FakeMemory:
         self.acknowledged: list[str] = []  # the ids acknowledged, in order
         self.settled = 0
         self.unavailable = 0
+        self.clock = 1_000_000.0  # moves a second at every read, as the engine's would
 
     def can_encode(self) -> bool:
         return True
+
+    def now(self) -> float:
+        self.clock += 1.0
+        return self.clock
 
     def recall(
         self, q: RecallQuery, deadline: Deadline | None = None, *, settle: bool = True
@@ -168,7 +173,10 @@ class FakeMemory:
     def acknowledge(self, batch: Sequence[Pending]) -> None:
         """Written at once (the engine's intake is tested on its own)."""
         for p in batch:
-            self.records.setdefault(p.record.namespace, []).append(p.record)
+            rec = p.record
+            if not rec.created_at:  # the writer's clock, as the engine's would
+                rec = msgspec.structs.replace(rec, created_at=self.now())
+            self.records.setdefault(rec.namespace, []).append(rec)
             self.acknowledged.append(p.record.memory_id)
 
 

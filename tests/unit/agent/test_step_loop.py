@@ -81,7 +81,8 @@ def test_the_earlier_outcomes_are_looked_up_once_a_task_and_again_after_a_failur
     round looks again."""
     done = Record(
         memory_id="m-old", namespace="ns", kind=Kind.OBSERVATION, session_id="s-before",
-        text="Applied FIX-1 to ticket T-1: resolved.", tags=("key:stage",), created_at=5.0,
+        text="Task: Fix ticket T-1\nOutcome: Applied FIX-1 to ticket T-1.", tags=("key:outcome",),
+        created_at=5.0,
     )  # fmt: skip
     r.memory.records["ns"] = [done]
     r.memory.unavailable = 1
