@@ -19,7 +19,7 @@ from server.core.agent.recall import OUTCOME
 from server.core.agent.said import Reading, Said, SaidHead
 from server.core.agent.step_io import Round
 from server.core.memory.acknowledged import Pending
-from server.core.memory.model import Kind, Record
+from server.core.memory.model import Kind, Record, Vector
 from server.core.memory.summarise import split_sentences
 from server.core.settings import AgentSettings
 from server.core.tenancy import tenant_of
@@ -170,10 +170,10 @@ class Keeper:
         units = split_sentences(said)
         if len(units) <= 1:
             units = [said]
-        vectors = [self._engine.cached_vector(rd.s.namespace, u) for u in units]
-        missing = [u for u, v in zip(units, vectors, strict=True) if v is None]
-        fresh = iter(self._engine.encode(missing, rd.deadline) if missing else [])
-        vectors = [v if v is not None else next(fresh) for v in vectors]
+        cached = [self._engine.cached_vector(rd.s.namespace, u) for u in units]
+        missing = [u for u, v in zip(units, cached, strict=True) if v is None]
+        fresh = iter(list(self._engine.encode(missing, rd.deadline)) if missing else [])
+        vectors: list[Vector] = [v if v is not None else next(fresh) for v in cached]
         if len(units) == 1:
             return [(rd.r.input, self._said.read(said, vectors[0]))]
         return [(u, self._said.read(u, v)) for u, v in zip(units, vectors, strict=True)]
