@@ -1175,17 +1175,19 @@ class AgentSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     commit_threshold: Annotated[float, between(0.0, 1.0)] = 0.7
     # The same action this many rounds in a row is a loop: Step says to stop or change course.
     loop_repeat: Annotated[int, between(2, 100)] = 3
-    # Memories a Step recalls for the round's context (3: chosen on the agent bench's seen and
-    # held-out wordings, 2026-12-07, issue 32; 5 showed earlier sessions' tool outputs no round
-    # used).
-    recall_top_k: Annotated[int, between(1, 100)] = 3
+    # Memories a Step recalls for the round's context (2: chosen on the agent bench's seen,
+    # held-out, blind and blind2 wordings, 2026-12-07, issue 32, once the task's own
+    # preferences and the earlier tasks' outcomes were shown apart: 3 cost 1 % more tokens for
+    # the same completion; 5 showed earlier sessions' tool outputs no round used).
+    recall_top_k: Annotated[int, between(1, 100)] = 2
     # Beside them, the user's profile: the most relevant of their preferences (memories of kind
     # preference: an input Step read as one, or Remember with that kind) and of the inputs Step
     # kept as episodes that read likelier a preference than anything else, not already
     # recalled. 0: none.
     profile_top_k: Annotated[int, between(0, 20)] = 3
-    # And in every round of a task, the newest outcomes (a stage completed, an error fixed) of
-    # the user's earlier tasks, among those nearest its goal: what happened last time. 0: none.
+    # And in every round of a task, how the user's latest earlier tasks ended (each one's
+    # outcome: the observation its final answer rested on), among the outcomes nearest its
+    # goal: what happened last time. 0: none.
     earlier_outcomes: Annotated[int, between(0, 20)] = 2
     # Entries of the tool-result cache per tenant (a repeated read-only tool call is served from
     # it).
