@@ -43,7 +43,11 @@ HELD_OUT_WORDINGS = DATA / "agent_wordings_heldout.json"  # never used to change
 BLIND_WORDINGS = DATA / "agent_wordings_blind.json"  # written blind, read after the rules froze
 # Written blind for issue 32 (half in Chinese), read once the `said` head was frozen (d609761).
 BLIND2_WORDINGS = DATA / "agent_wordings_blind2.json"
+# Written blind for issue 32 by a helper on 2026-12-07 (half in Chinese), kept outside the
+# repository unread until the defaults were frozen (91630de).
+BLIND3_WORDINGS = DATA / "agent_wordings_blind3.json"
 WORDINGS = {
+    "blind3": BLIND3_WORDINGS,
     "blind2": BLIND2_WORDINGS,
     "blind": BLIND_WORDINGS,
     "seen": DEFAULT_WORDINGS,
