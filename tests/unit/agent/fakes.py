@@ -213,6 +213,19 @@ class Rig:
     loop: AgentLoop
     settings: AgentSettings
 
+    def fail_first_close(self) -> None:
+        """The ledger's next closing transaction fails UNAVAILABLE (once); later ones commit."""
+        real = self.ledger.close_round
+        calls: list[int] = []
+
+        def once(*args: object) -> object:
+            calls.append(1)
+            if len(calls) == 1:
+                raise UnavailableError("the ledger did not answer")
+            return real(*args)  # type: ignore[arg-type]
+
+        self.ledger.close_round = once  # type: ignore[method-assign,assignment]
+
     def counted(self, step: Callable[[], T]) -> tuple[T, int]:
         """What `step` returns, and how many ledger transactions it ran."""
         before = self.store.transactions

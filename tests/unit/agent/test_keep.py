@@ -53,20 +53,9 @@ def test_the_tasks_own_preferences_are_shown_every_round_whether_written_or_not(
     assert "I prefer chat." in out.context  # round 1 is long out of the recent rounds
 
 
-def test_a_step_that_fails_late_takes_back_the_preference_it_held(
-    r: Rig, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_step_that_fails_late_takes_back_the_preference_it_held(r: Rig) -> None:
     """Its retry keeps the input again (under a new id): the task's state holds it once."""
-    real = r.ledger.close_round
-    calls: list[int] = []
-
-    def once(*args: object) -> object:
-        calls.append(1)
-        if len(calls) == 1:
-            raise UnavailableError("the ledger did not answer")
-        return real(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(r.ledger, "close_round", once)
+    r.fail_first_close()
     req = StepIn("t", 1, goal="Help", input="I prefer chat")
     with pytest.raises(UnavailableError):
         r.loop.step(req, Deadline(10))

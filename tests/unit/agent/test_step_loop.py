@@ -54,19 +54,8 @@ def test_a_paused_task_is_charged_and_does_no_more_work_until_raised() -> None:
     assert resumed.step_cost == recall_cost(r.memory.units, r.settings) + kept + outcomes
 
 
-def test_a_step_that_fails_at_close_commits_its_key_events_on_the_retry(
-    r: Rig, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    real = r.ledger.close_round
-    calls: list[int] = []
-
-    def once(*args: object) -> object:
-        calls.append(1)
-        if len(calls) == 1:
-            raise UnavailableError("the ledger did not answer")
-        return real(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(r.ledger, "close_round", once)
+def test_a_step_that_fails_at_close_commits_its_key_events_on_the_retry(r: Rig) -> None:
+    r.fail_first_close()
     req = StepIn("t", 1, goal="Help", input=SAID)
     with pytest.raises(UnavailableError):
         r.loop.step(req, Deadline(10))
