@@ -49,6 +49,17 @@ async def open_task(led: lpb_grpc.LedgerServiceStub, task: str, total: int = 1_0
     await led.OpenTask(lpb.OpenTaskRequest(task_id=task, namespace="alice", budget=budget))
 
 
+async def written(mem: spb_grpc.MemoryServiceStub, memory_id: str) -> pb.MemoryRecord:
+    """The memory, once written: a Step's memories are written off the call (waited for
+    generously)."""
+    for _ in range(2400):
+        try:
+            return (await mem.Get(spb.GetRequest(namespace="alice", memory_id=memory_id))).record
+        except grpc.aio.AioRpcError:
+            await asyncio.sleep(0.05)
+    raise AssertionError(f"{memory_id} was never written")
+
+
 async def test_a_loop_of_three_rounds(server: RunningServer) -> None:
     agent, led = stubs(server)
     await open_task(led, "t1")
@@ -77,23 +88,20 @@ async def test_a_loop_of_three_rounds(server: RunningServer) -> None:
     )  # fmt: skip
     r2 = await agent.Step(r2_req)
     assert r2.route_sticky  # the tier chosen in round one holds
-    assert len(r2.committed_memory_ids) == 1  # what the user said (the observation is no event)
+    # What the user said: the input as an episode, and its preference sentence apart (the
+    # observation is no event).
+    assert len(r2.committed_memory_ids) == 2
     spent = r2.budget.spent_micros
     assert spent >= 150 + 120 + 500  # input 1000 tokens, output 200, one search
     again = await agent.Step(r2_req)  # a retried Step: the reported spend is not charged twice
     assert again.budget.spent_micros == spent + again.step_cost_micros
     assert not again.committed_memory_ids  # nor the input kept twice
-    # Memories are written off the call: wait (generously) until this one is there.
     mem = spb_grpc.MemoryServiceStub(grpc.aio.insecure_channel(server.target))
-    for _ in range(2400):
-        try:
-            got = await mem.Get(
-                spb.GetRequest(namespace="alice", memory_id=r2.committed_memory_ids[0])
-            )
-            break
-        except grpc.aio.AioRpcError:
-            await asyncio.sleep(0.05)
-    assert "prefer email" in got.record.text
+    got = await written(mem, r2.committed_memory_ids[0])
+    assert "prefer email" in got.text
+    kept = await written(mem, r2.committed_memory_ids[1])
+    assert kept.text == "By the way, I prefer email over phone calls from now on."
+    assert kept.kind == pb.MEMORY_KIND_PREFERENCE
     r3 = await agent.Step(
         apb.StepRequest(
             task_id="t1", round=3, input="How should we contact the user about the delivery?",
