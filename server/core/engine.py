@@ -459,6 +459,14 @@ class MemoryEngine:
         """The vector a Recall just encoded for `text` in `namespace`, if it is still cached."""
         return self._encoding.cached(namespace, text)
 
+    def query_vectors(
+        self, namespace: str, texts: list[str], deadline: Deadline | None = None
+    ) -> list[Vector]:
+        """The texts' vectors as a Recall would encode them: cached, or encoded in one batch on
+        the queries' session and cached (a memory written from one of them is not encoded
+        again). FAILED_PRECONDITION without an encoder."""
+        return self._encoding.queries(namespace, texts, deadline or no_deadline())
+
     def recall(
         self,
         q: RecallQuery,

@@ -19,7 +19,7 @@ from server.core.agent.recall import OUTCOME
 from server.core.agent.said import Reading, Said, SaidHead
 from server.core.agent.step_io import Round
 from server.core.memory.acknowledged import Pending
-from server.core.memory.model import Kind, Record, Vector
+from server.core.memory.model import Kind, Record
 from server.core.memory.summarise import split_sentences
 from server.core.settings import AgentSettings
 from server.core.tenancy import tenant_of
@@ -162,18 +162,16 @@ class Keeper:
     def _read(self, rd: Round) -> list[tuple[str, Reading | None]]:
         """The input's sentences (the whole input when it has one) and what each says
         (`said`), on its vector: the one this round's Recall encoded for the input (as its
-        query, cut to the query limit), or encoded here (a sentence, or the input when the
-        Recall did not run: a new namespace, active mode). Without a head, the input unread."""
+        query, cut to the query limit), or encoded here as a query, the sentences in one batch
+        (and cached: the memory kept of one is not encoded again). Without a head, the input
+        unread."""
         said = rd.r.input[: self._max_query]
         if self._said is None:
             return [(rd.r.input, None)]
         units = split_sentences(said)
         if len(units) <= 1:
             units = [said]
-        cached = [self._engine.cached_vector(rd.s.namespace, u) for u in units]
-        missing = [u for u, v in zip(units, cached, strict=True) if v is None]
-        fresh = iter(list(self._engine.encode(missing, rd.deadline)) if missing else [])
-        vectors: list[Vector] = [v if v is not None else next(fresh) for v in cached]
+        vectors = self._engine.query_vectors(rd.s.namespace, units, rd.deadline)
         if len(units) == 1:
             return [(rd.r.input, self._said.read(said, vectors[0]))]
         return [(u, self._said.read(u, v)) for u, v in zip(units, vectors, strict=True)]

@@ -38,7 +38,9 @@ class Memory(Protocol):
 
     def routing_vector(self, q: RecallQuery, deadline: Deadline | None = None) -> Vector | None: ...
 
-    def encode(self, texts: list[str], deadline: Deadline | None = None) -> Vector: ...
+    def query_vectors(
+        self, namespace: str, texts: list[str], deadline: Deadline | None = None
+    ) -> list[Vector]: ...
 
     def acknowledge(self, batch: Sequence[Pending]) -> None:
         """Keep memories acknowledged under the ids a Step chose durable, and write them off

@@ -99,6 +99,20 @@ class Encoding:
             self._queries.put(tenant_of(namespace), (namespace, text), vec)
         return vec
 
+    def queries(self, namespace: str, texts: list[str], deadline: Deadline) -> list[Vector]:
+        """The texts' vectors as queries: from the cache, the others encoded in one batch on
+        the queries' session and cached (a memory written later from one of these texts is not
+        encoded again)."""
+        out = [self.cached(namespace, t) for t in texts]
+        missing = list(dict.fromkeys(t for t, v in zip(texts, out, strict=True) if v is None))
+        if not missing:
+            return [v for v in out if v is not None]
+        fresh = dict(zip(missing, self.encode(missing, "the query", deadline), strict=True))
+        with self._lock:
+            for t, v in fresh.items():
+                self._queries.put(tenant_of(namespace), (namespace, t), v)
+        return [v if v is not None else fresh[t] for t, v in zip(texts, out, strict=True)]
+
     def soon(
         self, namespace: str, text: str, deadline: Deadline
     ) -> tuple[Future[Vector], Callable[[], Vector]]:

@@ -167,8 +167,10 @@ class FakeMemory:
     def routing_vector(self, q: RecallQuery, deadline: Deadline | None = None) -> Vector | None:
         return np.full(4, 0.5, dtype=np.float32)
 
-    def encode(self, texts: list[str], deadline: Deadline | None = None) -> Vector:
-        return np.full((len(texts), 4), 0.5, dtype=np.float32)
+    def query_vectors(
+        self, namespace: str, texts: list[str], deadline: Deadline | None = None
+    ) -> list[Vector]:
+        return [np.full(4, 0.5, dtype=np.float32) for _ in texts]
 
     def acknowledge(self, batch: Sequence[Pending]) -> None:
         """Written at once (the engine's intake is tested on its own)."""
