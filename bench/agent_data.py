@@ -46,7 +46,11 @@ BLIND2_WORDINGS = DATA / "agent_wordings_blind2.json"
 # Written blind for issue 32 by a helper on 2026-12-07 (half in Chinese), kept outside the
 # repository unread until the defaults were frozen (91630de).
 BLIND3_WORDINGS = DATA / "agent_wordings_blind3.json"
+# The same, written for the next headline and kept unread until the refitted head was committed
+# (see bench/RESULTS.md).
+BLIND4_WORDINGS = DATA / "agent_wordings_blind4.json"
 WORDINGS = {
+    "blind4": BLIND4_WORDINGS,
     "blind3": BLIND3_WORDINGS,
     "blind2": BLIND2_WORDINGS,
     "blind": BLIND_WORDINGS,
