@@ -472,14 +472,11 @@ class Columns:
         return keys[self.mask(keys, ns_id, flt, now, include_obsolete, include_expired)]
 
 
-def in_pockets(column: npt.NDArray[np.int32], pockets: list[int]) -> BoolArray:
-    """Which rows of a pocket column (-1: no row) lie in `pockets`, reading each row once: the
-    writer moves a live row to another pocket without a lock (a tier change), and a test that
-    reads a row twice (`np.isin` takes its range, then indexes by it) can see two values and
-    fail. The column is copied (shifted by one, so -1 indexes the table's first, False, cell)
-    and looked up in a table of the plan's pockets; a pocket newer than the table is not in
-    the plan."""
-    table = np.zeros(max(pockets, default=-1) + 3, dtype=bool)
-    table[np.asarray(pockets, dtype=np.int64) + 1] = True
-    out: BoolArray = np.take(table, column + 1, mode="clip")
+def in_pockets(column: npt.NDArray[np.int32], pockets: Sequence[int]) -> BoolArray:
+    """Which rows of a pocket column (-1: no row) lie in `pockets`, on a copy: the writer moves
+    a live row to another pocket without a lock (a tier change), and `np.isin` reads its input
+    twice (its range, then by it), so on the live column it could see two values of one row
+    and fail."""
+    snapshot = column.copy()
+    out: BoolArray = np.isin(snapshot, np.asarray(pockets, dtype=np.int32))
     return out

@@ -21,3 +21,27 @@ def test_a_pocket_newer_than_the_plan_is_not_in_it() -> None:
     pocket of the plan) reads as outside it, with no error."""
     column = np.array([5, 1000], dtype=np.int32)
     assert in_pockets(column, [5]).tolist() == [True, False]
+
+
+def test_rows_moved_while_the_mask_is_read_never_break_it() -> None:
+    """A writer moves rows between pockets (without a lock, as a tier change does) while a
+    Recall masks the column: the mask reads a copy, never an error."""
+    import threading
+
+    column = np.zeros(50_000, dtype=np.int32)
+    stop = threading.Event()
+
+    def writer() -> None:
+        i = 0
+        while not stop.is_set():
+            column[i % len(column)] = 9_000 if column[i % len(column)] == 0 else 0
+            i += 7919
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        for _ in range(30):
+            in_pockets(column, [0, 1])
+    finally:
+        stop.set()
+        t.join()
