@@ -49,12 +49,13 @@ import re
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from bench.agent_bounds import Oracle, Trivial
-from bench.agent_data import BUCKETS, WORDINGS, Session, Wordings, generate
+from bench.agent_data import BUCKETS, CHANNELS, WORDINGS, Session, Wordings, generate
 from bench.agent_loops import (
     Cutter,
     Encodings,
@@ -237,16 +238,23 @@ def stored_preferences(c: Client, data: Sequence[Session]) -> dict[str, list[Any
 _CODE = re.compile(r"PREF-([A-Z]+)-\d+")
 
 
-def _holds(text: str, statement: str) -> bool:
+def _names(text: str, word: str) -> bool:
+    """Whether `text` names `word` as a word ("phone", not "smartphone"; "chat", not "WeChat"),
+    Chinese characters around it allowed ("用phone联系")."""
+    return re.search(rf"(?<![A-Za-z]){re.escape(word)}(?![A-Za-z])", text, re.I) is not None
+
+
+def _holds(text: str, statement: str, code: bool = False) -> bool:
     """Whether a stored memory holds `statement`: all of it, or a part of it (pocketd keeps
-    each sentence of an input that says something apart) that names the statement's code or
-    its channel (a sentence around it, "the jam light blinks orange", does not count)."""
+    each sentence of an input that says something apart) that names the statement's code or,
+    unless `code` is asked for, its channel (a sentence around it, "the jam light blinks
+    orange", does not count)."""
     if statement in text:
         return True
     m = _CODE.search(statement)
     if m is None or text.strip() not in statement:
         return False
-    return m.group(0) in text or m.group(1).lower() in text.lower()
+    return m.group(0) in text or (not code and _names(text, m.group(1).lower()))
 
 
 def _label(text: str, s_texts: set[str], d_texts: set[str], r_texts: set[str]) -> str:
@@ -259,9 +267,22 @@ def _label(text: str, s_texts: set[str], d_texts: set[str], r_texts: set[str]) -
     return "other"
 
 
+def _stale(text: str, current: str) -> bool:
+    """Whether a stored preference states an older value than the user's `current` code: it
+    names another code, or, naming none, another channel and not the current one."""
+    codes = {c.group(0) for c in _CODE.finditer(text)}
+    if codes:
+        return current not in codes
+    channel = current.split("-")[1].lower()
+    said = {c for c in CHANNELS if _names(text, c)}
+    return bool(said) and channel not in said
+
+
 def precision(stored: dict[str, list[Any]], data: Sequence[Session]) -> dict[str, Any]:
     """The share of stored preferences that are preference statements, and what the others
-    were; and the share of statements stored (recall), and of superseded ones left current."""
+    were (every one in `wrong`); the share of statements stored (recall: a stored memory holds
+    the statement, or a sentence of it with its code), and the stored preferences of an older
+    value left current (not obsolete)."""
     real: dict[str, set[str]] = {}
     for s in data:
         said = {r.statement for r in s.rounds if r.statement} | {ask_reply(s)}
@@ -280,9 +301,8 @@ def precision(stored: dict[str, list[Any]], data: Sequence[Session]) -> dict[str
             if kind != "preference":
                 wrong.append(f"{kind}: {m.text[:160]}")
                 continue
-            found.update(t for t in real.get(user, set()) if _holds(m.text, t))
-            codes = {c.group(0) for c in _CODE.finditer(m.text)}
-            stale_live += not m.obsolete and bool(codes) and current[user] not in codes
+            found.update(t for t in real.get(user, set()) if _holds(m.text, t, code=True))
+            stale_live += not m.obsolete and _stale(m.text, current[user])
     total = sum(labels.values())
     statements = {r.statement for s in data for r in s.rounds if r.statement}
     missed = sorted(statements - found)
@@ -293,6 +313,7 @@ def precision(stored: dict[str, list[Any]], data: Sequence[Session]) -> dict[str
         "statements_stored": len(found & statements) / (len(statements) or 1),
         "superseded_not_obsolete": stale_live,
         "wrong_examples": wrong[:EXAMPLES],
+        "wrong": dict(Counter(wrong).most_common()),  # every one, with how often it was stored
         "statements_not_stored": missed[:EXAMPLES],
     }
 
