@@ -464,7 +464,8 @@ class MemoryEngine:
     ) -> list[Vector]:
         """The texts' vectors as a Recall would encode them: cached, or encoded in one batch on
         the queries' session and cached (a memory written from one of them is not encoded
-        again). FAILED_PRECONDITION without an encoder."""
+        again, unless `memory.embed_speaker` puts its speaker in the text encoded).
+        FAILED_PRECONDITION without an encoder."""
         return self._encoding.queries(namespace, texts, deadline or no_deadline())
 
     def recall(
