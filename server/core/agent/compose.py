@@ -45,7 +45,7 @@ class Composer:
         ).build(
             s.goal,
             s.turns,
-            [*out.memories, *(s.outcomes or ()), *s.said],
+            [*out.memories, *(s.outcomes or ()), *(m for m, _ in s.said)],
             out.route.route.token_budget_round,
             known=s.stored,
             current=r.input,

@@ -364,7 +364,7 @@ class ContextBuilder:
         goal_s = self._section("goal", f"Goal: {goal}")
         now_s = self._section("current", f"User now: {current}" if current else "")
         rounds = [self._recent(t, out, t is recent[-1]) for t in recent]
-        mems = self._memories(memories, older, recent, out.stored, current)
+        mems, held = self._memories(memories, older, recent, out.stored, current)
         lines = [self._older(t) for t in reversed(older)]  # newest first: cut from the oldest
 
         def total() -> int:  # cut by priority until it fits
@@ -372,6 +372,10 @@ class ContextBuilder:
 
         while lines and total() > budget:
             out.dropped.append(f"round {lines.pop().round} (summary)")
+        shown = {x.round for x in lines}
+        for m, by in held:  # left out for an older line that did not fit: shown after all
+            if by not in shown and total() + m.tokens <= budget:
+                mems.append(m)
         while mems and total() > budget:
             out.dropped.append(f"memory {mems.pop().memory_id}")
         for i, t in enumerate(recent):
@@ -422,23 +426,34 @@ class ContextBuilder:
         recent: Sequence[Turn],
         stored: Mapping[int, str],
         current: str,
-    ) -> list[Section]:
+    ) -> tuple[list[Section], list[tuple[Section, int]]]:
         """The recalled memories, best first, each once: one that is already in the prompt
-        whole (in this round's input, a recent round's input or observation, an older round's
-        input or observation short enough for its line) or a summary already given by a better
-        memory is left out. A memory's line points to its full text only when its summary left
-        out a sentence naming one of the focus's identifiers (or, when the focus names none,
-        when it is shorter than the text)."""
+        whole (in this round's input, a recent round's input or observation) or in a better
+        memory, or a summary already given by one, is left out. One in an older round's line
+        (an input or observation short enough for it) is held with that round: shown only if
+        the line is cut. A memory's line points to its full text only when its summary left out
+        a sentence naming one of the focus's identifiers (or, when the focus names none, when
+        it is shorter than the text)."""
         fits = self._s.older_line_tokens
-        there = {current.strip(), *(t.user.strip() for t in recent)}
-        there.update(t.user.strip() for t in older if t.user and self._count(t.user) <= fits)
-        whole = [*recent, *(t for t in older if self._count(t.observation) <= fits)]
-        ids = {stored[t.round] for t in whole if t.round in stored}
-        out, seen = [], set()
+        there = [current.strip(), *(t.user.strip() for t in recent)]
+        older_there = [
+            (t.round, t.user.strip()) for t in older if t.user and self._count(t.user) <= fits
+        ]
+        ids = {stored[t.round] for t in recent if t.round in stored}
+        older_ids = {
+            stored[t.round]: t.round
+            for t in older
+            if t.round in stored and self._count(t.observation) <= fits
+        }
+        out: list[Section] = []
+        held: list[tuple[Section, int]] = []
+        seen: set[str] = set()
         for m in sorted(memories, key=lambda m: -m.score):
             g = self._summaries.gist(m.text, self._s.memory_tokens, self._focus, self._part)
             text = m.text.strip()
             if m.memory_id in ids or any(text in x for x in there) or g.text in seen:
+                continue
+            if any(text in s for s in seen):  # a sentence kept apart, of a memory shown
                 continue
             seen.add(g.text)
             source = "" if m.source_type in ("", "unspecified") else f"{m.source_type}, "
@@ -446,10 +461,14 @@ class ContextBuilder:
             shortened = g.text != m.text.strip() and not g.complete
             pointer = f" [full text: {m.memory_id}]" if shortened else ""
             line = f"- [{source}trust {m.trust:.1f}{when}] {g.text}{pointer}"
-            out.append(
-                Section("memory", line, self._count(line), memory_id=m.memory_id, at=m.created_at)
-            )
-        return out
+            sec = Section("memory", line, self._count(line), memory_id=m.memory_id, at=m.created_at)
+            by = older_ids.get(m.memory_id)
+            by = next((r for r, u in older_there if text in u), by)
+            if by is None:
+                out.append(sec)
+            else:
+                held.append((sec, by))
+        return out, held
 
     def _sum(self, text: str, max_tokens: int, focus: frozenset[str] = frozenset()) -> str:
         return self._summaries(text, max_tokens, focus, self._part)

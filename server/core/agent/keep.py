@@ -15,19 +15,17 @@ import secrets
 from server.core.agent.context import Recalled, Summaries, Turn, focus_words, is_id
 from server.core.agent.keyevents import events, failed, should_commit
 from server.core.agent.ports import Memory
-from server.core.agent.recall import OUTCOME
+from server.core.agent.recall import MILESTONES, OUTCOME
 from server.core.agent.said import Reading, Said, SaidHead
 from server.core.agent.step_io import Round
 from server.core.memory.acknowledged import Pending
-from server.core.memory.model import Kind, Record
+from server.core.memory.model import Kind, Record, Source
 from server.core.memory.summarise import split_sentences
 from server.core.settings import AgentSettings
 from server.core.tenancy import tenant_of
 
 # What the user said is kept as: its `said` reading first in the memory's reasons (`why`).
 USER_KINDS = {"preference": Kind.PREFERENCE, "fact": Kind.FACT}
-# The key events a task moves on by (a stage completed, an error fixed): encoded with its goal.
-MILESTONES = frozenset({"stage", "fixed"})
 
 
 def why(reading: Reading | None, image: bool) -> list[str]:
@@ -82,6 +80,7 @@ class Keeper:
             session_id=rd.s.session_id,
             text=text,
             tags=tuple(f"key:{w}" for w in why),
+            source=Source(round=rd.r.round, task_id=rd.r.task_id),
             importance=4,
             speaker="user" if user else "",
         )
@@ -111,20 +110,25 @@ class Keeper:
         s.previous_failed = failed(r.observation)
 
     def outcome(self, rd: Round, answer: str) -> None:
-        """The task's outcome, kept when the agent finishes (`answer`): what the answer rests
-        on, the observation of this task naming the most of the answer's identifiers (the
-        newest of those naming as many; none when the answer names none that was observed),
-        with the task's goal, tagged `outcome`: a later task of the user reads how this one
-        ended (`Recaller.outcomes`), not every log that said "done" along the way."""
+        """The task's outcome, kept when the agent finishes (`answer`), once a round (a retried
+        finish keeps none again): what the answer rests on, the observation of this task naming
+        the most of the answer's identifiers (the newest of those naming as many; none when the
+        answer names none that was observed), with the task's goal, tagged `outcome` and the
+        task's id: a later task of the user reads how this one ended (`Recaller.outcomes`), not
+        every log that said "done" along the way."""
+        s = rd.s
+        if rd.r.round in s.finished:
+            return
+        s.finished.add(rd.r.round)
         ids = {w for w in focus_words(answer) if is_id(w)}
         best, named = "", 0
-        for t in rd.s.turns:  # oldest first: the newest wins a tie
+        for t in s.turns:  # oldest first: the newest wins a tie
             n = len(ids & focus_words(t.observation))
             if n and n >= named:
                 best, named = t.observation, n
         if not best:
             return
-        text = f"Task: {rd.s.goal}\nOutcome: {best}"
+        text = f"Task: {s.goal}\nOutcome: {best}"
         mid = self.remember(rd, text, [OUTCOME])
         if mid:
             rd.committed.append(mid)
@@ -134,23 +138,23 @@ class Keeper:
         """What the user says, kept every round (after the recall: this round's input is the
         query, not one of its answers): as one memory of the kind the head reads in it, or,
         when it has several sentences, as an episode and each sentence that says something
-        apart. What joins the user's profile is also held in the task's state (`Session.said`)
-        and shown every round, written or not."""
+        apart. The episode reads as the whole input does when no sentence says anything alone
+        (a preference spread over two sentences: the channel in one, its code in the next).
+        What joins the user's profile is also held in the task's state (`Session.said`) and
+        shown every round, written or not."""
         r, s = rd.r, rd.s
         if not (r.input and r.round not in s.inputs and s.fresh(r.round)):
             return
         s.inputs[r.round] = r.input
-        units = self._read(rd) if rd.storable else [(r.input, None)]
-        whole = len(units) == 1
-        if not whole:  # the input as said, an episode of the session
-            self._keep(rd, r.input, why(None, r.input_has_image))
-        for text, reading in units:
-            reasons = why(reading, r.input_has_image and whole)
-            if whole or reasons[0] != "said" or len(reasons) > 1:
-                mid = self._keep(rd, text, reasons)
-                if mid and _in_profile(reasons) and self._s.profile_top_k:
-                    s.said.append(Recalled(mid, text, 1.0, "unspecified", 0.7, self._engine.now()))
-                    del s.said[: -self._s.profile_top_k]  # the newest, as many as a profile
+        whole, units = self._read(rd) if rd.storable else ((r.input, None), [])
+        apart = [(text, why(reading, False)) for text, reading in units]
+        apart = [(text, reasons) for text, reasons in apart if reasons != ["said"]]
+        first = why(None if apart else whole[1], r.input_has_image)
+        for text, reasons in [(r.input, first), *apart]:
+            mid = self._keep(rd, text, reasons)
+            if mid and _in_profile(reasons) and self._s.profile_top_k:
+                m = Recalled(mid, text, 1.0, "unspecified", 0.7, self._engine.now())
+                hold(s.said, (m, reasons[0] == "preference"), self._s.profile_top_k)
 
     def _keep(self, rd: Round, text: str, reasons: list[str]) -> str:
         mid = self.remember(rd, text, reasons, user=True)
@@ -159,22 +163,32 @@ class Keeper:
             rd.cost += self._s.remember_micros
         return mid
 
-    def _read(self, rd: Round) -> list[tuple[str, Reading | None]]:
-        """The input's sentences (the whole input when it has one) and what each says
-        (`said`), on its vector: the one this round's Recall encoded for the input (as its
-        query, cut to the query limit), or encoded here as a query, the sentences in one batch
-        (and cached: the memory kept of one is not encoded again). Without a head, the input
-        unread."""
+    def _read(
+        self, rd: Round
+    ) -> tuple[tuple[str, Reading | None], list[tuple[str, Reading | None]]]:
+        """What the whole input says (`said`), and, when it has several sentences, what each
+        says; on their vectors as queries: the input's is the one this round's Recall encoded
+        (cut to the query limit), the sentences' are encoded in one batch (and cached: the
+        memory kept of one is not encoded again unless `memory.embed_speaker` asks for its
+        speaker in the text). Without a head, nothing is read."""
         said = rd.r.input[: self._max_query]
         if self._said is None:
-            return [(rd.r.input, None)]
+            return (rd.r.input, None), []
         units = split_sentences(said)
-        if len(units) <= 1:
-            units = [said]
-        vectors = self._engine.query_vectors(rd.s.namespace, units, rd.deadline)
-        if len(units) == 1:
-            return [(rd.r.input, self._said.read(said, vectors[0]))]
-        return [(u, self._said.read(u, v)) for u, v in zip(units, vectors, strict=True)]
+        texts = [said, *units] if len(units) > 1 else [said]
+        vectors = self._engine.query_vectors(rd.s.namespace, texts, rd.deadline)
+        readings = [self._said.read(t, v) for t, v in zip(texts, vectors, strict=True)]
+        return (rd.r.input, readings[0]), list(zip(texts[1:], readings[1:], strict=True))
+
+
+def hold(said: list[tuple[Recalled, bool]], m: tuple[Recalled, bool], size: int) -> None:
+    """A task's own profile entry (a memory, and whether it is a believed preference rather
+    than a "maybe"), at most `size` of them: a newer one pushes out the oldest "maybe" first,
+    then the oldest."""
+    said.append(m)
+    while len(said) > size:
+        maybe = [x for x in said if not x[1]]
+        said.remove(maybe[0] if maybe else said[0])
 
 
 def _in_profile(reasons: list[str]) -> bool:

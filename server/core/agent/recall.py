@@ -5,7 +5,7 @@ once a task, the outcomes of the user's earlier tasks."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from server.core.agent.context import Recalled
 from server.core.agent.ports import Memory
@@ -22,9 +22,12 @@ from server.core.settings import AgentSettings
 PROFILE = MemoryFilter(
     kinds=(Kind.PREFERENCE, Kind.EPISODE), tags=("key:preference", "key:maybe-preference")
 )
-# A finished task's outcome (`Keeper.outcome`): the earlier tasks' are read by it.
+# A finished task's outcome (`Keeper.outcome`): the earlier tasks' are read by it, and, for a
+# task that kept none (closed without a finish, or written before outcomes were kept), its
+# newest milestone (a stage completed, an error fixed).
 OUTCOME = "outcome"
-OUTCOME_CANDIDATES = 8  # the earlier outcomes nearest a goal, of which the newest are shown
+MILESTONES = frozenset({"stage", "fixed"})
+OUTCOME_CANDIDATES = 16  # the earlier outcomes and milestones nearest a goal
 
 
 class Recaller:
@@ -80,25 +83,27 @@ class Recaller:
 
     def outcomes(self, rd: Round) -> None:
         """Once a task, how the user's latest earlier tasks ended: among the
-        `OUTCOME_CANDIDATES` task outcomes (`Keeper.outcome`) nearest the task's goal, those of
-        the newest `earlier_outcomes` other sessions (each session's newest), kept in the
-        task's state and shown every round. Unlike the round's recall, this one waits for what
-        the namespace acknowledged (the task before may have closed a moment ago). When memory
-        cannot answer (a write failing, the deadline), the Step goes on without them, says so,
-        and the next round looks again."""
+        `OUTCOME_CANDIDATES` outcomes and milestones nearest the task's goal, each earlier
+        task's outcome (`Keeper.outcome`; its newest, when it finished twice), or, for a
+        session with no outcome, its newest milestone; those of the newest
+        `earlier_outcomes` tasks, kept in the task's state and shown every round. Unlike the
+        round's recall, this one waits for what the namespace acknowledged (the task before
+        may have closed a moment ago). When memory cannot answer (a write failing, the
+        deadline), the Step goes on without them, says so, and the next round looks again."""
         s = rd.s
         if s.outcomes is not None or rd.quiet or not rd.storable:
             return
         if not self._s.earlier_outcomes:
             s.outcomes = []
             return
+        tags = tuple(f"key:{w}" for w in sorted({OUTCOME, *MILESTONES}))
         try:
             hits = self._engine.recall(
                 RecallQuery(
                     namespace=s.namespace,
                     text=s.goal[: self._max_query],
                     top_k=OUTCOME_CANDIDATES,
-                    filter=MemoryFilter(tags=(f"key:{OUTCOME}",)),
+                    filter=MemoryFilter(tags=tags),
                     min_score=0.0,
                 ),
                 rd.deadline,
@@ -106,14 +111,7 @@ class Recaller:
         except (UnavailableError, DeadlineExceededError) as e:
             rd.warnings.append(f"the earlier tasks' outcomes were not looked up: {e}")
             return
-        ended: dict[str, Hit] = {}  # each earlier session's newest outcome
-        for h in hits.hits:
-            sid, last = h.record.session_id, ended.get(h.record.session_id)
-            if sid != s.session_id and (
-                last is None or h.record.created_at > last.record.created_at
-            ):
-                ended[sid] = h
-        latest = sorted(ended.values(), key=lambda h: -h.record.created_at)
+        latest = ended(hits.hits, rd.r.task_id, s.session_id)
         s.outcomes = [_recalled(h) for h in latest[: self._s.earlier_outcomes]]
         rd.cost += math.ceil(hits.cost_units * self._s.recall_micros_per_kilounit / 1000)
 
@@ -138,6 +136,30 @@ class Recaller:
             rd.memories, cost = [], 0
         rd.cost += cost
         return status
+
+
+def ended(hits: Sequence[Hit], task_id: str, session_id: str) -> list[Hit]:
+    """How each earlier task ended, newest first: a task's newest outcome (by its task id), or,
+    for a session none of whose tasks kept one, the session's newest milestone. This task's
+    own are left out (its outcome by task, its milestones by session)."""
+    outcome: dict[str, Hit] = {}
+    milestone: dict[str, Hit] = {}
+    for h in hits:
+        rec = h.record
+        if f"key:{OUTCOME}" in rec.tags:
+            key, into = rec.source.task_id or rec.session_id, outcome
+            if rec.source.task_id == task_id:
+                continue
+        else:
+            key, into = rec.session_id, milestone
+            if key == session_id:
+                continue
+        last = into.get(key)
+        if last is None or rec.created_at > last.record.created_at:
+            into[key] = h
+    sessions = {h.record.session_id for h in outcome.values()}
+    out = [*outcome.values(), *(h for k, h in milestone.items() if k not in sessions)]
+    return sorted(out, key=lambda h: -h.record.created_at)
 
 
 def _recalled(h: Hit) -> Recalled:

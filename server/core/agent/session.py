@@ -50,7 +50,9 @@ class Session:
     state: str = "open"  # the task's state at the last Step ("paused": no recall is started)
     floor: int = 0  # the oldest round kept: older ones are gone (`trim`), as if noted
     outcomes: list[Recalled] | None = None  # the earlier tasks' (None: not looked up yet)
-    said: list[Recalled] = field(default_factory=list)  # this task's inputs the profile reads
+    # This task's inputs the profile reads, each with whether it is a believed preference.
+    said: list[tuple[Recalled, bool]] = field(default_factory=list)
+    finished: set[int] = field(default_factory=set)  # rounds whose finish kept the outcome
 
     def trim(self, round_: int, window: int) -> None:
         """Keep the last `window` rounds before `round_`: the state stays bounded however long
@@ -63,6 +65,7 @@ class Session:
         for d in (self.stored, self.actions, self.refused, self.inputs):
             for k in [k for k in d if k < floor]:
                 del d[k]
+        self.finished = {n for n in self.finished if n >= floor}
         self.noted = {n for n in self.noted if n >= floor}
 
     def fresh(self, round_: int) -> bool:
@@ -74,11 +77,12 @@ class Session:
         and commits its key events again)."""
         return (
             len(self.turns), set(self.noted), dict(self.inputs), dict(self.stored),
-            dict(self.actions), self.previous_failed, list(self.said),
+            dict(self.actions), self.previous_failed, list(self.said), set(self.finished),
         )  # fmt: skip
 
     def restore(self, m: tuple[Any, ...]) -> None:
-        n, self.noted, self.inputs, self.stored, self.actions, self.previous_failed, self.said = m
+        n, self.noted, self.inputs, self.stored, self.actions, self.previous_failed = m[:6]
+        self.said, self.finished = m[6:]
         del self.turns[n:]
 
 

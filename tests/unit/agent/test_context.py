@@ -251,3 +251,28 @@ def test_without_identifiers_in_the_focus_a_shortened_output_points_to_its_full_
     b, stored = builder()
     out = b.build("Fix the printer", [Turn(1, "read the log", LONG)], [], budget=2000)
     assert [x.round for x in stored] == [1] and "[full text: m-1]" in out.sections[-1].text
+
+
+def test_a_memory_held_by_an_older_line_is_shown_when_the_budget_cuts_that_line() -> None:
+    """A sentence of an older input (a preference kept apart) is in the prompt through that
+    input's line while the line fits the budget; when the line is cut, the memory is shown."""
+    b, _ = builder()
+    said = "Hello there, thanks for the help so far. Always use SMS, code PREF-SMS-7."
+    ts = [Turn(1, "a", "ok", user=said), *[Turn(n, "c", "x " * 40) for n in range(2, 6)]]
+    mems = [Recalled("m-pref", "Always use SMS, code PREF-SMS-7.", 1.0, "", 0.7)]
+    roomy = b.build("Help", ts, mems, 5000)
+    assert "PREF-SMS-7" in roomy.text() and not any(s.kind == "memory" for s in roomy.sections)
+    tight = b.build("Help", ts, mems, roomy.tokens - 1)  # the oldest line no longer fits
+    assert "Round 1:" not in tight.text()  # the older line was cut ...
+    assert "PREF-SMS-7" in tight.text() and tight.tokens < roomy.tokens  # ... and it is shown
+
+
+def test_a_sentence_of_a_memory_shown_is_not_shown_again() -> None:
+    b, _ = builder()
+    whole = "The fan grinds. Always use SMS please."
+    mems = [
+        Recalled("m-whole", whole, 0.9, "", 0.7),
+        Recalled("m-part", "Always use SMS please.", 0.5, "", 0.7),
+    ]
+    out = b.build("Help", [], mems, 2000)
+    assert [s.memory_id for s in out.sections if s.kind == "memory"] == ["m-whole"]

@@ -61,7 +61,7 @@ def test_a_step_that_fails_late_takes_back_the_preference_it_held(r: Rig) -> Non
         r.loop.step(req, Deadline(10))
     out = r.loop.step(req, Deadline(10))
     session = r.loop._sessions.get("t")
-    assert session is not None and [m.memory_id for m in session.said] == out.committed
+    assert session is not None and [m.memory_id for m, _ in session.said] == out.committed
 
 
 def test_a_finish_keeps_the_observation_its_answer_rests_on_as_the_tasks_outcome(r: Rig) -> None:
@@ -104,3 +104,70 @@ def test_the_earlier_outcomes_are_each_latest_sessions_newest(r: Rig) -> None:
     out = r.loop.step(StepIn("t", 1, goal="earlier", input="hi"), Deadline(10))
     assert "third task" in out.context and "second task, last finish T-2" in out.context
     assert "first finish" not in out.context and "oldest task T-1" not in out.context
+
+
+def test_a_finish_sent_again_keeps_no_second_outcome(r: Rig) -> None:
+    r.loop.step(StepIn("t", 1, goal="Fix ticket T-2", input="fix it"), Deadline(10))
+    obs = "Applied FIX-22 to ticket T-2: done."
+    r.loop.step(StepIn("t", 2, previous_action=TOOL, observation=obs), Deadline(10))
+    first = r.loop.step(StepIn("t", 2, raw_model_output=FINISH), Deadline(10))
+    again = r.loop.step(StepIn("t", 2, raw_model_output=FINISH), Deadline(10))
+    outcomes = [m for m in kept(r).values() if "key:outcome" in m.tags]
+    assert len(outcomes) == 1 and outcomes[0].memory_id in first.committed
+    assert not again.committed and outcomes[0].source.task_id == "t"
+
+
+def test_an_input_whose_sentences_say_nothing_alone_is_read_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A preference spread over two sentences (the channel in one, the code in the next): no
+    sentence reads as one alone, the whole does, and the input is kept as one."""
+    from server.core.agent.said import LABELS, Reading, Said, SaidHead
+
+    said = "Email from now on. Code PREF-EMAIL-1."
+
+    def read(text: str, vector: object) -> Reading:
+        p = 0.99 if text == said else 0.3
+        return Reading(Said.PREFERENCE if text == said else Said.OTHER, p, (p, 0.0, 0.0, 1 - p))
+
+    r = rig()
+    assert len(LABELS) == 4
+    monkeypatch.setattr(SaidHead, "read", lambda self, text, vector: read(text, vector))
+    out = r.loop.step(StepIn("t", 1, goal="Help", input=said), Deadline(10))
+    mems = kept(r)
+    assert list(mems) == [said] and mems[said].kind == Kind.PREFERENCE
+    assert len(out.committed) == 1
+
+
+def test_the_tasks_own_profile_keeps_believed_preferences_before_maybes() -> None:
+    from server.core.agent.context import Recalled
+    from server.core.agent.keep import hold
+
+    said: list[tuple[Recalled, bool]] = []
+    for i, believed in enumerate([True, False, False, True, False]):
+        hold(said, (Recalled(f"m-{i}", "x", 1.0, "", 0.7), believed), 3)
+    assert [(m.memory_id, b) for m, b in said] == [("m-0", True), ("m-3", True), ("m-4", False)]
+
+
+def test_each_earlier_task_ends_with_its_outcome_or_its_sessions_newest_milestone() -> None:
+    from server.core.agent.recall import ended
+    from server.core.memory.model import Hit, Score, Source
+
+    def hit(mid: str, tag: str, session: str, task: str, at: float) -> Hit:
+        rec = Record(
+            memory_id=mid, namespace="ns", kind=Kind.OBSERVATION, session_id=session,
+            tags=(f"key:{tag}",), source=Source(task_id=task), created_at=at,
+        )  # fmt: skip
+        return Hit(rec, Score(0.5, 0.0, 0.5, 1.0, 0.5, True, False))
+
+    hits = [
+        hit("o1", "outcome", "s1", "t1", 10.0),
+        hit("m1", "stage", "s1", "t1", 11.0),  # s1 has an outcome: its milestones are not read
+        hit("m2a", "stage", "s2", "t2", 20.0),
+        hit("m2b", "fixed", "s2", "t2", 21.0),  # s2 kept no outcome: its newest milestone
+        hit("o3a", "outcome", "s3", "t3", 30.0),
+        hit("o3b", "outcome", "s3", "t4", 31.0),  # two tasks of one session: one each
+        hit("o5", "outcome", "s5", "t5", 50.0),  # this task's own: left out
+        hit("m5", "stage", "s5", "t5", 51.0),  # and this session's milestones
+    ]
+    assert [h.record.memory_id for h in ended(hits, "t5", "s5")] == ["o3b", "o3a", "m2b", "o1"]
