@@ -137,8 +137,9 @@ class Keeper:
     def user_said(self, rd: Round) -> None:
         """What the user says, kept every round (after the recall: this round's input is the
         query, not one of its answers): as one memory of the kind the head reads in it, or,
-        when it has several sentences, as an episode and each sentence that says something
-        apart. The episode reads as the whole input does when no sentence says anything alone
+        when it has several sentences, as an episode and each span that says something apart
+        (`spans`: the channel and, in the next sentence, its code stay together). The episode
+        reads as the whole input does when no sentence says anything alone
         (a preference spread over two sentences: the channel in one, its code in the next).
         What joins the user's profile is also held in the task's state (`Session.said`) and
         shown every round, written or not."""
@@ -147,7 +148,8 @@ class Keeper:
             return
         s.inputs[r.round] = r.input
         whole, units = self._read(rd) if rd.storable else ((r.input, None), [])
-        apart = [(text, why(reading, False)) for text, reading in units]
+        said = r.input[: self._max_query]
+        apart = [(text, why(reading, False)) for text, reading in spans(said, units)]
         apart = [(text, reasons) for text, reasons in apart if reasons != ["said"]]
         first = why(None if apart else whole[1], r.input_has_image)
         for text, reasons in [(r.input, first), *apart]:
@@ -179,6 +181,37 @@ class Keeper:
         vectors = self._engine.query_vectors(rd.s.namespace, texts, rd.deadline)
         readings = [self._said.read(t, v) for t, v in zip(texts, vectors, strict=True)]
         return (rd.r.input, readings[0]), list(zip(texts[1:], readings[1:], strict=True))
+
+
+def spans(said: str, units: list[tuple[str, Reading | None]]) -> list[tuple[str, Reading | None]]:
+    """Consecutive sentences of `said` the head finds likeliest the same thing (a preference,
+    a fact, a correction) joined into one span, as the user wrote it, read as its most
+    confident sentence: "Please make sms my default channel." and "The code is PREF-SMS-1."
+    say one preference. A sentence likeliest other stands alone."""
+    out: list[tuple[str, Reading | None]] = []
+    run: list[tuple[int, int, Reading]] = []
+    at = 0
+
+    def close() -> None:
+        if run:
+            best = max(run, key=lambda u: u[2].p if u[2].said != Said.OTHER else -1.0)
+            out.append((said[run[0][0] : run[-1][1]], best[2]))
+            run.clear()
+
+    for text, reading in units:
+        start = said.find(text, at)
+        start = at if start < 0 else start
+        at = start + len(text)
+        label = None if reading is None else reading.likeliest
+        if reading is None or label == Said.OTHER:
+            close()
+            out.append((text, reading))
+            continue
+        if run and run[-1][2].likeliest != label:
+            close()
+        run.append((start, at, reading))
+    close()
+    return out
 
 
 def hold(said: list[tuple[Recalled, bool]], m: tuple[Recalled, bool], size: int) -> None:

@@ -22,6 +22,8 @@ from server.core.settings import AgentSettings
 PROFILE = MemoryFilter(
     kinds=(Kind.PREFERENCE, Kind.EPISODE), tags=("key:preference", "key:maybe-preference")
 )
+# The profile's candidates, per preference shown: the nearest, of which the newest are shown.
+PROFILE_CANDIDATES = 2
 # A finished task's outcome (`Keeper.outcome`): the earlier tasks' are read by it, and, for a
 # task that kept none (closed without a finish, or written before outcomes were kept), its
 # newest milestone (a stage completed, an error fixed).
@@ -39,10 +41,12 @@ class Recaller:
         self._max_query = max_query_chars
 
     def __call__(self, ns: str, query: str, deadline: Deadline) -> tuple[list[Recalled], int]:
-        """The top `recall_top_k` memories for `query`, then the user's profile: the
-        `profile_top_k` most relevant of their preferences and the inputs likelier one
-        (`PROFILE`) not among them, with no relevance floor ("reach me the usual way" shares
-        few words with "I'd rather you used chat"), and its cost in micros. A stated
+        """The top `recall_top_k` memories for `query`, then the user's profile: the newest
+        `profile_top_k` of the `PROFILE_CANDIDATES` × as many most relevant of their
+        preferences and the inputs likelier one (`PROFILE`) not among them (the newer of two
+        values of one preference is the one that holds), with no relevance floor ("reach me
+        the usual way" shares few words with "I'd rather you used chat"), and its cost in
+        micros. A stated
         preference is needed sessions later, when a round's own facts (tickets, tool outputs)
         outrank it; its second search is by the query's cached vector alone. Nothing without a
         text encoder (a query needs a vector; the Step says so)."""
@@ -68,7 +72,7 @@ class Recaller:
                 RecallQuery(
                     namespace=ns,
                     vector=vector,
-                    top_k=self._s.profile_top_k,
+                    top_k=PROFILE_CANDIDATES * self._s.profile_top_k,
                     filter=PROFILE,
                     min_score=0.0,
                 ),
@@ -77,7 +81,9 @@ class Recaller:
             )
             units += profile.cost_units
             seen = {h.record.memory_id for h in found}
-            found += [h for h in profile.hits if h.record.memory_id not in seen]
+            fresh = [h for h in profile.hits if h.record.memory_id not in seen]
+            fresh.sort(key=lambda h: -h.record.created_at)  # a newer preference says what holds
+            found += fresh[: self._s.profile_top_k]
         cost = math.ceil(units * self._s.recall_micros_per_kilounit / 1000)
         return [_recalled(h) for h in found], cost
 

@@ -171,3 +171,44 @@ def test_each_earlier_task_ends_with_its_outcome_or_its_sessions_newest_mileston
         hit("m5", "stage", "s5", "t5", 51.0),  # and this session's milestones
     ]
     assert [h.record.memory_id for h in ended(hits, "t5", "s5")] == ["o3b", "o3a", "m2b", "o1"]
+
+
+def test_consecutive_sentences_likeliest_the_same_are_one_span_as_written() -> None:
+    from server.core.agent.keep import spans
+    from server.core.agent.said import Reading, Said
+
+    def reading(said: Said, p: float, likeliest: Said) -> Reading:
+        probs = [0.0] * 4
+        probs[[Said.PREFERENCE, Said.FACT, Said.CORRECTION, Said.OTHER].index(likeliest)] = p
+        return Reading(said, p, tuple(probs))
+
+    said = "The fan grinds.  Use sms from now on.代码PREF-SMS-1。 Thanks!"
+    units = [
+        ("The fan grinds.", reading(Said.OTHER, 0.9, Said.OTHER)),
+        ("Use sms from now on.", reading(Said.PREFERENCE, 0.97, Said.PREFERENCE)),
+        ("代码PREF-SMS-1。", reading(Said.OTHER, 0.6, Said.PREFERENCE)),  # below its floor
+        ("Thanks!", reading(Said.OTHER, 0.9, Said.OTHER)),
+    ]
+    out = spans(said, units)
+    assert [t for t, _ in out] == [
+        "The fan grinds.", "Use sms from now on.代码PREF-SMS-1。", "Thanks!",
+    ]  # fmt: skip
+    joined = out[1][1]
+    assert joined is not None and joined.said == Said.PREFERENCE and joined.p == 0.97
+
+
+def test_the_profile_shows_the_newest_of_the_nearest_preferences() -> None:
+    r = rig()
+    r.memory.records["ns"] = [
+        Record(
+            memory_id=f"m-{i}",
+            namespace="ns",
+            kind=Kind.PREFERENCE,
+            text=f"use channel {i}",
+            tags=("key:preference",),
+            created_at=float(i),
+        )
+        for i in range(1, 6)
+    ]
+    out = r.loop.step(StepIn("t", 1, goal="Help", input="hello"), Deadline(10))
+    assert [m.memory_id for m in out.memories] == ["m-5", "m-4", "m-3"]
