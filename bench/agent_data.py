@@ -49,7 +49,11 @@ BLIND3_WORDINGS = DATA / "agent_wordings_blind3.json"
 # The same, written for the next headline and kept unread until the refitted head was committed
 # (see bench/RESULTS.md).
 BLIND4_WORDINGS = DATA / "agent_wordings_blind4.json"
+# The same again, kept unread until 5c25f0c; its distractors hold no standing preference about
+# another topic (blind4's photo-paper preferences were preferences, counted against pocketd).
+BLIND5_WORDINGS = DATA / "agent_wordings_blind5.json"
 WORDINGS = {
+    "blind5": BLIND5_WORDINGS,
     "blind4": BLIND4_WORDINGS,
     "blind3": BLIND3_WORDINGS,
     "blind2": BLIND2_WORDINGS,
