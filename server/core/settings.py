@@ -1180,14 +1180,15 @@ class AgentSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # preferences and the earlier tasks' outcomes were shown apart: 3 cost 1 % more tokens for
     # the same completion; 5 showed earlier sessions' tool outputs no round used).
     recall_top_k: Annotated[int, between(1, 100)] = 2
-    # Beside them, the user's profile: the most relevant of their preferences (memories of kind
-    # preference: an input Step read as one, or Remember with that kind) and of the inputs Step
-    # kept as episodes that read likelier a preference than anything else, not already
-    # recalled. 0: none.
+    # Beside them, the user's profile: of twice as many of the most relevant of their
+    # preferences (memories of kind preference: an input Step read as one, or Remember with
+    # that kind) and of the inputs Step kept as episodes that read likelier a preference than
+    # anything else, not already recalled, this many of the newest. 0: none.
     profile_top_k: Annotated[int, between(0, 20)] = 3
     # And in every round of a task, how the user's latest earlier tasks ended (each one's
-    # outcome: the observation its final answer rested on), among the outcomes nearest its
-    # goal: what happened last time. 0: none.
+    # outcome: the observation its final answer rested on; for a session that kept none, its
+    # newest stage completed or error fixed), among those nearest its goal: what happened last
+    # time. 0: none.
     earlier_outcomes: Annotated[int, between(0, 20)] = 2
     # Entries of the tool-result cache per tenant (a repeated read-only tool call is served from
     # it).
