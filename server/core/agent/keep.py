@@ -24,6 +24,9 @@ from server.core.memory.summarise import split_sentences
 from server.core.settings import AgentSettings
 from server.core.tenancy import tenant_of
 
+# Spans of one input kept apart, at most (the first: an input of a thousand sentences is not a
+# thousand memories).
+SPANS_KEPT = 8
 # What the user said is kept as: its `said` reading first in the memory's reasons (`why`).
 USER_KINDS = {"preference": Kind.PREFERENCE, "fact": Kind.FACT}
 
@@ -150,7 +153,7 @@ class Keeper:
         whole, units = self._read(rd) if rd.storable else ((r.input, None), [])
         said = r.input[: self._max_query]
         apart = [(text, why(reading, False)) for text, reading in spans(said, units)]
-        apart = [(text, reasons) for text, reasons in apart if reasons != ["said"]]
+        apart = [(text, reasons) for text, reasons in apart if reasons != ["said"]][:SPANS_KEPT]
         first = why(None if apart else whole[1], r.input_has_image)
         for text, reasons in [(r.input, first), *apart]:
             mid = self._keep(rd, text, reasons)

@@ -212,3 +212,12 @@ def test_the_profile_shows_the_newest_of_the_nearest_preferences() -> None:
     ]
     out = r.loop.step(StepIn("t", 1, goal="Help", input="hello"), Deadline(10))
     assert [m.memory_id for m in out.memories] == ["m-5", "m-4", "m-3"]
+
+
+def test_an_input_of_many_statements_keeps_a_bounded_number_apart() -> None:
+    from server.core.agent.keep import SPANS_KEPT
+
+    r = rig()
+    said = " ".join(f"I prefer chat {i}. It is broken {i}." for i in range(40))
+    out = r.loop.step(StepIn("t", 1, goal="Help", input=said), Deadline(10))
+    assert len(out.committed) == 1 + SPANS_KEPT  # the input as an episode, and the first spans
