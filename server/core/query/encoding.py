@@ -91,13 +91,7 @@ class Encoding:
 
     def query(self, namespace: str, text: str, deadline: Deadline) -> Vector:
         """The query's vector, from the cache or encoded (and then cached)."""
-        cached = self.cached(namespace, text)
-        if cached is not None:
-            return cached
-        vec: Vector = self.encode([text], "the query", deadline)[0]
-        with self._lock:
-            self._queries.put(tenant_of(namespace), (namespace, text), vec)
-        return vec
+        return self.queries(namespace, [text], deadline)[0]
 
     def queries(self, namespace: str, texts: list[str], deadline: Deadline) -> list[Vector]:
         """The texts' vectors as queries: from the cache, the others encoded in one batch on
