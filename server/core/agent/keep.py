@@ -3,10 +3,11 @@ as memories: the observation when it is a key event (`keyevents`), and every inp
 gives, as an episode of its session (the hot session memory), or as the user's preference, a
 fact, a correction, by what the `said` head reads in it. An input of several sentences is read
 sentence by sentence ("The fan grinds. Oh, and from now on use phone only. What can I try?"
-says three things): the whole input is kept as an episode, and each sentence the head reads as
-a preference, a fact or a correction (or likelier a preference than anything else) is kept
-apart as one. A memory gets its id here; once the Step has closed, the memory engine's intake
-keeps it durable and writes it off the call (`MemoryEngine.acknowledge`)."""
+says three things): the whole input is kept as an episode, and each span of consecutive
+sentences the head reads as a preference, a fact or a correction (or likelier a preference than
+anything else) is kept apart as one (`spans`). A memory gets its id here; once the Step has
+closed, the memory engine's intake keeps it durable and writes it off the call
+(`MemoryEngine.acknowledge`)."""
 
 from __future__ import annotations
 
@@ -142,8 +143,7 @@ class Keeper:
         query, not one of its answers): as one memory of the kind the head reads in it, or,
         when it has several sentences, as an episode and each span that says something apart
         (`spans`: the channel and, in the next sentence, its code stay together). The episode
-        reads as the whole input does when no sentence says anything alone
-        (a preference spread over two sentences: the channel in one, its code in the next).
+        reads as the whole input does when no span says anything.
         What joins the user's profile is also held in the task's state (`Session.said`) and
         shown every round, written or not."""
         r, s = rd.r, rd.s

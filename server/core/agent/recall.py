@@ -46,9 +46,9 @@ class Recaller:
         preferences and the inputs likelier one (`PROFILE`) not among them (the newer of two
         values of one preference is the one that holds), with no relevance floor ("reach me
         the usual way" shares few words with "I'd rather you used chat"), and its cost in
-        micros. A stated
-        preference is needed sessions later, when a round's own facts (tickets, tool outputs)
-        outrank it; its second search is by the query's cached vector alone. Nothing without a
+        micros. A stated preference is needed sessions later, when a round's own facts
+        (tickets, tool outputs) outrank it; its second search is by the query's cached vector
+        alone. Nothing without a
         text encoder (a query needs a vector; the Step says so)."""
         if not self._engine.can_encode():
             return [], 0
