@@ -190,15 +190,21 @@ def spans(said: str, units: list[tuple[str, Reading | None]]) -> list[tuple[str,
     """Consecutive sentences of `said` the head finds likeliest the same thing (a preference,
     a fact, a correction) joined into one span, as the user wrote it, read as its most
     confident sentence: "Please make sms my default channel." and "The code is PREF-SMS-1."
-    say one preference. A sentence likeliest other stands alone."""
+    say one preference. A preference's span also takes the one sentence after it that is
+    likeliest other, since a statement's details follow it and may read as nothing alone
+    ("以后所有工单都请用chat联系我。" "代码是PREF-CHAT-776。"). Any other sentence likeliest
+    other stands alone."""
     out: list[tuple[str, Reading | None]] = []
     run: list[tuple[int, int, Reading]] = []
     at = 0
+    tail = -1  # where the last span starts, if it is a preference's (it may take the next one)
 
     def close() -> None:
+        nonlocal tail
         if run:
             best = max(run, key=lambda u: u[2].p if u[2].said != Said.OTHER else -1.0)
             out.append((said[run[0][0] : run[-1][1]], best[2]))
+            tail = run[0][0] if run[0][2].likeliest == Said.PREFERENCE else -1
             run.clear()
 
     for text, reading in units:
@@ -208,7 +214,11 @@ def spans(said: str, units: list[tuple[str, Reading | None]]) -> list[tuple[str,
         label = None if reading is None else reading.likeliest
         if reading is None or label == Said.OTHER:
             close()
-            out.append((text, reading))
+            if tail >= 0 and reading is not None:  # a preference's details
+                out[-1] = (said[tail:at], out[-1][1])
+            else:
+                out.append((text, reading))
+            tail = -1
             continue
         if run and run[-1][2].likeliest != label:
             close()
