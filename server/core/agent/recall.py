@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from server.core.agent.context import Recalled
+from server.core.agent.context import Recalled, Summaries, focus_words
 from server.core.agent.ports import Memory
 from server.core.agent.step_io import Round
 from server.core.deadline import Deadline
@@ -15,6 +15,7 @@ from server.core.errors import DeadlineExceededError, UnavailableError
 from server.core.ledger.model import Status
 from server.core.memory.model import Hit, Kind, MemoryFilter, RecallQuery
 from server.core.settings import AgentSettings
+from server.core.tenancy import tenant_of
 
 # The user's profile: their preferences, and what they said that may be one (`said` read it as
 # one, or as likelier one than anything else though below its floor: the safety net for a
@@ -30,15 +31,25 @@ PROFILE_CANDIDATES = 2
 OUTCOME = "outcome"
 MILESTONES = frozenset({"stage", "fixed"})
 OUTCOME_CANDIDATES = 16  # the earlier outcomes and milestones nearest a goal
+# A round without input recalls for its observation's summary of this many tokens at most.
+QUERY_TOKENS = 64
 
 
 class Recaller:
-    def __init__(self, engine: Memory, settings: AgentSettings, max_query_chars: int) -> None:
+    def __init__(
+        self,
+        engine: Memory,
+        settings: AgentSettings,
+        max_query_chars: int,
+        summaries: Summaries,
+    ) -> None:
         """`max_query_chars`: a Recall's query limit (`limits.max_query_chars`): the Step's
-        queries are cut to it."""
+        queries are cut to it. `summaries`: the context builder's (an observation is parsed
+        once for both)."""
         self._engine = engine
         self._s = settings
         self._max_query = max_query_chars
+        self._summaries = summaries
 
     def __call__(self, ns: str, query: str, deadline: Deadline) -> tuple[list[Recalled], int]:
         """The top `recall_top_k` memories for `query`, then the user's profile: the newest
@@ -126,7 +137,7 @@ class Recaller:
         after it (`opened`). A paused task's recall is dropped (a paused task does no more work
         until its budget is raised); one resumed since the last Step recalls once it knows."""
         r, s = rd.r, rd.s
-        rd.query = r.input or r.observation or s.goal
+        rd.query = self.query(rd)
         wanted = not s.active_recall and bool(rd.query) and not r.parse_only
         was_paused = s.state == "paused"
         cost = 0
@@ -142,6 +153,20 @@ class Recaller:
             rd.memories, cost = [], 0
         rd.cost += cost
         return status
+
+
+    def query(self, rd: Round) -> str:
+        """What the round recalls for: the user's input; else the observation, as its summary
+        of `QUERY_TOKENS` by the goal and the action (its sentences that name what the task is
+        about: the encoder reads only a text's first 256 tokens, and a 1,500-token log's head
+        is its least telling part; a short one is its summary); else the goal."""
+        r, s = rd.r, rd.s
+        if r.input:
+            return r.input
+        if r.observation:
+            focus = focus_words(s.goal, r.previous_action)
+            return self._summaries(r.observation, QUERY_TOKENS, focus, tenant_of(r.task_id))
+        return s.goal
 
 
 def ended(hits: Sequence[Hit], task_id: str, session_id: str) -> list[Hit]:

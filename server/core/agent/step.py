@@ -104,7 +104,7 @@ class AgentLoop:
         self._count = count_tokens
         self._sessions = Sessions(settings.sessions)
         summaries, context = Summaries(count_tokens), ContextSettings()
-        self._recall = Recaller(engine, settings, max_query_chars)
+        self._recall = Recaller(engine, settings, max_query_chars, summaries)
         self._keeper = Keeper(
             settings, engine, summaries, context.memory_tokens, said, max_query_chars
         )

@@ -82,3 +82,21 @@ def test_the_earlier_outcomes_are_looked_up_once_a_task_and_again_after_a_failur
     assert "Applied FIX-1 to ticket T-1" in second.context and r.memory.settled == 2
     third = r.loop.step(StepIn("t", 3, input="any news"), Deadline(10))
     assert "Applied FIX-1 to ticket T-1" in third.context and r.memory.settled == 2  # once
+
+
+def test_a_round_without_input_recalls_for_its_observations_summary(r: Rig) -> None:
+    """A long log is recalled for by its sentences about the task (the encoder reads only a
+    text's head), a short observation whole, and a round with input by the input."""
+    noise = " ".join(f"Line {i}: checksum {i * 7919} verified in {i} ms." for i in range(60))
+    log = f"{noise} Ticket T-77 needs FIX-9 applied to the tray sensor. {noise}"
+    steps = [
+        StepIn("t", 1, goal="Resolve ticket T-77", input="My tray sensor fails"),
+        StepIn("t", 2, previous_action='{"tool": "logs"}', observation=log),
+        StepIn("t", 3, previous_action='{"tool": "ping"}', observation="pong from T-77"),
+    ]
+    for s in steps:
+        r.loop.step(s, Deadline(10))
+    first, second, third = r.memory.recalls[0], *r.memory.recalls[-2:]  # (and the outcomes')
+    assert first == "My tray sensor fails"
+    assert "T-77 needs FIX-9" in second and len(second) < len(log) // 4
+    assert third == "pong from T-77"
