@@ -237,6 +237,7 @@ def stored_preferences(c: Client, data: Sequence[Session]) -> dict[str, list[Any
 
 
 _CODE = re.compile(r"PREF-([A-Z]+)-\d+")
+_SENTENCE = re.compile(r"(?<=[。！？!?])|(?<=[.])\s+")  # after 。！？!?, or a full stop and a space
 
 
 def _names(text: str, word: str) -> bool:
@@ -246,16 +247,21 @@ def _names(text: str, word: str) -> bool:
 
 
 def _holds(text: str, statement: str, code: bool = False) -> bool:
-    """Whether a stored memory holds `statement`: all of it, or a part of it (pocketd keeps
-    each sentence of an input that says something apart) that names the statement's code or,
-    unless `code` is asked for, its channel (a sentence around it, "the jam light blinks
-    orange", does not count)."""
+    """Whether a stored memory holds `statement`: all of it, or a sentence of it that names the
+    statement's code or, unless `code` is asked for, its channel, whatever else the memory
+    holds (pocketd keeps each part of an input that says something apart, and a preference's
+    part with the sentence after it); a sentence around it ("the jam light blinks orange")
+    does not count."""
     if statement in text:
         return True
     m = _CODE.search(statement)
-    if m is None or text.strip() not in statement:
+    if m is None:
         return False
-    return m.group(0) in text or (not code and _names(text, m.group(1).lower()))
+    parts = (p.strip() for p in _SENTENCE.split(text))
+    return any(
+        p and p in statement and (m.group(0) in p or (not code and _names(p, m.group(1).lower())))
+        for p in parts
+    )
 
 
 def _label(text: str, s_texts: set[str], d_texts: set[str], r_texts: set[str]) -> str:

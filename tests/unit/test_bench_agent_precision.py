@@ -14,6 +14,11 @@ def test_a_sentence_of_a_statement_counts_when_it_names_its_code_or_channel() ->
     assert _holds("My code is PREF-PHONE-101.", STATEMENT, code=True)
     assert not _holds("Please use phone from now on.", STATEMENT, code=True)  # no code: not stored
     assert not _holds("The fan grinds.", STATEMENT)
+    # A part kept with the sentence after it (the round's own text) holds what it names.
+    assert _holds("My code is PREF-PHONE-101. Here is a screenshot.", STATEMENT, code=True)
+    zh = "好的。以后请用phone联系我。代码是PREF-PHONE-1。"
+    assert _holds("以后请用phone联系我。代码是PREF-PHONE-1。 Thanks.", zh, code=True)
+    assert not _holds("The fan grinds. Here is a screenshot.", STATEMENT)
     assert not _holds(
         "My smartphone fan grinds.", "My smartphone fan grinds. Use chat, PREF-CHAT-1."
     )
