@@ -67,6 +67,8 @@ _TRACEBACKS = logging.Formatter()
 def _stop() -> None:
     if _listener is not None:
         _listener.stop()
+
+
 _listener: logging.handlers.QueueListener | None = None
 
 

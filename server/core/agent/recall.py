@@ -154,7 +154,6 @@ class Recaller:
         rd.cost += cost
         return status
 
-
     def query(self, rd: Round) -> str:
         """What the round recalls for: the user's input; else the observation, as its summary
         of `QUERY_TOKENS` by the goal and the action (its sentences that name what the task is
