@@ -3,15 +3,57 @@ one the operator supplies), not characters divided by four.
 
 The context builder counts the same texts round after round, so counts are remembered
 (`TextMemo`): a count is a pure function of the text.
+
+A new text is mostly old words (a round's summary, the prompt built of sections counted
+before): where the tokenizer cuts a text at whitespace before anything else reads it (its
+normalizer works character by character and its pre-tokenizer splits at whitespace, as the
+built-in WordPiece's does), a text's count is the sum of its whitespace-separated chunks'
+counts, and each chunk's count is remembered (`additive`). The built-in tokenizer takes 3 ms for
+a 7,000-character prompt; the sum of remembered chunks a tenth of that. Any other tokenizer
+counts each text whole.
 """
 
 from __future__ import annotations
 
+import json
+import re
+import threading
+from collections import OrderedDict
 from pathlib import Path
 
 from tokenizers import Tokenizer
 
 from server.core.memo import TextMemo
+
+# Normalizers that map one character at a time, and pre-tokenizers that split at whitespace
+# first: with these, no token spans a whitespace run.
+PER_CHARACTER = frozenset({"BertNormalizer", "Lowercase", "Strip", "StripAccents"})
+SPLITS_AT_WHITESPACE = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
+# Whitespace as such a tokenizer reads it: Unicode's White_Space without the control characters
+# (a BertNormalizer deletes those: "a\x1cb" is one word to it).
+_CHUNKS = re.compile(r"[ \t\n\r\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
+# The control characters Python's `str.split` takes for whitespace (a text without them is cut
+# by `str.split`, five times faster than by `_CHUNKS`).
+_SPLIT_CONTROLS = re.compile("[\x0b\x0c\x1c-\x1f\x85]")
+CHUNKS_KEPT = 65_536  # chunk counts remembered per tenant
+PARTS_KEPT = 256  # tenants whose chunk counts are kept
+
+
+def additive(tokenizer_json: Path) -> bool:
+    """Whether a text's count under this tokenizer is the sum of its whitespace chunks'."""
+    doc = json.loads(tokenizer_json.read_text(encoding="utf-8"))
+    steps = [doc.get("normalizer"), doc.get("pre_tokenizer")]
+    kinds: list[set[str]] = []
+    for step in steps:
+        if step is None:
+            kinds.append(set())
+        elif step.get("type") == "Sequence":
+            inner = step.get("normalizers") or step.get("pretokenizers") or []
+            kinds.append({str(s.get("type")) for s in inner})
+        else:
+            kinds.append({str(step.get("type"))})
+    norm, pre = kinds
+    return norm <= PER_CHARACTER and len(pre) == 1 and pre <= SPLITS_AT_WHITESPACE
 
 
 class TokenCounter:
@@ -20,15 +62,54 @@ class TokenCounter:
         self._tok.no_truncation()
         self._tok.no_padding()
         self._memo: TextMemo[int] = TextMemo(self._count, cache_size)
+        self._additive = additive(tokenizer_json)
+        # Per tenant, the counts of the chunks its texts had (emptied when full).
+        self._chunks: OrderedDict[str, dict[str, int]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def count(self, text: str, part: str = "") -> int:
         """Tokens of `text`, without the special tokens a model adds around a sequence;
         remembered in `part`'s own LRU (a tenant's)."""
-        return self._memo(text, part=part)
+        return self._memo(text, part, part=part)
 
     def cached(self) -> int:
         """How many counts are kept."""
         return len(self._memo)
 
-    def _count(self, text: str) -> int:
+    def whole(self, text: str) -> int:
+        """The text's count, from the tokenizer on all of it."""
         return len(self._tok.encode(text, add_special_tokens=False))
+
+    def _count(self, text: str, part: str) -> int:
+        if not self._additive:
+            return self.whole(text)
+        if _SPLIT_CONTROLS.search(text):
+            chunks = [c for c in _CHUNKS.split(text) if c]
+        else:
+            chunks = text.split()
+        with self._lock:
+            known = self._of(part)
+            new = list({c: None for c in chunks if c not in known})
+        counted: dict[str, int] = {}
+        if new:
+            got = self._tok.encode_batch(new, add_special_tokens=False)
+            counted = {c: len(e) for c, e in zip(new, got, strict=True)}
+        with self._lock:
+            known = self._of(part)
+            if len(known) + len(counted) > CHUNKS_KEPT:
+                known.clear()
+            known.update(counted)
+            found = [known.get(c) for c in chunks]
+        # A chunk counted before and dropped since (the tenant's counts were emptied): again.
+        return sum(self.whole(c) if n is None else n for c, n in zip(chunks, found, strict=True))
+
+    def _of(self, part: str) -> dict[str, int]:
+        """The tenant's chunk counts (the least recently used tenant's go beyond
+        `PARTS_KEPT`); the caller holds the lock."""
+        known = self._chunks.get(part)
+        if known is None:
+            known = self._chunks[part] = {}
+            while len(self._chunks) > PARTS_KEPT:
+                self._chunks.popitem(last=False)
+        self._chunks.move_to_end(part)
+        return known
