@@ -62,29 +62,32 @@ class _Queued(logging.handlers.QueueHandler):
 
 
 _TRACEBACKS = logging.Formatter()
+_listener: logging.handlers.QueueListener | None = None
+_at_exit = False
 
 
-def _stop() -> None:
+def stop() -> None:
+    """Write what is queued and stop the writing thread (at exit; a later `configure` starts
+    another)."""
+    global _listener
     if _listener is not None:
         _listener.stop()
-
-
-_listener: logging.handlers.QueueListener | None = None
+        _listener = None
 
 
 def configure(level: str, fmt: str) -> None:
     """Send every log record to stderr in `fmt` ("text" or "json") at `level` and above, from
     a thread of their own."""
-    global _listener
+    global _listener, _at_exit
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    if _listener is not None:
-        _listener.stop()
-    else:
-        atexit.register(_stop)  # what was queued is written before the process ends
+    if not _at_exit:
+        atexit.register(stop)  # what was queued is written before the process ends
+        _at_exit = True
+    stop()
     records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
     _listener = logging.handlers.QueueListener(records, handler, respect_handler_level=True)
     _listener.start()
