@@ -52,7 +52,11 @@ BLIND4_WORDINGS = DATA / "agent_wordings_blind4.json"
 # The same again, kept unread until 5c25f0c; its distractors hold no standing preference about
 # another topic (blind4's photo-paper preferences were preferences, counted against pocketd).
 BLIND5_WORDINGS = DATA / "agent_wordings_blind5.json"
+# The same again (written on 2026-12-08 from the task description alone), kept outside the
+# repository unread until the defaults of 1634607 were committed.
+BLIND6_WORDINGS = DATA / "agent_wordings_blind6.json"
 WORDINGS = {
+    "blind6": BLIND6_WORDINGS,
     "blind5": BLIND5_WORDINGS,
     "blind4": BLIND4_WORDINGS,
     "blind3": BLIND3_WORDINGS,
