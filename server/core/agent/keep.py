@@ -22,6 +22,7 @@ from server.core.agent.step_io import Round
 from server.core.memory.acknowledged import Pending
 from server.core.memory.model import Kind, Record, Source
 from server.core.memory.summarise import split_sentences
+from server.core.memory.write.dedup import identifiers
 from server.core.settings import AgentSettings
 from server.core.tenancy import tenant_of
 
@@ -190,21 +191,23 @@ def spans(said: str, units: list[tuple[str, Reading | None]]) -> list[tuple[str,
     """Consecutive sentences of `said` the head finds likeliest the same thing (a preference,
     a fact, a correction) joined into one span, as the user wrote it, read as its most
     confident sentence: "Please make sms my default channel." and "The code is PREF-SMS-1."
-    say one preference. A preference's span also takes the one sentence after it that is
-    likeliest other, since a statement's details follow it and may read as nothing alone
-    ("以后所有工单都请用chat联系我。" "代码是PREF-CHAT-776。"). Any other sentence likeliest
-    other stands alone."""
+    say one preference. A preference's span that names no identifier (a code, a number) also
+    takes the one sentence after it that is likeliest other and names one, since a statement's
+    code follows it and may read as nothing alone ("以后所有工单都请用chat联系我。"
+    "代码是PREF-CHAT-776。"); "Thanks." or the round's own next sentence stays out. Any other
+    sentence likeliest other stands alone."""
     out: list[tuple[str, Reading | None]] = []
     run: list[tuple[int, int, Reading]] = []
     at = 0
-    tail = -1  # where the last span starts, if it is a preference's (it may take the next one)
+    tail = -1  # where the last span starts, if a preference's without a code (it may take one)
 
     def close() -> None:
         nonlocal tail
         if run:
             best = max(run, key=lambda u: u[2].p if u[2].said != Said.OTHER else -1.0)
             out.append((said[run[0][0] : run[-1][1]], best[2]))
-            tail = run[0][0] if run[0][2].likeliest == Said.PREFERENCE else -1
+            coded = identifiers(said[run[0][0] : run[-1][1]])
+            tail = run[0][0] if run[0][2].likeliest == Said.PREFERENCE and not coded else -1
             run.clear()
 
     for text, reading in units:
@@ -214,7 +217,7 @@ def spans(said: str, units: list[tuple[str, Reading | None]]) -> list[tuple[str,
         label = None if reading is None else reading.likeliest
         if reading is None or label == Said.OTHER:
             close()
-            if tail >= 0 and reading is not None:  # a preference's details
+            if tail >= 0 and reading is not None and identifiers(text):  # a preference's code
                 out[-1] = (said[tail:at], out[-1][1])
             else:
                 out.append((text, reading))

@@ -30,13 +30,12 @@ def test_an_input_of_several_sentences_is_an_episode_and_each_sentence_that_says
     None
 ):
     r = rig()
-    said = "The printer jams on tray two. Always use SMS please. It is broken again. Thanks."
+    said = "The printer jams on tray two. Always use SMS please. It is broken again."
     out = r.loop.step(StepIn("t", 1, goal="Help", input=said), Deadline(10))
     mems = kept(r)
     assert mems[said].kind == Kind.EPISODE and mems[said].speaker == "user"
-    # The preference with the sentence after it (a statement's details follow it).
-    assert mems["Always use SMS please. It is broken again."].kind == Kind.PREFERENCE
-    assert "Thanks." not in mems  # says nothing of its own: in the episode only
+    assert mems["Always use SMS please."].kind == Kind.PREFERENCE
+    assert "It is broken again." not in mems  # says nothing of its own: in the episode only
     assert len(out.committed) == 2 == len(mems)
 
 
@@ -183,23 +182,31 @@ def test_consecutive_sentences_likeliest_the_same_are_one_span_as_written() -> N
         probs[[Said.PREFERENCE, Said.FACT, Said.CORRECTION, Said.OTHER].index(likeliest)] = p
         return Reading(said, p, tuple(probs))
 
-    said = "The fan grinds.  Use sms from now on.代码PREF-SMS-1。 Thanks! Bye. I live in Oslo. Ok."
+    said = "The fan grinds.  Use sms from now on. 代码PREF-SMS-1。 Thanks! Use chat. Bye. Ok."
     units = [
         ("The fan grinds.", reading(Said.OTHER, 0.9, Said.OTHER)),
         ("Use sms from now on.", reading(Said.PREFERENCE, 0.97, Said.PREFERENCE)),
-        ("代码PREF-SMS-1。", reading(Said.OTHER, 0.6, Said.PREFERENCE)),  # below its floor
-        ("Thanks!", reading(Said.OTHER, 0.9, Said.OTHER)),  # a preference's details: taken
-        ("Bye.", reading(Said.OTHER, 0.9, Said.OTHER)),  # one sentence is taken, not two
-        ("I live in Oslo.", reading(Said.FACT, 0.9, Said.FACT)),
-        ("Ok.", reading(Said.OTHER, 0.9, Said.OTHER)),  # a fact takes none
+        ("代码PREF-SMS-1。", reading(Said.OTHER, 0.9, Said.OTHER)),  # its code: taken
+        ("Thanks!", reading(Said.OTHER, 0.9, Said.OTHER)),  # names no code: stands alone
+        ("Use chat.", reading(Said.PREFERENCE, 0.9, Said.PREFERENCE)),
+        ("Bye.", reading(Said.OTHER, 0.9, Said.OTHER)),  # names no code: stands alone
+        ("Ok.", reading(Said.OTHER, 0.9, Said.OTHER)),
     ]
     out = spans(said, units)
     assert [t for t, _ in out] == [
-        "The fan grinds.", "Use sms from now on.代码PREF-SMS-1。 Thanks!", "Bye.",
-        "I live in Oslo.", "Ok.",
+        "The fan grinds.", "Use sms from now on. 代码PREF-SMS-1。", "Thanks!", "Use chat.",
+        "Bye.", "Ok.",
     ]  # fmt: skip
     joined = out[1][1]
     assert joined is not None and joined.said == Said.PREFERENCE and joined.p == 0.97
+    units[2] = ("代码PREF-SMS-1。", reading(Said.OTHER, 0.6, Said.PREFERENCE))  # likeliest the same
+    assert spans(said, units)[1][0] == "Use sms from now on. 代码PREF-SMS-1。"
+    said = "I live in Oslo. My code is 4411."
+    fact = [
+        ("I live in Oslo.", reading(Said.FACT, 0.9, Said.FACT)),
+        ("My code is 4411.", reading(Said.OTHER, 0.9, Said.OTHER)),  # a fact takes none
+    ]
+    assert [t for t, _ in spans(said, fact)] == ["I live in Oslo.", "My code is 4411."]
 
 
 def test_the_profile_shows_the_newest_of_the_nearest_preferences() -> None:
