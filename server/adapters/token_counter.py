@@ -34,14 +34,19 @@ SPLITS_AT_WHITESPACE = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceS
 _CHUNKS = re.compile(r"[ \t\n\r\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
 # The control characters Python's `str.split` takes for whitespace (a text without them is cut
 # by `str.split`, five times faster than by `_CHUNKS`).
+_WHITESPACE = re.compile(r"\s")
 _SPLIT_CONTROLS = re.compile("[\x0b\x0c\x1c-\x1f\x85]")
 CHUNKS_KEPT = 65_536  # chunk counts remembered per tenant
+CHUNK_CHARS = 64  # a longer chunk (a digest, a base64 run) is counted, not remembered
 PARTS_KEPT = 256  # tenants whose chunk counts are kept
 
 
 def additive(tokenizer_json: Path) -> bool:
-    """Whether a text's count under this tokenizer is the sum of its whitespace chunks'."""
+    """Whether a text's count under this tokenizer is the sum of its whitespace chunks' (an
+    added token holding whitespace would match across two chunks)."""
     doc = json.loads(tokenizer_json.read_text(encoding="utf-8"))
+    if any(_WHITESPACE.search(str(t.get("content", ""))) for t in doc.get("added_tokens") or []):
+        return False
     steps = [doc.get("normalizer"), doc.get("pre_tokenizer")]
     kinds: list[set[str]] = []
     for step in steps:
@@ -57,12 +62,16 @@ def additive(tokenizer_json: Path) -> bool:
 
 
 class TokenCounter:
-    def __init__(self, tokenizer_json: Path, cache_size: int = 16_384) -> None:
+    def __init__(
+        self, tokenizer_json: Path, cache_size: int = 16_384, chunks_kept: int = CHUNKS_KEPT
+    ) -> None:
+        """`chunks_kept`: chunk counts remembered per tenant (`additive` tokenizers)."""
         self._tok = Tokenizer.from_file(str(tokenizer_json))
         self._tok.no_truncation()
         self._tok.no_padding()
         self._memo: TextMemo[int] = TextMemo(self._count, cache_size)
         self._additive = additive(tokenizer_json)
+        self._chunks_kept = chunks_kept
         # Per tenant, the counts of the chunks its texts had (emptied when full).
         self._chunks: OrderedDict[str, dict[str, int]] = OrderedDict()
         self._lock = threading.Lock()
@@ -89,19 +98,19 @@ class TokenCounter:
             chunks = text.split()
         with self._lock:
             known = self._of(part)
-            new = list({c: None for c in chunks if c not in known})
-        counted: dict[str, int] = {}
+            found = {c: n for c in chunks if (n := known.get(c)) is not None}
+        new = list({c: None for c in chunks if c not in found})
         if new:
             got = self._tok.encode_batch(new, add_special_tokens=False)
             counted = {c: len(e) for c, e in zip(new, got, strict=True)}
-        with self._lock:
-            known = self._of(part)
-            if len(known) + len(counted) > CHUNKS_KEPT:
-                known.clear()
-            known.update(counted)
-            found = [known.get(c) for c in chunks]
-        # A chunk counted before and dropped since (the tenant's counts were emptied): again.
-        return sum(self.whole(c) if n is None else n for c, n in zip(chunks, found, strict=True))
+            found.update(counted)
+            kept = {c: n for c, n in counted.items() if len(c) <= CHUNK_CHARS}
+            with self._lock:
+                known = self._of(part)
+                if len(known) + len(kept) > self._chunks_kept:
+                    known.clear()  # full: start again
+                known.update(kept)
+        return sum(found[c] for c in chunks)
 
     def _of(self, part: str) -> dict[str, int]:
         """The tenant's chunk counts (the least recently used tenant's go beyond

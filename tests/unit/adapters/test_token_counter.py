@@ -8,11 +8,11 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.adapters.token_counter import TokenCounter, additive
+from server.adapters.token_counter import CHUNK_CHARS, TokenCounter, additive
 from server.core.memo import KEY_CHARS
 from tests.conftest import TOKENIZER
 
-COUNTER = TokenCounter(TOKENIZER)
+SMALL = TokenCounter(TOKENIZER, chunks_kept=8)
 
 
 def test_counts_are_the_tokenizers_and_the_cache_is_bounded() -> None:
@@ -37,13 +37,24 @@ _ALPHABET = st.sampled_from(
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.text(_ALPHABET, max_size=40), max_size=4), st.sampled_from(["", "t1"]))
+@given(
+    st.lists(st.text(_ALPHABET, max_size=40) | st.text(_ALPHABET, min_size=90), max_size=4),
+    st.sampled_from(["", "t1"]),
+)
 def test_a_text_counts_as_the_tokenizer_counts_all_of_it(texts: list[str], part: str) -> None:
     """The built-in tokenizer is counted chunk by chunk (`additive`): the sum is the count of
-    the whole text, for any text, with chunks remembered from the texts before it."""
-    c = COUNTER
+    the whole text, for any text (words past WordPiece's 100 characters included), with
+    chunks remembered from the texts before it, and when the remembered chunks are full."""
+    c = SMALL  # remembers 8 chunks: most texts fill it
     for text in texts:
         assert c.count(text, part) == c.whole(text), repr(text)
+
+
+def test_long_chunks_are_counted_not_remembered() -> None:
+    c = TokenCounter(TOKENIZER)
+    long = "x" * (CHUNK_CHARS + 1)
+    assert c.count(f"{long} ok") == c.whole(f"{long} ok")
+    assert c._chunks[""] == {"ok": 1}  # the long one was not kept
 
 
 def test_only_a_tokenizer_that_cuts_at_whitespace_first_is_counted_by_chunks(
@@ -62,3 +73,6 @@ def test_only_a_tokenizer_that_cuts_at_whitespace_first_is_counted_by_chunks(
     doc["normalizer"] = None
     other.write_text(json.dumps(doc), encoding="utf-8")
     assert additive(other)
+    doc["added_tokens"] = [*doc.get("added_tokens", []), {"id": 9999, "content": "new york"}]
+    other.write_text(json.dumps(doc), encoding="utf-8")
+    assert not additive(other)  # an added token across a space
