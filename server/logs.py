@@ -47,10 +47,24 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, ensure_ascii=False, default=str)
 
 
+QUEUED = 65_536  # records waiting to be written, at most: beyond, a record is dropped
+
+
 class _Queued(logging.handlers.QueueHandler):
     """Queues a copy of each record with its message merged (its arguments may change once
     the call returns) and its traceback as text; the formatter, on the listener's thread,
-    adds the time and the level (the stdlib's `prepare` would format the whole line here)."""
+    adds the time and the level (the stdlib's `prepare` would format the whole line here).
+    When stderr's reader stalls and `QUEUED` records wait, a record is dropped and counted
+    (never written in place: that is the stderr write that blocks); the count is written
+    when the writing stops."""
+
+    dropped = 0
+
+    def enqueue(self, record: logging.LogRecord) -> None:
+        try:
+            self.queue.put_nowait(record)
+        except queue.Full:
+            _Queued.dropped += 1
 
     def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
         out = copy.copy(record)
@@ -61,18 +75,32 @@ class _Queued(logging.handlers.QueueHandler):
         return out
 
 
+class _Writer(logging.handlers.QueueListener):
+    """Its stop waits for room in a full queue (the stdlib's would raise `queue.Full`)."""
+
+    def enqueue_sentinel(self) -> None:
+        self.queue.put(self._sentinel)  # type: ignore[attr-defined]
+
+
 _TRACEBACKS = logging.Formatter()
-_listener: logging.handlers.QueueListener | None = None
+_listener: _Writer | None = None
 _at_exit = False
 
 
 def stop() -> None:
     """Write what is queued and stop the writing thread (at exit; a later `configure` starts
-    another)."""
+    another); records logged after it are written in place."""
     global _listener
-    if _listener is not None:
-        _listener.stop()
-        _listener = None
+    if _listener is None:
+        return
+    listener, _listener = _listener, None
+    plain = listener.handlers[0]
+    root = logging.getLogger()
+    root.handlers[:] = [plain]
+    listener.stop()
+    if _Queued.dropped:
+        sys.stderr.write(f"pocketd: {_Queued.dropped} log records were dropped (stderr stalled)\n")
+        _Queued.dropped = 0
 
 
 def configure(level: str, fmt: str) -> None:
@@ -87,13 +115,15 @@ def configure(level: str, fmt: str) -> None:
     if not _at_exit:
         atexit.register(stop)  # what was queued is written before the process ends
         _at_exit = True
-    stop()
-    records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
-    _listener = logging.handlers.QueueListener(records, handler, respect_handler_level=True)
-    _listener.start()
+    records: queue.Queue[logging.LogRecord] = queue.Queue(QUEUED)
+    listener = _Writer(records, handler, respect_handler_level=True)
+    listener.start()
     root = logging.getLogger()
-    root.handlers[:] = [_Queued(records)]
     root.setLevel(level)
+    old, _listener = _listener, listener
+    root.handlers[:] = [_Queued(records)]  # then the old thread writes what it holds
+    if old is not None:
+        old.stop()
     # Neither format prints where a record was made, nor its thread or process: skip computing
     # them (the logging HOWTO's "Optimization"), since every call logs a line on the event loop.
     logging._srcfile = None

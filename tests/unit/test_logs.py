@@ -51,3 +51,22 @@ def test_the_text_format_keeps_the_traceback(
     logs.stop()
     err = capsys.readouterr().err
     assert "ERROR pocketd.test: lost it" in err and "KeyError: 'k'" in err
+
+
+def test_after_stop_records_are_written_in_place_and_a_full_queue_drops_and_counts(
+    restored: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(logs, "QUEUED", 1)
+    logs.configure("INFO", "text")
+    listener = logs._listener
+    assert listener is not None
+    listener.stop()  # nothing writes: the queue fills
+    log = logging.getLogger("pocketd.test")
+    log.info("first")  # waits in the queue
+    log.info("second")  # dropped
+    listener.start()
+    logs.stop()
+    log.info("third")  # in place
+    err = capsys.readouterr().err
+    assert "first" in err and "second" not in err and "third" in err
+    assert "1 log records were dropped" in err
