@@ -157,15 +157,15 @@ class Recaller:
     def query(self, rd: Round) -> str:
         """What the round recalls for: the user's input; else the observation, as its summary
         of `QUERY_TOKENS` by the goal and the action (its sentences that name what the task is
-        about: the encoder reads only a text's first 256 tokens, and a 1,500-token log's head
-        is its least telling part; a short one is its summary); else the goal."""
+        about: an encoder reads only a text's head, the built-in one 2,048 characters, MiniLM
+        256 tokens, and a 1,500-token log's head is its least telling part; a short one is its
+        own summary); else the goal."""
         r, s = rd.r, rd.s
         if r.input:
             return r.input
-        if r.observation:
-            focus = focus_words(s.goal, r.previous_action)
-            return self._summaries(r.observation, QUERY_TOKENS, focus, tenant_of(r.task_id))
-        return s.goal
+        focus = focus_words(s.goal, r.previous_action)
+        said = self._summaries(r.observation, QUERY_TOKENS, focus, tenant_of(r.task_id))
+        return said.strip() or s.goal
 
 
 def ended(hits: Sequence[Hit], task_id: str, session_id: str) -> list[Hit]:
