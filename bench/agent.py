@@ -12,10 +12,10 @@ cost, tokenizer and prices.
   **trivial**, the goal and the user's current message only;
 - **pocketd**: two Steps a round against a real `pocketd serve` (`bench.agent_pocketd`).
 
-The headline wordings are the blind ones (`--wording blind6`, the default: written from the task
+The headline wordings are the blind ones (`--wording blind7`, the default: written from the task
 description alone for issue 32, half in Chinese, read only after the `said` head and the
-defaults were frozen at 1634607); `blind5`, `blind4`, `blind3` and `blind2` (issue 32's earlier
-blind sets, read since),
+defaults were frozen at 845ea66); `blind6`, `blind5`, `blind4`, `blind3` and `blind2` (issue
+32's earlier blind sets, read since),
 `blind` (issue 28's, read since), `seen` and `held-out` (both in the head's training set) are
 labelled rows. Cost is given routed and at one price (every token at
 the medium route's price); `--small-context N` makes the stand-in read only the last N tokens of
@@ -553,10 +553,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument(
         "--wording",
         choices=tuple(WORDINGS),
-        default="blind6",
-        help="the preference wordings: blind6 (the headline: written from the task description "
-        "alone for issue 32, half in Chinese), blind5, blind4, blind3, blind2 and blind (read "
-        "since), "
+        default="blind7",
+        help="the preference wordings: blind7 (the headline: written from the task description "
+        "alone for issue 32, half in Chinese), blind6, blind5, blind4, blind3, blind2 and blind "
+        "(read since), "
         "seen or "
         "held-out "
         "(in the said head's training set) (bench/data/agent_wordings_*)",

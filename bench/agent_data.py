@@ -55,7 +55,10 @@ BLIND5_WORDINGS = DATA / "agent_wordings_blind5.json"
 # The same again (written on 2026-12-08 from the task description alone), kept outside the
 # repository unread until the defaults of 1634607 were committed.
 BLIND6_WORDINGS = DATA / "agent_wordings_blind6.json"
+# The same again, sealed in the repository (bench/data/sealed) unread until 845ea66.
+BLIND7_WORDINGS = DATA / "agent_wordings_blind7.json"
 WORDINGS = {
+    "blind7": BLIND7_WORDINGS,
     "blind6": BLIND6_WORDINGS,
     "blind5": BLIND5_WORDINGS,
     "blind4": BLIND4_WORDINGS,
