@@ -206,8 +206,9 @@ def spans(said: str, units: list[tuple[str, Reading | None]]) -> list[tuple[str,
         if run:
             best = max(run, key=lambda u: u[2].p if u[2].said != Said.OTHER else -1.0)
             out.append((said[run[0][0] : run[-1][1]], best[2]))
-            coded = identifiers(said[run[0][0] : run[-1][1]])
-            tail = run[0][0] if run[0][2].likeliest == Said.PREFERENCE and not coded else -1
+            preference = run[0][2].likeliest == Said.PREFERENCE
+            coded = preference and identifiers(said[run[0][0] : run[-1][1]])
+            tail = run[0][0] if preference and not coded else -1
             run.clear()
 
     for text, reading in units:
