@@ -264,6 +264,13 @@ def _holds(text: str, statement: str, code: bool = False) -> bool:
     )
 
 
+def _within(text: str, statement: str) -> bool:
+    """`_holds` as it counted before 3cbcb46: all of the statement, or a part of it and nothing
+    beyond it that names its code or channel (a part with the round's next sentence is
+    wrong)."""
+    return statement in text or (text.strip() in statement and _holds(text, statement))
+
+
 def _label(text: str, s_texts: set[str], d_texts: set[str], r_texts: set[str]) -> str:
     if any(_holds(text, t) for t in s_texts):
         return "preference"
@@ -301,6 +308,7 @@ def precision(stored: dict[str, list[Any]], data: Sequence[Session]) -> dict[str
     found: set[str] = set()  # the statements some stored preference holds
     stale_live = 0
     current = {s.user: s.preference for s in data}
+    strict = 0  # of those labelled preference, the ones that are all a statement's
     for user, mems in stored.items():
         for m in mems:
             kind = _label(m.text, real.get(user, set()), dis, refs)
@@ -308,6 +316,7 @@ def precision(stored: dict[str, list[Any]], data: Sequence[Session]) -> dict[str
             if kind != "preference":
                 wrong.append(f"{kind}: {m.text[:160]}")
                 continue
+            strict += any(_within(m.text, t) for t in real.get(user, set()))
             found.update(t for t in real.get(user, set()) if _holds(m.text, t, code=True))
             stale_live += not m.obsolete and _stale(m.text, current[user])
     total = sum(labels.values())
@@ -317,6 +326,8 @@ def precision(stored: dict[str, list[Any]], data: Sequence[Session]) -> dict[str
         "stored": total,
         "by_label": labels,
         "precision": labels.get("preference", 0) / total if total else None,
+        # The rule before 3cbcb46: a memory holding more than a statement's own text is wrong.
+        "precision_strict": strict / total if total else None,
         "statements_stored": len(found & statements) / (len(statements) or 1),
         "superseded_not_obsolete": stale_live,
         "wrong_examples": wrong[:EXAMPLES],
@@ -513,7 +524,8 @@ def report(r: dict[str, Any]) -> str:
         rows.append(f"{loop} prompt tokens by model: {shares}")
     p = r["stored_preferences"]
     rows.append(
-        f"preference precision {_value(p['precision'], '.2f')} ({p['stored']} stored: "
+        f"preference precision {_value(p['precision'], '.2f')} (strict "
+        f"{_value(p.get('precision_strict'), '.2f')}; {p['stored']} stored: "
         f"{p['by_label']}); statements stored {p['statements_stored']:.2f}; "
         f"superseded left current {p['superseded_not_obsolete']}"
     )

@@ -3,7 +3,7 @@ and which stored preferences state an older value."""
 
 from __future__ import annotations
 
-from bench.agent import _holds, _label, _stale
+from bench.agent import _holds, _label, _stale, _within
 
 STATEMENT = "The fan grinds. Please use phone from now on. My code is PREF-PHONE-101."
 
@@ -19,6 +19,11 @@ def test_a_sentence_of_a_statement_counts_when_it_names_its_code_or_channel() ->
     zh = "好的。以后请用phone联系我。代码是PREF-PHONE-1。"
     assert _holds("以后请用phone联系我。代码是PREF-PHONE-1。 Thanks.", zh, code=True)
     assert not _holds("The fan grinds. Here is a screenshot.", STATEMENT)
+    # The strict count (reported beside it): a part with more than the statement is wrong.
+    assert not _within("My code is PREF-PHONE-101. Here is a screenshot.", STATEMENT)
+    assert _within("My code is PREF-PHONE-101.", STATEMENT) and _within(
+        f"{STATEMENT} Hi.", STATEMENT
+    )
     assert not _holds(
         "My smartphone fan grinds.", "My smartphone fan grinds. Use chat, PREF-CHAT-1."
     )
